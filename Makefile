@@ -1,0 +1,40 @@
+# Two commands set up everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: demo test lint typecheck pytest bench chaos clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[local]'
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[dev]'
+	touch $@ $(STAMP_RUN)
+
+## demo: run the sample research agent locally on moto, with a 3 s invocation budget
+demo: $(STAMP_RUN)
+	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 3
+
+## test: lint, type-check and run the whole test suite (what CI runs)
+test: lint typecheck pytest
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP_DEV)
+	$(BIN)/mypy
+
+pytest: $(STAMP_DEV)
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

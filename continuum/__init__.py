@@ -1,0 +1,52 @@
+"""continuum: long-running tasks on AWS Lambda that suspend before the deadline and continue.
+
+Everything public is imported from here; the modules behind it are private.
+"""
+
+from continuum.app import Continuum, Task
+from continuum.client import Client, TaskStatus
+from continuum.errors import (
+    BadMessageError,
+    ConfigurationError,
+    ContinuumError,
+    InvalidInputError,
+    InvalidTaskIdError,
+    NonDeterminismError,
+    PayloadTooLargeError,
+    RecordConflictError,
+    RecordCorruptError,
+    RecordNotFoundError,
+    StepError,
+    TaskFailedError,
+    TaskNotFinishedError,
+    UnknownTaskError,
+)
+from continuum.record import Status, TaskRecord
+from continuum.steps import Step, StepOptions
+from continuum.turns import TaskContext
+
+__all__ = [
+    "BadMessageError",
+    "Client",
+    "ConfigurationError",
+    "Continuum",
+    "ContinuumError",
+    "InvalidInputError",
+    "InvalidTaskIdError",
+    "NonDeterminismError",
+    "PayloadTooLargeError",
+    "RecordConflictError",
+    "RecordCorruptError",
+    "RecordNotFoundError",
+    "Status",
+    "Step",
+    "StepError",
+    "StepOptions",
+    "Task",
+    "TaskContext",
+    "TaskFailedError",
+    "TaskNotFinishedError",
+    "TaskRecord",
+    "TaskStatus",
+    "UnknownTaskError",
+]

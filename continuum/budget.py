@@ -1,0 +1,94 @@
+"""The budget: remaining time, learned step durations, and the rule that says "not now".
+
+Before each live step continuum asks: will the step, at the chosen confidence, plus the cost of
+saving, plus a safety margin, fit in the time this invocation has left? If not, the task
+suspends *before* the step. Durations are learned per step name and kept in the record, so the
+estimate improves over the life of a task and survives continuations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from continuum.record import StepStats
+
+#: Seconds kept free after the predicted step and save, for everything not predicted
+#: (logging, the SQS send's tail, clock skew between the context and our clock).
+SAFETY_MARGIN_S = 0.25
+#: What a step never seen before is assumed to take.
+DEFAULT_STEP_S = 1.0
+#: What one record write is assumed to take until measured.
+DEFAULT_WRITE_S = 0.1
+#: A suspension costs one record write and one SQS send; a send costs about what a write does.
+WRITES_PER_SUSPENSION = 2
+#: The share of step durations the prediction should cover.
+DEFAULT_CONFIDENCE = 0.99
+#: Durations below this are clamped before taking the logarithm.
+MIN_DURATION_S = 1e-6
+
+
+def observe(stats: StepStats, seconds: float) -> None:
+    """Fold one measured duration into ``stats`` (Welford's update on log-seconds)."""
+    x = math.log(max(seconds, MIN_DURATION_S))
+    stats.count += 1
+    delta = x - stats.log_mean
+    stats.log_mean += delta / stats.count
+    stats.log_m2 += delta * (x - stats.log_mean)
+    stats.max_s = max(stats.max_s, seconds)
+    stats.total_s += seconds
+
+
+def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> float:
+    """The duration a new run of the step stays under with probability ``confidence``.
+
+    With two or more samples this is the upper prediction bound of a log-normal fit:
+    ``exp(mean + t * sd * sqrt(1 + 1/n))``, where ``t`` widens the normal quantile for small
+    samples (Cornish-Fisher approximation of Student's t). One sample gives twice that sample;
+    none gives ``default_s``.
+    """
+    if stats is None or stats.count == 0:
+        return default_s
+    if stats.count == 1:
+        return 2.0 * stats.max_s
+    n = stats.count
+    sd = math.sqrt(stats.log_m2 / (n - 1))
+    z = NormalDist().inv_cdf(confidence)
+    t = z + (z**3 + z) / (4 * (n - 1))
+    return math.exp(stats.log_mean + t * sd * math.sqrt(1 + 1 / n))
+
+
+@dataclass
+class Budget:
+    """The time rule of one invocation.
+
+    Args:
+        remaining: seconds left in this invocation (from the Lambda context).
+        confidence: the share of step durations a prediction covers.
+        margin_s: seconds kept free beyond the predicted step and save.
+        default_step_s: the assumed duration of a step never seen before.
+    """
+
+    remaining: Callable[[], float]
+    confidence: float = DEFAULT_CONFIDENCE
+    margin_s: float = SAFETY_MARGIN_S
+    default_step_s: float = DEFAULT_STEP_S
+
+    def save_cost(self, save_stats: StepStats) -> float:
+        """Seconds a suspension needs: the record write and the send, from measured writes."""
+        write = predict(save_stats, confidence=self.confidence, default_s=DEFAULT_WRITE_S)
+        return WRITES_PER_SUSPENSION * write
+
+    def refuse(self, name: str, stats: StepStats | None, save_stats: StepStats) -> str | None:
+        """Return why step ``name`` must not start now, or None if it fits."""
+        expected = predict(stats, confidence=self.confidence, default_s=self.default_step_s)
+        save = self.save_cost(save_stats)
+        left = self.remaining()
+        if expected + save + self.margin_s <= left:
+            return None
+        return (
+            f"step {name!r} expects up to {expected:.2f}s + save {save:.2f}s"
+            f" + margin {self.margin_s:.2f}s; {left:.2f}s left"
+        )

@@ -1,0 +1,281 @@
+"""The task record and the continuation message: pydantic models and their JSON codec.
+
+The record is the single source of truth for a task. It is stored as indented JSON so a person
+can read it with ``aws s3 cp s3://bucket/tasks/<id>/record.json -``. A state or step result
+whose JSON exceeds the inline limit is moved to a content-addressed, gzip-compressed blob
+beside the record; the record keeps a :class:`BlobRef` (digest and sizes) in its place.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from continuum.errors import BadMessageError, InvalidTaskIdError, RecordCorruptError
+
+RECORD_FORMAT = 1
+MESSAGE_FORMAT = 1
+DEFAULT_INLINE_LIMIT_BYTES = 32 * 1024
+MAX_TASK_ID_LENGTH = 128
+MAX_MESSAGE_BYTES = 8 * 1024
+_TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_task_id(task_id: object) -> str:
+    """Return ``task_id`` if it is a safe S3 key segment, else raise InvalidTaskIdError.
+
+    Safe means: 1-128 characters of letters, digits, ``.``, ``_`` and ``-``, starting with a
+    letter or digit, so ``../x``, absolute paths and control characters cannot appear.
+    """
+    if not isinstance(task_id, str):
+        raise InvalidTaskIdError(f"task id must be a string, got {type(task_id).__name__}")
+    if len(task_id) > MAX_TASK_ID_LENGTH:
+        raise InvalidTaskIdError(
+            f"task id is {len(task_id)} characters long; the limit is {MAX_TASK_ID_LENGTH}",
+            task_id=task_id[:40] + "...",
+        )
+    if not _TASK_ID_RE.fullmatch(task_id):
+        raise InvalidTaskIdError(
+            "task id is not a safe S3 key segment",
+            task_id=task_id,
+            hint="use letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
+    return task_id
+
+
+class Status(StrEnum):
+    """Where a task is in its life."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    WAITING = "waiting"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class BlobRef(_Model):
+    """A pointer to a content-addressed blob: ``{prefix}/{task_id}/blobs/{sha256}.json.gz``."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0, description="bytes of the uncompressed JSON")
+    stored: int = Field(ge=0, description="bytes stored (compressed)")
+
+
+class Lease(_Model):
+    """Who runs the task now, and until when (wall-clock seconds since the epoch)."""
+
+    owner: str
+    expires_at: float
+    message_id: str | None = None
+
+
+class StepStats(_Model):
+    """Online statistics of one step's durations, kept in the record.
+
+    Durations of steps are roughly log-normal, so the mean and variance are kept of
+    ``log(seconds)`` (Welford's method); ``max_s`` guards the tail for small samples.
+    """
+
+    count: int = 0
+    log_mean: float = 0.0
+    log_m2: float = 0.0
+    max_s: float = 0.0
+    total_s: float = 0.0
+
+
+class Counters(_Model):
+    """What happened to the task, summed over its whole life."""
+
+    invocations: int = 0
+    continuations: int = 0
+    turns: int = 0
+    steps_executed: int = 0
+    steps_replayed: int = 0
+    step_failures: int = 0
+    saves: int = 0
+    bytes_saved: int = 0
+    recoveries: int = 0
+    resends: int = 0
+
+
+class ErrorInfo(_Model):
+    """Why a task failed."""
+
+    type: str
+    message: str
+    step: str | None = None
+    turn: int | None = None
+
+
+class JournalEntry(_Model):
+    """One step's outcome in the current turn."""
+
+    key: str
+    name: str
+    ok: bool = True
+    result: Any = None
+    result_ref: BlobRef | None = None
+    error: ErrorInfo | None = None
+    duration_s: float = 0.0
+    attempts: int = 1
+
+
+class TaskRecord(_Model):
+    """The record of one task: everything the next worker must know, readable by a person."""
+
+    format: int = RECORD_FORMAT
+    task_id: str
+    task_name: str
+    status: Status = Status.PENDING
+    generation: int = 0
+    lease: Lease | None = None
+    state: Any = None
+    state_ref: BlobRef | None = None
+    state_version: int = 1
+    turn: int = 0
+    journal: list[JournalEntry] = Field(default_factory=list)
+    step_stats: dict[str, StepStats] = Field(default_factory=dict)
+    save_stats: StepStats = Field(default_factory=StepStats)
+    counters: Counters = Field(default_factory=Counters)
+    suspend_reason: str | None = None
+    result: Any = None
+    result_ref: BlobRef | None = None
+    error: ErrorInfo | None = None
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
+
+
+class Continuation(_Model):
+    """The SQS message that says "run generation N of task T". Nothing the record holds."""
+
+    v: int = MESSAGE_FORMAT
+    task_id: str
+    generation: int = Field(ge=0)
+    reason: str = Field(max_length=200)
+    sent_at: float
+
+
+def dump_json(value: Any) -> bytes:
+    """Canonical compact JSON (sorted keys) used for blobs and size checks."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
+
+
+def pack_blob(data: bytes) -> tuple[BlobRef, bytes]:
+    """Compress a JSON payload and name it by the SHA-256 of its uncompressed bytes."""
+    packed = gzip.compress(data, compresslevel=6, mtime=0)
+    digest = hashlib.sha256(data).hexdigest()
+    return BlobRef(sha256=digest, size=len(data), stored=len(packed)), packed
+
+
+def unpack_blob(ref: BlobRef, packed: bytes, *, task_id: str) -> Any:
+    """Decompress a blob, verify its digest, and parse it."""
+    try:
+        data = gzip.decompress(packed)
+    except (OSError, EOFError) as exc:
+        raise RecordCorruptError(f"blob {ref.sha256} is not valid gzip", task_id=task_id) from exc
+    if hashlib.sha256(data).hexdigest() != ref.sha256:
+        raise RecordCorruptError(f"blob {ref.sha256} does not match its digest", task_id=task_id)
+    return json.loads(data)
+
+
+PutBlob = Callable[[BlobRef, bytes], None]
+GetBlob = Callable[[BlobRef], bytes]
+
+
+def _externalize(value: Any, limit: int, put: PutBlob) -> tuple[Any, BlobRef | None]:
+    if value is None:
+        return None, None
+    data = dump_json(value)
+    if len(data) <= limit:
+        return value, None
+    ref, packed = pack_blob(data)
+    put(ref, packed)
+    return None, ref
+
+
+def encode_record(
+    record: TaskRecord, *, put_blob: PutBlob, inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES
+) -> bytes:
+    """Serialise a record, moving state and results over ``inline_limit`` bytes to blobs.
+
+    The in-memory record is not changed: it keeps its full values.
+    """
+    stored = record.model_copy(deep=False)
+    stored.state, stored.state_ref = _externalize(record.state, inline_limit, put_blob)
+    stored.result, stored.result_ref = _externalize(record.result, inline_limit, put_blob)
+    journal = []
+    for entry in record.journal:
+        result, ref = _externalize(entry.result, inline_limit, put_blob)
+        journal.append(
+            entry if ref is None else entry.model_copy(update={"result": result, "result_ref": ref})
+        )
+    stored.journal = journal
+    return stored.model_dump_json(indent=1).encode()
+
+
+def decode_record(data: bytes, *, task_id: str, get_blob: GetBlob) -> TaskRecord:
+    """Parse a stored record and bring its blobs back inline (digests verified)."""
+    try:
+        record = TaskRecord.model_validate_json(data)
+    except ValidationError as exc:
+        raise RecordCorruptError(
+            f"record does not parse: {_first_error(exc)}",
+            task_id=task_id,
+            hint="restore an earlier version of the record (bucket versioning keeps them)",
+        ) from exc
+    if record.task_id != task_id:
+        raise RecordCorruptError(
+            f"record names task {record.task_id!r}, but is stored under {task_id!r}",
+            task_id=task_id,
+        )
+    if record.state_ref is not None:
+        record.state = unpack_blob(record.state_ref, get_blob(record.state_ref), task_id=task_id)
+    if record.result_ref is not None:
+        record.result = unpack_blob(record.result_ref, get_blob(record.result_ref), task_id=task_id)
+    for entry in record.journal:
+        if entry.result_ref is not None:
+            entry.result = unpack_blob(
+                entry.result_ref, get_blob(entry.result_ref), task_id=task_id
+            )
+    return record
+
+
+def encode_message(message: Continuation) -> str:
+    return message.model_dump_json()
+
+
+def decode_message(body: str | bytes) -> Continuation:
+    """Parse a continuation body; anything else raises BadMessageError with the reason."""
+    if len(body) > MAX_MESSAGE_BYTES:
+        raise BadMessageError(f"message body is {len(body)} bytes; a continuation is small")
+    try:
+        message = Continuation.model_validate_json(body)
+    except ValidationError as exc:
+        raise BadMessageError(f"not a continuation message: {_first_error(exc)}") from exc
+    check_task_id(message.task_id)
+    return message
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in err["loc"]) or "body"
+    return f"{where}: {err['msg']}"

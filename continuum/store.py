@@ -1,0 +1,159 @@
+"""S3: the record store. Create, load, compare-and-swap and blobs, on an injected client.
+
+Every write of the record is conditional: ``create`` uses ``If-None-Match: *`` so a task id is
+started once; ``replace`` uses ``If-Match`` on the etag this worker last saw, so a worker that
+lost the record (S3 answers ``412 PreconditionFailed``) stops instead of overwriting.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from continuum.errors import (
+    RecordConflictError,
+    RecordCorruptError,
+    RecordExistsError,
+    RecordNotFoundError,
+)
+from continuum.record import (
+    DEFAULT_INLINE_LIMIT_BYTES,
+    BlobRef,
+    TaskRecord,
+    decode_record,
+    encode_record,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+RECORD_NAME = "record.json"
+FINISHED_TAG = "continuum-finished=true"
+#: S3 answers 409 ConditionalRequestConflict when two conditional writes race; re-reading
+#: and retrying is the documented response. Bounded so a hot key cannot spin forever.
+CONFLICT_RETRIES = 3
+CONFLICT_BACKOFF_S = 0.05
+
+
+@dataclass
+class RecordStore:
+    """The task records of one bucket and prefix.
+
+    Example:
+        >>> store = RecordStore(s3_client=boto3.client("s3"), bucket="b")  # doctest: +SKIP
+        >>> etag = store.create(TaskRecord(task_id="t1", task_name="research"))  # doctest: +SKIP
+    """
+
+    s3_client: S3Client
+    bucket: str
+    prefix: str = "tasks"
+    inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES
+    #: blobs known to exist, so an unchanged large state is not uploaded again.
+    _known_blobs: set[str] = field(default_factory=set, repr=False)
+    #: size in bytes of the last record written or read (for counters and benchmarks).
+    last_record_bytes: int = field(default=0, repr=False)
+
+    def record_key(self, task_id: str) -> str:
+        return f"{self.prefix}/{task_id}/{RECORD_NAME}"
+
+    def blob_key(self, task_id: str, ref: BlobRef) -> str:
+        return f"{self.prefix}/{task_id}/blobs/{ref.sha256}.json.gz"
+
+    # -- the record --------------------------------------------------------------------------
+
+    def create(self, record: TaskRecord) -> str:
+        """Write a new record; raise RecordExistsError if the task id is taken."""
+        body = self._encode(record)
+        try:
+            response = self._put(self.record_key(record.task_id), body, IfNoneMatch="*")
+        except ClientError as exc:
+            if _code(exc) in ("PreconditionFailed", "412"):
+                raise RecordExistsError("task already exists", task_id=record.task_id) from exc
+            raise
+        return str(response["ETag"])
+
+    def load(self, task_id: str) -> tuple[TaskRecord, str]:
+        """Read a record and its etag; blobs are fetched and verified."""
+        try:
+            response = self.s3_client.get_object(Bucket=self.bucket, Key=self.record_key(task_id))
+        except ClientError as exc:
+            if _code(exc) in ("NoSuchKey", "404"):
+                raise RecordNotFoundError("no record for this task", task_id=task_id) from exc
+            raise
+        body = response["Body"].read()
+        self.last_record_bytes = len(body)
+        record = decode_record(
+            body, task_id=task_id, get_blob=lambda ref: self._get_blob(task_id, ref)
+        )
+        return record, response["ETag"]
+
+    def replace(self, record: TaskRecord, *, etag: str, finished: bool = False) -> str:
+        """Compare-and-swap: write ``record`` only if the stored one still has ``etag``.
+
+        Raises:
+            RecordConflictError: another writer moved the record (412); this one must stop.
+        """
+        record.updated_at = time.time()
+        body = self._encode(record)
+        extra: dict[str, Any] = {"IfMatch": etag}
+        if finished:
+            # Tagged so a lifecycle rule can expire finished tasks after a retention period.
+            extra["Tagging"] = FINISHED_TAG
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                response = self._put(self.record_key(record.task_id), body, **extra)
+            except ClientError as exc:
+                code = _code(exc)
+                if code in ("PreconditionFailed", "412"):
+                    raise RecordConflictError(
+                        "another worker changed the record (412); stopping without writing",
+                        task_id=record.task_id,
+                        generation=record.generation,
+                    ) from exc
+                if code == "ConditionalRequestConflict" and attempt < CONFLICT_RETRIES:
+                    time.sleep(CONFLICT_BACKOFF_S * (attempt + 1))
+                    continue
+                raise
+            return str(response["ETag"])
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- blobs -------------------------------------------------------------------------------
+
+    def _encode(self, record: TaskRecord) -> bytes:
+        def put_blob(ref: BlobRef, packed: bytes) -> None:
+            if ref.sha256 in self._known_blobs:
+                return
+            self._put(self.blob_key(record.task_id, ref), packed, ContentEncoding="gzip")
+            self._known_blobs.add(ref.sha256)
+
+        body = encode_record(record, put_blob=put_blob, inline_limit=self.inline_limit)
+        self.last_record_bytes = len(body)
+        return body
+
+    def _get_blob(self, task_id: str, ref: BlobRef) -> bytes:
+        try:
+            response = self.s3_client.get_object(
+                Bucket=self.bucket, Key=self.blob_key(task_id, ref)
+            )
+        except ClientError as exc:
+            if _code(exc) in ("NoSuchKey", "404"):
+                raise RecordCorruptError(
+                    f"record points at blob {ref.sha256}, which does not exist", task_id=task_id
+                ) from exc
+            raise
+        self._known_blobs.add(ref.sha256)
+        data: bytes = response["Body"].read()
+        return data
+
+    def _put(self, key: str, body: bytes, **extra: Any) -> Any:
+        content_type = "application/json"
+        return self.s3_client.put_object(
+            Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, **extra
+        )
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))

@@ -1,0 +1,273 @@
+"""One continuation in: parse, fence, claim, run turns, then suspend or finish.
+
+The protocol (DESIGN.md, "The continuation message"):
+
+1. Read the record. A message for an older generation is stale: if the record is suspended,
+   send its current continuation again (duplicates are harmless) and acknowledge. A finished
+   task's message is acknowledged.
+2. Claim: compare-and-swap the record to ``running`` with a lease until this invocation's
+   deadline. Losing the swap means another worker has it: acknowledge. A live lease held by a
+   worker processing this very message means SQS redelivered it early: retry later.
+3. Run turns, saving the journal by policy.
+4. Suspend: write the record (generation + 1) first, then send the continuation, then
+   acknowledge. Never the other way round: a message must never point at a record that
+   does not exist yet. Finish: write ``succeeded`` or ``failed`` and acknowledge.
+
+A worker that dies anywhere leaves its message in flight; it reappears after its visibility
+timeout, which the claim shortened to just past this invocation's deadline.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from continuum.budget import Budget, observe
+from continuum.errors import (
+    BadMessageError,
+    ContinuumError,
+    InvalidTaskIdError,
+    LeaseHeldError,
+    RecordConflictError,
+    RecordCorruptError,
+    RecordNotFoundError,
+)
+from continuum.record import Continuation, ErrorInfo, Lease, Status, TaskRecord, decode_message
+from continuum.turns import Fenced, TurnLoop
+
+if TYPE_CHECKING:
+    from continuum.app import Continuum
+
+logger = Logger(service="continuum")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One SQS message as the worker sees it."""
+
+    body: str
+    message_id: str
+    receipt_handle: str | None = None
+    receive_count: int = 1
+
+
+class Worker:
+    """Processes continuation messages for one app."""
+
+    def __init__(self, app: Continuum) -> None:
+        self.app = app
+        self.processor = BatchProcessor(
+            event_type=EventType.SQS, raise_on_entire_batch_failure=False
+        )
+
+    def handle_batch(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """Process an SQS batch; failed messages are reported, never fail their neighbours."""
+
+        def handle_record(record: SQSRecord) -> str:
+            delivery = Delivery(
+                body=record.body,
+                message_id=record.message_id,
+                receipt_handle=record.receipt_handle,
+                receive_count=int(record.attributes.approximate_receive_count or 1),
+            )
+            return self.process(delivery, context)
+
+        response = process_partial_response(
+            event=event, record_handler=handle_record, processor=self.processor, context=context
+        )
+        return dict(response)
+
+    def process(self, delivery: Delivery, context: Any) -> str:
+        """Process one message; return what happened. Raise only to have it retried."""
+        logger.remove_keys(["task_id", "generation"])
+        try:
+            message = decode_message(delivery.body)
+        except (BadMessageError, InvalidTaskIdError) as exc:
+            # Retrying cannot fix a malformed message: acknowledge and say why.
+            logger.error(
+                "rejected a message", extra={"error": str(exc), "message_id": delivery.message_id}
+            )
+            return "rejected"
+        logger.set_correlation_id(message.task_id)
+        logger.append_keys(task_id=message.task_id, generation=message.generation)
+        try:
+            return self._process(message, delivery, context)
+        except RecordConflictError:
+            logger.info("another worker moved the record; stopping")
+            return "fenced"
+
+    def _process(self, message: Continuation, delivery: Delivery, context: Any) -> str:
+        store = self.app.store
+        try:
+            record, etag = store.load(message.task_id)
+        except RecordNotFoundError as exc:
+            logger.error("no record for this continuation", extra={"error": str(exc)})
+            return "rejected"
+        except RecordCorruptError as exc:
+            logger.error("the record does not parse", extra={"error": str(exc)})
+            return "rejected"
+
+        verdict = self._fence(record, message, delivery)
+        if verdict is not None:
+            return verdict
+
+        task = self.app.tasks.get(record.task_name)
+        if task is None:
+            known = ", ".join(sorted(self.app.tasks)) or "none"
+            error = ErrorInfo(
+                type="UnknownTaskError",
+                message=f"this app has no task named {record.task_name!r} (it has: {known})",
+            )
+            self._finish(record, etag, Status.FAILED, error=error)
+            return "failed"
+
+        # -- claim ---------------------------------------------------------------------------
+        remaining_s = _remaining_s(context)
+        recovering = record.status == Status.RUNNING
+        record.status = Status.RUNNING
+        record.lease = Lease(
+            owner=_owner(context),
+            expires_at=time.time() + remaining_s,
+            message_id=delivery.message_id,
+        )
+        record.counters.invocations += 1
+        record.counters.recoveries += int(recovering)
+        etag = self._write(record, etag)
+        if delivery.receipt_handle is not None:
+            # If this invocation dies, its message should come back just after its deadline,
+            # not after the queue's visibility timeout (six times the function timeout).
+            self.app.queue.extend(
+                receipt_handle=delivery.receipt_handle,
+                visibility_s=math.ceil(remaining_s) + self.app.visibility_margin_s,
+            )
+
+        # -- run turns -----------------------------------------------------------------------
+        budget = Budget(
+            remaining=lambda: _remaining_s(context),
+            confidence=self.app.confidence,
+            margin_s=self.app.safety_margin_s,
+            default_step_s=self.app.default_step_s,
+        )
+        current = {"etag": etag}
+
+        def persist() -> None:
+            try:
+                current["etag"] = self._write(record, current["etag"])
+            except RecordConflictError as exc:
+                raise Fenced from exc
+
+        outcome = TurnLoop(task, record, budget, persist, self.app.persist_every_s).run()
+        etag = current["etag"]
+
+        if outcome.kind == "fenced":
+            logger.info("another worker moved the record; stopping")
+            return "fenced"
+        if outcome.kind == "failed":
+            assert outcome.error is not None
+            logger.warning("task failed", extra={"error": outcome.error.model_dump()})
+            self._finish(record, etag, Status.FAILED, error=outcome.error)
+            return "failed"
+        if outcome.kind == "finished":
+            self._finish(record, etag, Status.SUCCEEDED)
+            logger.info("task succeeded")
+            return "succeeded"
+        return self._suspend(record, etag, outcome.reason or "budget", task.max_continuations)
+
+    # -- the fence ---------------------------------------------------------------------------
+
+    def _fence(self, record: TaskRecord, message: Continuation, delivery: Delivery) -> str | None:
+        """Decide whether this message may run the task; a string says why not."""
+        if record.status.finished:
+            return "finished"
+        if message.generation > record.generation:
+            logger.error(
+                "message names a generation the record has not reached",
+                extra={"record_generation": record.generation},
+            )
+            return "rejected"
+        if message.generation < record.generation:
+            if record.status == Status.SUSPENDED:
+                # The worker that suspended may have died before sending: make sure the
+                # current continuation exists. A duplicate is fenced like any other.
+                self.app.queue.send(
+                    task_id=record.task_id, generation=record.generation, reason="resend"
+                )
+                return "stale-resent"
+            return "stale"
+        lease = record.lease
+        if record.status == Status.RUNNING and lease and lease.expires_at > time.time():
+            if lease.message_id == delivery.message_id:
+                raise LeaseHeldError(
+                    "a live worker is processing this message; retry after its lease",
+                    task_id=record.task_id,
+                    generation=record.generation,
+                )
+            # A duplicate of the message the lease holder is processing: that message stays
+            # in flight until the holder is done, and covers a crash on its own.
+            return "duplicate"
+        return None
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _write(self, record: TaskRecord, etag: str) -> str:
+        started = time.monotonic()
+        new_etag = self.app.store.replace(record, etag=etag)
+        observe(record.save_stats, time.monotonic() - started)
+        record.counters.saves += 1
+        record.counters.bytes_saved += self.app.store.last_record_bytes
+        return new_etag
+
+    def _suspend(self, record: TaskRecord, etag: str, reason: str, max_continuations: int) -> str:
+        if record.counters.continuations >= max_continuations:
+            error = ErrorInfo(
+                type="MaxContinuationsExceeded",
+                message=f"the task continued {record.counters.continuations} times,"
+                f" the limit is {max_continuations}",
+                turn=record.turn,
+            )
+            self._finish(record, etag, Status.FAILED, error=error)
+            return "failed"
+        record.status = Status.SUSPENDED
+        record.generation += 1
+        record.lease = None
+        record.suspend_reason = reason
+        record.counters.continuations += 1
+        self._write(record, etag)
+        self.app.queue.send(task_id=record.task_id, generation=record.generation, reason=reason)
+        logger.info(
+            "task suspended",
+            extra={"reason": reason, "turn": record.turn, "next_generation": record.generation},
+        )
+        return "suspended"
+
+    def _finish(
+        self, record: TaskRecord, etag: str, status: Status, *, error: ErrorInfo | None = None
+    ) -> None:
+        record.status = status
+        record.error = error
+        record.lease = None
+        record.finished_at = time.time()
+        if status == Status.FAILED:
+            record.result = None
+        self.app.store.replace(record, etag=etag, finished=True)
+
+
+def _remaining_s(context: Any) -> float:
+    """Seconds left in this invocation, from the Lambda context."""
+    if context is None:
+        raise ContinuumError("the handler needs the Lambda context to know its deadline")
+    return float(context.get_remaining_time_in_millis()) / 1000.0
+
+
+def _owner(context: Any) -> str:
+    return str(getattr(context, "aws_request_id", None) or "local")
