@@ -27,9 +27,9 @@ from continuum.budget import DEFAULT_CONFIDENCE, DEFAULT_STEP_S, SAFETY_MARGIN_S
 from continuum.errors import ConfigurationError
 from continuum.queue import ContinuationQueue
 from continuum.record import DEFAULT_INLINE_LIMIT_BYTES
-from continuum.steps import Step, StepOptions
+from continuum.steps import Step, StepOptions, return_adapter
 from continuum.store import RecordStore
-from continuum.turns import TaskContext, result_adapter_for
+from continuum.turns import TaskContext
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -65,10 +65,14 @@ class Task(Generic[S]):
     app: Continuum
     version: int = 1
     max_continuations: int = DEFAULT_MAX_CONTINUATIONS
-    result_adapter: TypeAdapter[Any] = field(init=False, repr=False)
+    _result_adapter: TypeAdapter[Any] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.result_adapter = result_adapter_for(self.fn)
+    @property
+    def result_adapter(self) -> TypeAdapter[Any]:
+        """Converts the task's result to JSON, following its return annotation."""
+        if self._result_adapter is None:
+            self._result_adapter = return_adapter(self.fn, what=f"task {self.name!r}")
+        return self._result_adapter
 
     def __call__(self, ctx: TaskContext[S]) -> Any:
         return self.fn(ctx)

@@ -26,8 +26,12 @@ DEFAULT_WRITE_S = 0.1
 WRITES_PER_SUSPENSION = 2
 #: The share of step durations the prediction should cover.
 DEFAULT_CONFIDENCE = 0.99
-#: Durations below this are clamped before taking the logarithm.
-MIN_DURATION_S = 1e-6
+#: Durations below this are clamped before taking the logarithm: a step that sometimes takes
+#: microseconds (a cache hit) would otherwise inflate the spread in log space without limit.
+MIN_DURATION_S = 1e-3
+#: A prediction never exceeds this multiple of the longest duration seen. It only binds when
+#: the log-normal fit is poor (a bimodal step) or the sample is tiny.
+MAX_OVER_LONGEST = 3.0
 
 
 def observe(stats: StepStats, seconds: float) -> None:
@@ -46,8 +50,9 @@ def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> 
 
     With two or more samples this is the upper prediction bound of a log-normal fit:
     ``exp(mean + t * sd * sqrt(1 + 1/n))``, where ``t`` widens the normal quantile for small
-    samples (Cornish-Fisher approximation of Student's t). One sample gives twice that sample;
-    none gives ``default_s``.
+    samples (Cornish-Fisher approximation of Student's t), capped at ``MAX_OVER_LONGEST``
+    times the longest duration seen. One sample gives twice that sample; none gives
+    ``default_s``.
     """
     if stats is None or stats.count == 0:
         return default_s
@@ -57,7 +62,8 @@ def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> 
     sd = math.sqrt(stats.log_m2 / (n - 1))
     z = NormalDist().inv_cdf(confidence)
     t = z + (z**3 + z) / (4 * (n - 1))
-    return math.exp(stats.log_mean + t * sd * math.sqrt(1 + 1 / n))
+    fitted = math.exp(stats.log_mean + t * sd * math.sqrt(1 + 1 / n))
+    return min(fitted, MAX_OVER_LONGEST * stats.max_s)
 
 
 @dataclass
@@ -81,13 +87,18 @@ class Budget:
         write = predict(save_stats, confidence=self.confidence, default_s=DEFAULT_WRITE_S)
         return WRITES_PER_SUSPENSION * write
 
+    def need(self, stats: StepStats | None, save_stats: StepStats) -> float:
+        """Seconds a step needs before it may start: predicted step, save and margin."""
+        expected = predict(stats, confidence=self.confidence, default_s=self.default_step_s)
+        return expected + self.save_cost(save_stats) + self.margin_s
+
     def refuse(self, name: str, stats: StepStats | None, save_stats: StepStats) -> str | None:
         """Return why step ``name`` must not start now, or None if it fits."""
+        left = self.remaining()
+        if self.need(stats, save_stats) <= left:
+            return None
         expected = predict(stats, confidence=self.confidence, default_s=self.default_step_s)
         save = self.save_cost(save_stats)
-        left = self.remaining()
-        if expected + save + self.margin_s <= left:
-            return None
         return (
             f"step {name!r} expects up to {expected:.2f}s + save {save:.2f}s"
             f" + margin {self.margin_s:.2f}s; {left:.2f}s left"

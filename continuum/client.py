@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -21,6 +22,7 @@ from continuum.record import (
     Status,
     TaskRecord,
     check_task_id,
+    describe_errors,
     dump_json,
 )
 
@@ -40,9 +42,9 @@ class TaskStatus(BaseModel):
     error: ErrorInfo | None = None
     suspend_reason: str | None = None
     counters: Counters
-    created_at: float
-    updated_at: float
-    finished_at: float | None = None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
 
 
 class Client:
@@ -139,12 +141,9 @@ class Client:
             else:
                 model = task.state_model.model_validate(input)
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in err["loc"]) or "input"
             raise InvalidInputError(
                 f"input for task {task.name!r} does not validate against "
-                f"{task.state_model.__name__}: {where}: {err['msg']}"
-                + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""),
+                f"{task.state_model.__name__}: {describe_errors(exc)}",
                 task_id=task_id,
             ) from exc
         return model.model_dump(mode="json")

@@ -175,8 +175,11 @@ class LocalRuntime:
         """Read a task's record without counting the call."""
         return self.observer.load(task_id)[0]
 
-    def invoke_once(self) -> dict[str, Any] | None:
-        """Receive one batch and run the handler on it, as Lambda would; None if none waits."""
+    def invoke_once(self, context: Any = None) -> dict[str, Any] | None:
+        """Receive one batch and run the handler on it, as Lambda would; None if none waits.
+
+        ``context`` replaces the Lambda context (default: one with this runtime's budget).
+        """
         response = self._source_sqs.receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=self.batch_size,
@@ -188,7 +191,7 @@ class LocalRuntime:
             return None
         event = {"Records": [self._event_record(m) for m in messages]}
         self.invocations += 1
-        result = self.app.handler(event, LocalLambdaContext(self.budget_s))
+        result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
         for message in messages:
             if message["MessageId"] not in failed:

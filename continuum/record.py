@@ -12,8 +12,8 @@ import gzip
 import hashlib
 import json
 import re
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -27,6 +27,11 @@ DEFAULT_INLINE_LIMIT_BYTES = 32 * 1024
 MAX_TASK_ID_LENGTH = 128
 MAX_MESSAGE_BYTES = 8 * 1024
 _TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (what the record's timestamps hold)."""
+    return datetime.now(UTC)
 
 
 def check_task_id(task_id: object) -> str:
@@ -80,10 +85,10 @@ class BlobRef(_Model):
 
 
 class Lease(_Model):
-    """Who runs the task now, and until when (wall-clock seconds since the epoch)."""
+    """Who runs the task now, and until when."""
 
     owner: str
-    expires_at: float
+    expires_at: datetime
     message_id: str | None = None
 
 
@@ -113,7 +118,6 @@ class Counters(_Model):
     saves: int = 0
     bytes_saved: int = 0
     recoveries: int = 0
-    resends: int = 0
 
 
 class ErrorInfo(_Model):
@@ -156,12 +160,16 @@ class TaskRecord(_Model):
     save_stats: StepStats = Field(default_factory=StepStats)
     counters: Counters = Field(default_factory=Counters)
     suspend_reason: str | None = None
+    #: the most time an invocation has had at its claim (seconds): what a fresh one gets.
+    invocation_budget_s: float = 0.0
+    #: consecutive suspensions in which no step ran and no turn completed.
+    idle_suspensions: int = 0
     result: Any = None
     result_ref: BlobRef | None = None
     error: ErrorInfo | None = None
-    created_at: float = Field(default_factory=time.time)
-    updated_at: float = Field(default_factory=time.time)
-    finished_at: float | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
 
 
 class Continuation(_Model):
@@ -238,7 +246,7 @@ def decode_record(data: bytes, *, task_id: str, get_blob: GetBlob) -> TaskRecord
         record = TaskRecord.model_validate_json(data)
     except ValidationError as exc:
         raise RecordCorruptError(
-            f"record does not parse: {_first_error(exc)}",
+            f"record does not parse: {describe_errors(exc)}",
             task_id=task_id,
             hint="restore an earlier version of the record (bucket versioning keeps them)",
         ) from exc
@@ -270,12 +278,16 @@ def decode_message(body: str | bytes) -> Continuation:
     try:
         message = Continuation.model_validate_json(body)
     except ValidationError as exc:
-        raise BadMessageError(f"not a continuation message: {_first_error(exc)}") from exc
+        raise BadMessageError(f"not a continuation message: {describe_errors(exc)}") from exc
     check_task_id(message.task_id)
     return message
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in err["loc"]) or "body"
-    return f"{where}: {err['msg']}"
+def describe_errors(exc: ValidationError, *, most: int = 3) -> str:
+    """The first few validation errors as ``where: what; ...``."""
+    parts = []
+    for err in exc.errors(include_url=False)[:most]:
+        where = ".".join(str(part) for part in err["loc"]) or "value"
+        parts.append(f"{where}: {err['msg']}")
+    more = exc.error_count() - most
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

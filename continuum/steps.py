@@ -15,6 +15,8 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 
+from continuum.errors import ConfigurationError
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -69,8 +71,7 @@ class Step(Generic[P, R]):
     def adapter(self) -> TypeAdapter[Any]:
         """Converts results to JSON and back, following the return annotation."""
         if self._adapter is None:
-            hints = typing.get_type_hints(self.fn)
-            self._adapter = TypeAdapter(hints.get("return", Any))
+            self._adapter = return_adapter(self.fn, what=f"step {self.name!r}")
         return self._adapter
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -79,6 +80,18 @@ class Step(Generic[P, R]):
             return self.fn(*args, **kwargs)
         result: R = runner.call_step(self, args, kwargs, None)
         return result
+
+
+def return_adapter(fn: Callable[..., Any], *, what: str) -> TypeAdapter[Any]:
+    """A TypeAdapter for ``fn``'s return annotation (Any when there is none)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except NameError as exc:
+        raise ConfigurationError(
+            f"{what}: cannot resolve its return annotation ({exc})",
+            hint="define the types a step or task returns at module level",
+        ) from exc
+    return TypeAdapter(hints.get("return", Any))
 
 
 def as_step(fn: Callable[..., Any]) -> Step[Any, Any]:

@@ -25,6 +25,7 @@ from continuum.record import (
     TaskRecord,
     decode_record,
     encode_record,
+    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class RecordStore:
         Raises:
             RecordConflictError: another writer moved the record (412); this one must stop.
         """
-        record.updated_at = time.time()
+        record.updated_at = utcnow()
         body = self._encode(record)
         extra: dict[str, Any] = {"IfMatch": etag}
         if finished:

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from continuum.budget import Budget, observe
 from continuum.errors import ContinuumError, InvalidInputError, StepError
 from continuum.journal import Journal
-from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord
+from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord, describe_errors
 from continuum.steps import Step, active_runner, as_step
 
 if TYPE_CHECKING:
@@ -183,8 +183,7 @@ class TurnLoop:
         except ValidationError as exc:
             raise InvalidInputError(
                 f"saved state no longer validates against {self.task.state_model.__name__}: "
-                f"{exc.errors(include_url=False)[0]['msg']} at "
-                f"{'.'.join(str(p) for p in exc.errors(include_url=False)[0]['loc'])}",
+                f"{describe_errors(exc)}",
                 task_id=self.record.task_id,
                 generation=self.record.generation,
                 hint="migrate the state model, or bump the task version and restart the task",
@@ -285,11 +284,17 @@ class TurnLoop:
         reason = self.budget.refuse(name, stats, self.record.save_stats)
         if reason is None:
             return
-        if not self.progress:
-            # Nothing done yet in this invocation: a fresh one would face the same verdict, so
-            # suspending now could only loop. Run the step and let the deadline judge.
-            return
-        raise Suspend(reason)
+        if self.progress:
+            raise Suspend(reason)
+        # Nothing done yet in this invocation. Suspend only if a fresh invocation would have
+        # the time and the last one did not already suspend idle; otherwise suspending could
+        # only loop, so run the step and let the deadline judge.
+        fresh = self.record.invocation_budget_s
+        if (
+            self.record.idle_suspensions == 0
+            and self.budget.need(stats, self.record.save_stats) <= fresh
+        ):
+            raise Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s")
 
     def _record_failure(
         self,
@@ -318,11 +323,3 @@ class TurnLoop:
         self.record.counters.steps_executed += 1
         self.record.counters.step_failures += 1
         self.progress = True
-
-
-def result_adapter_for(fn: Callable[..., Any]) -> TypeAdapter[Any]:
-    """Converts a task's result to JSON following its return annotation."""
-    import typing
-
-    hints = typing.get_type_hints(fn)
-    return TypeAdapter(hints.get("return", Any))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -31,6 +32,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import ClientError
 
 from continuum.budget import Budget, observe
 from continuum.errors import (
@@ -42,7 +44,15 @@ from continuum.errors import (
     RecordCorruptError,
     RecordNotFoundError,
 )
-from continuum.record import Continuation, ErrorInfo, Lease, Status, TaskRecord, decode_message
+from continuum.record import (
+    Continuation,
+    ErrorInfo,
+    Lease,
+    Status,
+    TaskRecord,
+    decode_message,
+    utcnow,
+)
 from continuum.turns import Fenced, TurnLoop
 
 if TYPE_CHECKING:
@@ -90,13 +100,12 @@ class Worker:
     def process(self, delivery: Delivery, context: Any) -> str:
         """Process one message; return what happened. Raise only to have it retried."""
         logger.remove_keys(["task_id", "generation"])
+        logger.set_correlation_id(None)
         try:
             message = decode_message(delivery.body)
         except (BadMessageError, InvalidTaskIdError) as exc:
             # Retrying cannot fix a malformed message: acknowledge and say why.
-            logger.error(
-                "rejected a message", extra={"error": str(exc), "message_id": delivery.message_id}
-            )
+            logger.error(f"rejected a message: {exc}", extra={"message_id": delivery.message_id})
             return "rejected"
         logger.set_correlation_id(message.task_id)
         logger.append_keys(task_id=message.task_id, generation=message.generation)
@@ -111,10 +120,10 @@ class Worker:
         try:
             record, etag = store.load(message.task_id)
         except RecordNotFoundError as exc:
-            logger.error("no record for this continuation", extra={"error": str(exc)})
+            logger.error(f"no record for this continuation: {exc}")
             return "rejected"
         except RecordCorruptError as exc:
-            logger.error("the record does not parse", extra={"error": str(exc)})
+            logger.error(f"the record does not parse: {exc}")
             return "rejected"
 
         verdict = self._fence(record, message, delivery)
@@ -137,19 +146,15 @@ class Worker:
         record.status = Status.RUNNING
         record.lease = Lease(
             owner=_owner(context),
-            expires_at=time.time() + remaining_s,
+            expires_at=utcnow() + timedelta(seconds=remaining_s),
             message_id=delivery.message_id,
         )
         record.counters.invocations += 1
         record.counters.recoveries += int(recovering)
+        record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
         etag = self._write(record, etag)
         if delivery.receipt_handle is not None:
-            # If this invocation dies, its message should come back just after its deadline,
-            # not after the queue's visibility timeout (six times the function timeout).
-            self.app.queue.extend(
-                receipt_handle=delivery.receipt_handle,
-                visibility_s=math.ceil(remaining_s) + self.app.visibility_margin_s,
-            )
+            self._shorten_visibility(delivery.receipt_handle, remaining_s)
 
         # -- run turns -----------------------------------------------------------------------
         budget = Budget(
@@ -166,8 +171,10 @@ class Worker:
             except RecordConflictError as exc:
                 raise Fenced from exc
 
-        outcome = TurnLoop(task, record, budget, persist, self.app.persist_every_s).run()
+        loop = TurnLoop(task, record, budget, persist, self.app.persist_every_s)
+        outcome = loop.run()
         etag = current["etag"]
+        record.idle_suspensions = 0 if loop.progress else record.idle_suspensions + 1
 
         if outcome.kind == "fenced":
             logger.info("another worker moved the record; stopping")
@@ -182,6 +189,18 @@ class Worker:
             logger.info("task succeeded")
             return "succeeded"
         return self._suspend(record, etag, outcome.reason or "budget", task.max_continuations)
+
+    def _shorten_visibility(self, receipt_handle: str, remaining_s: float) -> None:
+        """If this invocation dies, its message should come back just after its deadline,
+        not after the queue's visibility timeout (six times the function timeout)."""
+        try:
+            self.app.queue.extend(
+                receipt_handle=receipt_handle,
+                visibility_s=math.ceil(remaining_s) + self.app.visibility_margin_s,
+            )
+        except ClientError as exc:
+            # Only recovery speed depends on it: the record still fences every delivery.
+            logger.warning("could not shorten the message's visibility", extra={"error": str(exc)})
 
     # -- the fence ---------------------------------------------------------------------------
 
@@ -205,7 +224,7 @@ class Worker:
                 return "stale-resent"
             return "stale"
         lease = record.lease
-        if record.status == Status.RUNNING and lease and lease.expires_at > time.time():
+        if record.status == Status.RUNNING and lease and lease.expires_at > utcnow():
             if lease.message_id == delivery.message_id:
                 raise LeaseHeldError(
                     "a live worker is processing this message; retry after its lease",
@@ -256,7 +275,7 @@ class Worker:
         record.status = status
         record.error = error
         record.lease = None
-        record.finished_at = time.time()
+        record.finished_at = utcnow()
         if status == Status.FAILED:
             record.result = None
         self.app.store.replace(record, etag=etag, finished=True)

@@ -1,0 +1,155 @@
+"""Duplicate, stale and reordered continuations change nothing; a task id starts once."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from continuum import Status
+from continuum.local import BUCKET, LocalRuntime
+from continuum.record import Lease, utcnow
+from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+from tests.functional.tasks import TOTAL_STEPS, build
+
+
+@pytest.fixture
+def setup(aws):
+    app, calls = build()
+    runtime = LocalRuntime(app, budget_s=900)
+    return app, calls, runtime
+
+
+def unlimited(calls):
+    return lambda i: ScriptedContext(None, executed=lambda: sum(calls.values()))
+
+
+def test_same_message_delivered_concurrently_runs_each_step_once(setup):
+    app, calls, runtime = setup
+    task_id = app.client().start("tally", {"label": "c"}, task_id="dup-1")
+    event = sqs_event(continuation(task_id, 0), message_ids=["same-message"])
+
+    # Both workers read the record before either claims it. The lock makes each S3 write
+    # atomic, as it is on S3 (moto's check-then-write is not, under threads).
+    both_loaded = threading.Barrier(2, timeout=10)
+    write_lock = threading.Lock()
+    s3 = runtime.s3.meta.events
+    s3.register("after-call.s3.GetObject", lambda **_: both_loaded.wait())
+    s3.register("before-call.s3.PutObject", lambda **_: write_lock.acquire(timeout=10) and None)
+    s3.register("after-call.s3.PutObject", lambda **_: write_lock.release())
+
+    results = []
+
+    def deliver():
+        context = ScriptedContext(None, executed=lambda: sum(calls.values()))
+        results.append(app.handler(event, context))
+
+    threads = [threading.Thread(target=deliver) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+
+    assert results == [{"batchItemFailures": []}] * 2
+    s3.unregister("after-call.s3.GetObject")
+    record = runtime.record(task_id)
+    assert record.status == Status.SUCCEEDED
+    assert sum(calls.values()) == TOTAL_STEPS
+    assert all(n == 1 for n in calls.values())
+    assert record.counters.invocations == 1  # the loser's claim was refused (412)
+
+
+def test_same_message_delivered_twice_in_a_row_runs_each_step_once(setup):
+    app, calls, runtime = setup
+    task_id = app.client().start("tally", {"label": "s"}, task_id="dup-2")
+    body = continuation(task_id, 0)
+
+    # The first delivery runs 5 steps and suspends; the duplicate arrives after it.
+    first = ScriptedContext(5, executed=lambda: sum(calls.values()))
+    assert app.handler(sqs_event(body, message_ids=["m-1"]), first) == {"batchItemFailures": []}
+    assert runtime.record(task_id).status == Status.SUSPENDED
+    before = snapshot_objects(runtime.s3, BUCKET)
+    again = ScriptedContext(None, executed=lambda: sum(calls.values()))
+    assert app.handler(sqs_event(body, message_ids=["m-2"]), again) == {"batchItemFailures": []}
+    assert snapshot_objects(runtime.s3, BUCKET) == before  # stale: nothing written
+
+    record = drain(runtime, task_id, unlimited(calls))
+    assert record.status == Status.SUCCEEDED
+    assert sum(calls.values()) == TOTAL_STEPS
+    assert all(n == 1 for n in calls.values())
+
+    # And once more after the task finished: acknowledged, nothing written.
+    done = snapshot_objects(runtime.s3, BUCKET)
+    assert app.handler(sqs_event(body, message_ids=["m-3"]), again) == {"batchItemFailures": []}
+    assert snapshot_objects(runtime.s3, BUCKET) == done
+    assert sum(calls.values()) == TOTAL_STEPS
+
+
+def test_stale_generation_is_acknowledged_and_changes_nothing(setup):
+    app, calls, runtime = setup
+    task_id = app.client().start("tally", {"label": "g"}, task_id="stale-1")
+    # Three suspensions: the record reaches generation 3.
+    for allowed in (2, 2, 2):
+        runtime.invoke_once(ScriptedContext(allowed, executed=lambda: sum(calls.values())))
+    record = runtime.record(task_id)
+    assert (record.status, record.generation) == (Status.SUSPENDED, 3)
+    before = snapshot_objects(runtime.s3, BUCKET)
+
+    for generation in (0, 2, 1):  # old and out of order
+        context = ScriptedContext(None, executed=lambda: sum(calls.values()))
+        result = app.handler(sqs_event(continuation(task_id, generation)), context)
+        assert result == {"batchItemFailures": []}
+    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert sum(calls.values()) == 6
+
+    record = drain(runtime, task_id, unlimited(calls))
+    assert record.status == Status.SUCCEEDED
+    assert all(n == 1 for n in calls.values())
+    assert sum(calls.values()) == TOTAL_STEPS
+
+
+def test_message_from_a_future_generation_is_rejected(setup):
+    app, calls, runtime = setup
+    task_id = app.client().start("tally", {"label": "f"}, task_id="future-1")
+    before = snapshot_objects(runtime.s3, BUCKET)
+    context = ScriptedContext(None, executed=lambda: sum(calls.values()))
+    assert app.handler(sqs_event(continuation(task_id, 7)), context) == {"batchItemFailures": []}
+    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert sum(calls.values()) == 0
+
+
+def test_same_task_id_started_twice_exists_once(setup):
+    app, calls, runtime = setup
+    client = app.client()
+    assert client.start("tally", {"label": "once"}, task_id="once-1") == "once-1"
+    assert client.start("tally", {"label": "twice"}, task_id="once-1") == "once-1"
+
+    versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix="tasks/once-1/")
+    assert [v["Key"] for v in versions["Versions"]] == ["tasks/once-1/record.json"]
+    assert runtime.record("once-1").state["label"] == "once"
+
+    record = drain(runtime, "once-1", unlimited(calls))
+    assert record.status == Status.SUCCEEDED
+    assert sum(calls.values()) == TOTAL_STEPS  # the second start's message was fenced
+    assert client.start("tally", {"label": "again"}, task_id="once-1") == "once-1"
+    assert client.status("once-1").status == Status.SUCCEEDED
+
+
+def test_live_lease_with_the_same_message_is_retried_later(setup):
+    app, calls, _runtime = setup
+    task_id = app.client().start("tally", {"label": "l"}, task_id="lease-1")
+
+    # Deliver while a (simulated) live worker holds the lease for message "m-live".
+    record, etag = app.store.load(task_id)
+    record.status = Status.RUNNING
+    record.lease = Lease(
+        owner="other", expires_at=utcnow() + timedelta(hours=1), message_id="m-live"
+    )
+    app.store.replace(record, etag=etag)
+    context = ScriptedContext(None, executed=lambda: sum(calls.values()))
+    redelivered = app.handler(sqs_event(continuation(task_id, 0), message_ids=["m-live"]), context)
+    duplicate = app.handler(sqs_event(continuation(task_id, 0), message_ids=["m-dup"]), context)
+    assert redelivered == {"batchItemFailures": [{"itemIdentifier": "m-live"}]}
+    assert duplicate == {"batchItemFailures": []}
+    assert sum(calls.values()) == 0

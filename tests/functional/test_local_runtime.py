@@ -1,0 +1,98 @@
+"""The local runtime and the CLI, end to end on moto with the sample research agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuum.local import LocalRuntime, moto_backend
+from samples import research_agent
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {"topic": "tides", "latency_scale": 0.05}
+
+
+def run_agent(budget_s: float):
+    with moto_backend():
+        runtime = LocalRuntime(research_agent.app, budget_s=budget_s)
+        seen = []
+        summary = runtime.run("research", FAST, on_invocation=seen.append)
+    return summary, seen
+
+
+def test_the_agent_report_does_not_depend_on_where_continuations_fell():
+    reference, _ = run_agent(budget_s=600)
+    assert reference.status == "succeeded"
+    assert reference.continuations == 0
+
+    for budget in (0.4, 0.5):
+        summary, seen = run_agent(budget_s=budget)
+        assert summary.status == "succeeded"
+        assert summary.result == reference.result
+        assert summary.continuations >= 3
+        assert summary.steps == reference.steps  # nothing ran twice
+        assert summary.overruns == 0
+        assert [inv.number for inv in seen] == list(range(1, len(seen) + 1))
+        assert all(inv.reason for inv in seen[:-1])  # every suspension says why
+        # Per continuation: GET, claim PUT, visibility, suspend PUT and send.
+        assert summary.aws_calls["sqs:SendMessage"] == summary.continuations + 1
+
+
+@pytest.mark.slow
+def test_cli_run_ends_with_a_json_summary_line():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "continuum.cli",
+            "run",
+            "samples.research_agent:research",
+            "--input",
+            json.dumps(FAST),
+            "--budget",
+            "0.4",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    summary = json.loads(lines[-1])
+    for key in ("task_id", "status", "result", "invocations", "continuations", "steps"):
+        assert key in summary
+    assert summary["status"] == "succeeded"
+    assert summary["continuations"] >= 5
+    assert summary["result"].startswith("Report on tides")
+    assert any(line.startswith("invocation") for line in lines)
+    assert '"level"' not in result.stdout  # worker JSON logs stay out of the terminal
+
+
+def test_cli_rejects_bad_input_with_a_clear_error():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "continuum.cli",
+            "run",
+            "samples.research_agent:research",
+            "--input",
+            '{"topc": "x"}',
+            "--budget",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "topic: Field required" in result.stdout + result.stderr

@@ -1,0 +1,76 @@
+"""The budget rule: learned durations and the decision to suspend before a step."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
+from continuum.record import StepStats
+
+
+def stats_of(samples: list[float]) -> StepStats:
+    stats = StepStats()
+    for s in samples:
+        observe(stats, s)
+    return stats
+
+
+def test_unseen_step_uses_the_default():
+    assert predict(None, confidence=0.99, default_s=3.0) == 3.0
+    assert predict(StepStats(), confidence=0.99, default_s=3.0) == 3.0
+
+
+def test_one_sample_predicts_twice_that_sample():
+    assert predict(stats_of([1.5]), confidence=0.99, default_s=9) == pytest.approx(3.0)
+
+
+def test_quantile_of_a_lognormal_workload_is_learned():
+    rng = random.Random(7)
+    median, sigma = 8.0, 0.5
+    samples = [rng.lognormvariate(math.log(median), sigma) for _ in range(2000)]
+    stats = stats_of(samples)
+    true_q99 = median * math.exp(2.3263 * sigma)
+    assert predict(stats, confidence=0.99, default_s=1) == pytest.approx(true_q99, rel=0.08)
+    assert stats.count == 2000
+    assert stats.max_s == max(samples)
+    assert stats.total_s == pytest.approx(sum(samples))
+
+
+def test_few_samples_predict_more_than_many_of_the_same_spread():
+    few = stats_of([1.0, 2.0, 1.5])
+    many = stats_of([1.0, 2.0, 1.5] * 100)
+    assert predict(few, confidence=0.99, default_s=1) > predict(many, confidence=0.99, default_s=1)
+
+
+def test_higher_confidence_predicts_longer():
+    stats = stats_of([1.0, 1.2, 0.8, 1.1, 0.9])
+    assert predict(stats, confidence=0.999, default_s=1) > predict(
+        stats, confidence=0.9, default_s=1
+    )
+
+
+def test_budget_refuses_a_step_that_does_not_fit_and_says_why():
+    left = {"s": 10.0}
+    budget = Budget(remaining=lambda: left["s"], margin_s=0.5)
+    save = StepStats()
+    step = stats_of([2.0, 2.0, 2.0])  # predicted ~2 s
+    assert budget.refuse("llm", step, save) is None
+    left["s"] = 2.5  # 2 s step + 0.2 s save + 0.5 s margin does not fit
+    reason = budget.refuse("llm", step, save)
+    assert reason is not None
+    assert "'llm'" in reason
+    assert "2.50s left" in reason
+
+
+def test_unseen_step_is_judged_by_the_default_duration():
+    budget = Budget(remaining=lambda: DEFAULT_STEP_S + 0.1, margin_s=0.25)
+    assert budget.refuse("new", None, StepStats()) is not None
+    assert Budget(remaining=lambda: 60).refuse("new", None, StepStats()) is None
+
+
+def test_a_bimodal_step_is_not_predicted_absurdly_long():
+    stats = stats_of([0.000001, 0.4, 0.4, 0.4, 0.4, 0.4])
+    assert predict(stats, confidence=0.99, default_s=1) <= 3 * 0.4

@@ -1,0 +1,160 @@
+"""The turn loop without AWS: replay, non-determinism, and when it suspends."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from continuum import Continuum, TaskContext
+from continuum.budget import Budget, observe
+from continuum.record import StepStats, TaskRecord
+from continuum.turns import TurnLoop
+
+
+class Count(BaseModel):
+    n: int = 0
+
+
+def make(left: dict[str, float], *, limit: int = 3):
+    app = Continuum(bucket="unused", queue_url="unused")
+    calls: list[str] = []
+
+    @app.step
+    def work(i: int) -> int:
+        calls.append(f"work{i}")
+        return i * 10
+
+    @app.task(state=Count)
+    def count(ctx: TaskContext[Count]) -> int | None:
+        ctx.state.n += work(ctx.state.n)
+        ctx.state.n += 1
+        return ctx.state.n if ctx.turn + 1 >= limit else None
+
+    record = TaskRecord(task_id="t", task_name="count", state={"n": 0})
+    budget = Budget(remaining=lambda: left["s"], margin_s=0.0)
+    return app.tasks["count"], record, budget, calls
+
+
+def test_runs_turns_to_the_result_in_memory():
+    task, record, budget, calls = make({"s": 100.0})
+    outcome = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
+    assert outcome.kind == "finished"
+    assert record.result == 133  # n: 0 -> 1 -> 12 -> 133 (n += 10n + 1 each turn)
+    assert calls == ["work0", "work1", "work12"]
+    assert record.turn == 2
+    assert record.counters.steps_executed == 3
+
+
+def test_suspends_before_a_step_that_will_not_fit_after_progress():
+    left = {"s": 100.0}
+    task, record, budget, calls = make(left)
+    record.invocation_budget_s = 100.0
+    record.step_stats["work"] = StepStats()
+    for _ in range(5):
+        observe(record.step_stats["work"], 0.4)
+    loop = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60)
+    real_call_step = loop.call_step
+
+    def squeeze(*args):
+        value = real_call_step(*args)
+        left["s"] = 0.5  # enough to save, not enough for another 0.4 s step and its save
+        return value
+
+    loop.call_step = squeeze  # type: ignore[method-assign]
+    outcome = loop.run()
+    assert outcome.kind == "suspended"
+    assert "step 'work' expects up to" in (outcome.reason or "")
+    assert calls == ["work0"]
+    assert record.turn == 1
+    assert record.journal == []
+
+    left["s"] = 0.1  # not even enough to save after a turn: stop at the turn boundary
+    record = TaskRecord(task_id="t", task_name="count", state={"n": 0})
+    loop = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60)
+    left["s"] = 100.0
+    loop.call_step = lambda *a: (real_call_step(*a), left.update(s=0.1))[0]  # type: ignore[method-assign]
+    assert loop.run().reason == "no time left for another turn"
+
+
+def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit():
+    task, record, budget, calls = make({"s": 0.01})
+    record.step_stats["work"] = StepStats()
+    for _ in range(5):
+        observe(record.step_stats["work"], 0.5)
+    record.invocation_budget_s = 10.0
+    outcome = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
+    assert outcome.kind == "suspended"
+    assert "fresh invocation" in (outcome.reason or "")
+    assert calls == []
+
+    # The previous invocation already suspended idle: run the step rather than loop.
+    record.idle_suspensions = 1
+    outcome = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
+    assert calls[0] == "work0"
+
+
+def test_a_step_that_never_fits_runs_rather_than_loops():
+    task, record, budget, calls = make({"s": 0.01})
+    record.invocation_budget_s = 0.01  # no invocation ever has the time
+    TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
+    assert calls[:1] == ["work0"]
+
+
+def test_user_except_exception_cannot_swallow_a_suspension():
+    app = Continuum(bucket="unused", queue_url="unused")
+    left = {"s": 100.0}
+
+    @app.step
+    def tick() -> int:
+        left["s"] = 0.0
+        return 1
+
+    @app.task(state=Count)
+    def stubborn(ctx: TaskContext[Count]) -> int | None:
+        for _ in range(3):
+            try:
+                ctx.state.n += tick()
+            except Exception:  # a user's broad handler
+                return -1
+        return ctx.state.n
+
+    record = TaskRecord(task_id="t", task_name="stubborn", state={"n": 0})
+    budget = Budget(remaining=lambda: left["s"], margin_s=0.0)
+    outcome = TurnLoop(app.tasks["stubborn"], record, budget, lambda: None, 60).run()
+    assert outcome.kind == "suspended"
+    assert record.result is None
+
+
+def test_persists_after_an_effect_step_and_by_interval():
+    app = Continuum(bucket="unused", queue_url="unused")
+    saves: list[int] = []
+
+    @app.step(effect=True)
+    def send_email(i: int) -> str:
+        return f"sent {i}"
+
+    @app.step
+    def think(i: int) -> int:
+        return i
+
+    @app.task(state=Count)
+    def mailer(ctx: TaskContext[Count]) -> int | None:
+        think(1)
+        send_email(1)
+        think(2)
+        return 1
+
+    record = TaskRecord(task_id="t", task_name="mailer", state={"n": 0})
+    budget = Budget(remaining=lambda: 100.0)
+    loop = TurnLoop(
+        app.tasks["mailer"], record, budget, lambda: saves.append(len(record.journal)), 60
+    )
+    assert loop.run().kind == "finished"
+    assert saves == [2]  # right after the effect, with it in the journal
+
+    record = TaskRecord(task_id="t", task_name="mailer", state={"n": 0})
+    saves.clear()
+    loop = TurnLoop(
+        app.tasks["mailer"], record, budget, lambda: saves.append(len(record.journal)), 0
+    )
+    loop.run()
+    assert saves == [1, 2, 3]  # persist_every_s=0: after every step
