@@ -6,7 +6,10 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest bench chaos clean
+.PHONY: demo test lint typecheck pytest bench chaos clean requirements
+
+# `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction).
+include infra/build.mk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +38,10 @@ typecheck: $(STAMP_DEV)
 
 pytest: $(STAMP_DEV)
 	$(BIN)/pytest
+
+## requirements: regenerate infra/requirements.txt from pyproject.toml
+requirements: $(STAMP_RUN)
+	$(BIN)/python infra/gen_requirements.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -23,7 +23,7 @@ from continuum.errors import (
 )
 from continuum.record import Status, TaskRecord
 from continuum.steps import Step, StepOptions
-from continuum.turns import TaskContext
+from continuum.turns import TaskContext, current_context
 
 __all__ = [
     "BadMessageError",
@@ -49,4 +49,5 @@ __all__ = [
     "TaskRecord",
     "TaskStatus",
     "UnknownTaskError",
+    "current_context",
 ]

@@ -23,13 +23,18 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, ca
 
 from pydantic import BaseModel, TypeAdapter
 
-from continuum.budget import DEFAULT_CONFIDENCE, DEFAULT_STEP_S, SAFETY_MARGIN_S
+from continuum.budget import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PREEMPTIBLE_CONFIDENCE,
+    DEFAULT_STEP_S,
+    SAFETY_MARGIN_S,
+)
 from continuum.errors import ConfigurationError
 from continuum.queue import ContinuationQueue
 from continuum.record import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.steps import Step, StepOptions, return_adapter
 from continuum.store import RecordStore
-from continuum.turns import TaskContext
+from continuum.turns import DEFAULT_MAX_STEP_CRASHES, TaskContext
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -45,8 +50,10 @@ S = TypeVar("S", bound=BaseModel)
 DEFAULT_MAX_CONTINUATIONS = 10_000
 #: Save the journal at least this often (seconds of work) so a crash loses little.
 DEFAULT_PERSIST_EVERY_S = 60.0
-#: The largest state or task result accepted, as JSON (blobs are compressed beyond this).
+#: The largest state or result accepted, as JSON (blobs are compressed beyond the inline limit).
 DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024
+#: Suspensions in a row that complete no step before a task fails: it cannot make progress.
+DEFAULT_MAX_IDLE_SUSPENSIONS = 5
 
 
 class StepDecorator(Protocol):
@@ -65,6 +72,8 @@ class Task(Generic[S]):
     app: Continuum
     version: int = 1
     max_continuations: int = DEFAULT_MAX_CONTINUATIONS
+    confidence: float | None = None
+    safety_margin_s: float | None = None
     _result_adapter: TypeAdapter[Any] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -92,9 +101,14 @@ class Continuum:
         default_step_s: the assumed duration of a step never seen before.
         persist_every_s: save the journal at least this often while steps complete.
         inline_limit_bytes: states and results larger than this go to compressed blobs.
-        max_state_bytes: the largest state or result accepted.
+        max_state_bytes: the largest state, task result or step result accepted (JSON bytes).
         visibility_margin_s: seconds after this invocation's deadline at which its message
             reappears if the worker dies (the claim shortens the message's visibility).
+        preemptible_confidence: the confidence of the budget rule for preemptible steps.
+        max_step_crashes: consecutive worker deaths at one step after which the task fails.
+        max_idle_suspensions: consecutive suspensions without progress after which it fails.
+        signing_key: sign continuation messages with HMAC-SHA256 and reject unsigned or
+            forged ones (default: ``CONTINUUM_SIGNING_KEY``; unset means no signing).
     """
 
     def __init__(
@@ -112,6 +126,10 @@ class Continuum:
         inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         visibility_margin_s: int = 5,
+        preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
+        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
+        max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS,
+        signing_key: str | None = None,
     ) -> None:
         self.tasks: dict[str, Task[Any]] = {}
         self.steps: dict[str, Step[Any, Any]] = {}
@@ -127,6 +145,10 @@ class Continuum:
         self.inline_limit_bytes = inline_limit_bytes
         self.max_state_bytes = max_state_bytes
         self.visibility_margin_s = visibility_margin_s
+        self.preemptible_confidence = preemptible_confidence
+        self.max_step_crashes = max_step_crashes
+        self.max_idle_suspensions = max_idle_suspensions
+        self._signing_key = signing_key
         self._store: RecordStore | None = None
         self._queue: ContinuationQueue | None = None
         self._worker: Any = None
@@ -140,11 +162,14 @@ class Continuum:
         name: str | None = None,
         version: int = 1,
         max_continuations: int = DEFAULT_MAX_CONTINUATIONS,
+        confidence: float | None = None,
+        safety_margin_s: float | None = None,
     ) -> Callable[[Callable[[TaskContext[S]], Any]], Task[S]]:
         """Register a task over the state model ``state``.
 
         The function is called once per turn; it returns None to take another turn and
-        anything else (JSON-serialisable) to finish with that result.
+        anything else (JSON-serialisable) to finish with that result. ``confidence`` and
+        ``safety_margin_s`` override the app's budget rule for this task.
         """
 
         def register(fn: Callable[[TaskContext[S]], Any]) -> Task[S]:
@@ -158,6 +183,8 @@ class Continuum:
                 app=self,
                 version=version,
                 max_continuations=max_continuations,
+                confidence=confidence,
+                safety_margin_s=safety_margin_s,
             )
             self.tasks[task_name] = task
             return task
@@ -176,6 +203,7 @@ class Continuum:
         retries: int = 0,
         backoff_s: float = 0.5,
         retry_on: tuple[type[BaseException], ...] = (Exception,),
+        preemptible: bool = False,
     ) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]  # mypy cannot match a ParamSpec overload implementation
@@ -188,6 +216,7 @@ class Continuum:
         retries: int = 0,
         backoff_s: float = 0.5,
         retry_on: tuple[type[BaseException], ...] = (Exception,),
+        preemptible: bool = False,
     ) -> Step[P, R] | StepDecorator:
         """Register a step, bare (``@app.step``) or with options (``@app.step(effect=True)``).
 
@@ -201,6 +230,7 @@ class Continuum:
                 retries=retries,
                 backoff_s=backoff_s,
                 retry_on=retry_on,
+                preemptible=preemptible,
             )
             if options.name in self.steps:
                 raise ConfigurationError(f"two steps are named {options.name!r}")
@@ -251,6 +281,7 @@ class Continuum:
                 s3_client=self._s3_client,
                 bucket=bucket,
                 prefix=prefix.strip("/"),
+                max_value_bytes=self.max_state_bytes,
                 inline_limit=self.inline_limit_bytes,
             )
         return self._store
@@ -268,7 +299,10 @@ class Continuum:
                 import boto3
 
                 self._sqs_client = boto3.client("sqs")
-            self._queue = ContinuationQueue(sqs_client=self._sqs_client, queue_url=queue_url)
+            signing_key = self._signing_key or os.environ.get("CONTINUUM_SIGNING_KEY") or None
+            self._queue = ContinuationQueue(
+                sqs_client=self._sqs_client, queue_url=queue_url, signing_key=signing_key
+            )
         return self._queue
 
     # -- entry points ------------------------------------------------------------------------
@@ -280,6 +314,13 @@ class Continuum:
 
             self._worker = Worker(self)
         result: dict[str, Any] = self._worker.handle_batch(event, context)
+        return result
+
+    def dead_letter_handler(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The Lambda entry point for the dead-letter queue: marks each task ``failed``."""
+        from continuum.dead_letter import DeadLetters
+
+        result: dict[str, Any] = DeadLetters(self).handle_batch(event, context)
         return result
 
     def client(self) -> Client:

@@ -9,11 +9,18 @@ estimate improves over the life of a task and survives continuations.
 from __future__ import annotations
 
 import math
+import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from continuum.record import StepStats
+from continuum.signals import Preempted
+
+#: Runs a step (a thunk) and interrupts it with Preempted after the given seconds.
+Preemptor = Callable[[Callable[[], Any], float], Any]
 
 #: Seconds kept free after the predicted step and save, for everything not predicted
 #: (logging, the SQS send's tail, clock skew between the context and our clock).
@@ -26,6 +33,9 @@ DEFAULT_WRITE_S = 0.1
 WRITES_PER_SUSPENSION = 2
 #: The share of step durations the prediction should cover.
 DEFAULT_CONFIDENCE = 0.99
+#: For a preemptible step an overrun costs only the discarded part of the step, not a killed
+#: invocation, so it may start when it will more likely than not finish in time.
+DEFAULT_PREEMPTIBLE_CONFIDENCE = 0.5
 #: Durations below this are clamped before taking the logarithm: a step that sometimes takes
 #: microseconds (a cache hit) would otherwise inflate the spread in log space without limit.
 MIN_DURATION_S = 1e-3
@@ -75,31 +85,73 @@ class Budget:
         confidence: the share of step durations a prediction covers.
         margin_s: seconds kept free beyond the predicted step and save.
         default_step_s: the assumed duration of a step never seen before.
+        preemptible_confidence: the confidence used for preemptible steps.
     """
 
     remaining: Callable[[], float]
     confidence: float = DEFAULT_CONFIDENCE
     margin_s: float = SAFETY_MARGIN_S
     default_step_s: float = DEFAULT_STEP_S
+    preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
 
     def save_cost(self, save_stats: StepStats) -> float:
         """Seconds a suspension needs: the record write and the send, from measured writes."""
         write = predict(save_stats, confidence=self.confidence, default_s=DEFAULT_WRITE_S)
         return WRITES_PER_SUSPENSION * write
 
-    def need(self, stats: StepStats | None, save_stats: StepStats) -> float:
-        """Seconds a step needs before it may start: predicted step, save and margin."""
-        expected = predict(stats, confidence=self.confidence, default_s=self.default_step_s)
-        return expected + self.save_cost(save_stats) + self.margin_s
+    def expect(self, stats: StepStats | None, *, preemptible: bool = False) -> float:
+        """The step's predicted duration at the confidence that applies to it."""
+        confidence = self.preemptible_confidence if preemptible else self.confidence
+        return predict(stats, confidence=confidence, default_s=self.default_step_s)
 
-    def refuse(self, name: str, stats: StepStats | None, save_stats: StepStats) -> str | None:
+    def need(
+        self, stats: StepStats | None, save_stats: StepStats, *, preemptible: bool = False
+    ) -> float:
+        """Seconds a step needs before it may start: predicted step, save and margin."""
+        return (
+            self.expect(stats, preemptible=preemptible) + self.save_cost(save_stats) + self.margin_s
+        )
+
+    def refuse(
+        self,
+        name: str,
+        stats: StepStats | None,
+        save_stats: StepStats,
+        *,
+        preemptible: bool = False,
+    ) -> str | None:
         """Return why step ``name`` must not start now, or None if it fits."""
         left = self.remaining()
-        if self.need(stats, save_stats) <= left:
-            return None
-        expected = predict(stats, confidence=self.confidence, default_s=self.default_step_s)
+        expected = self.expect(stats, preemptible=preemptible)
         save = self.save_cost(save_stats)
+        if expected + save + self.margin_s <= left:
+            return None
         return (
             f"step {name!r} expects up to {expected:.2f}s + save {save:.2f}s"
             f" + margin {self.margin_s:.2f}s; {left:.2f}s left"
         )
+
+    def preempt_after(self, save_stats: StepStats) -> float:
+        """Seconds from now at which a preemptible step must stop so the save still fits."""
+        return self.remaining() - self.save_cost(save_stats) - self.margin_s
+
+
+def alarm_preemptor(thunk: Callable[[], Any], after_s: float) -> Any:
+    """Run ``thunk``; raise Preempted inside it after ``after_s`` seconds (SIGALRM).
+
+    Signals reach only the main thread; elsewhere the step runs unguarded, like a step that
+    is not preemptible.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return thunk()
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise Preempted
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(after_s, 0.001))
+    try:
+        return thunk()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

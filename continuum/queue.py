@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from continuum.record import Continuation, encode_message
+from continuum.record import Continuation, decode_message, encode_message
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -32,6 +32,7 @@ class ContinuationQueue:
 
     sqs_client: SQSClient
     queue_url: str
+    signing_key: str | None = None
 
     def send(self, *, task_id: str, generation: int, reason: str, delay_s: int = 0) -> str:
         """Send the continuation for ``generation`` of ``task_id``; return the message id."""
@@ -40,10 +41,14 @@ class ContinuationQueue:
         )
         response = self.sqs_client.send_message(
             QueueUrl=self.queue_url,
-            MessageBody=encode_message(message),
+            MessageBody=encode_message(message, signing_key=self.signing_key),
             DelaySeconds=max(0, min(MAX_DELAY_S, delay_s)),
         )
         return response["MessageId"]
+
+    def parse(self, body: str) -> Continuation:
+        """Parse (and, with a signing key, verify) a continuation body."""
+        return decode_message(body, signing_key=self.signing_key)
 
     def extend(self, *, receipt_handle: str, visibility_s: int) -> None:
         """Set how long the message being processed stays invisible from now on."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import hmac
 import json
 import re
 from collections.abc import Callable
@@ -19,7 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from continuum.errors import BadMessageError, InvalidTaskIdError, RecordCorruptError
+from continuum.errors import (
+    BadMessageError,
+    InvalidTaskIdError,
+    PayloadTooLargeError,
+    RecordCorruptError,
+)
 
 RECORD_FORMAT = 1
 MESSAGE_FORMAT = 1
@@ -118,6 +124,8 @@ class Counters(_Model):
     saves: int = 0
     bytes_saved: int = 0
     recoveries: int = 0
+    preemptions: int = 0
+    preempted_s: float = 0.0
 
 
 class ErrorInfo(_Model):
@@ -140,6 +148,9 @@ class JournalEntry(_Model):
     error: ErrorInfo | None = None
     duration_s: float = 0.0
     attempts: int = 1
+    #: a cooperative step that paused: not done, and where to resume.
+    partial: bool = False
+    cursor: Any = None
 
 
 class TaskRecord(_Model):
@@ -164,6 +175,9 @@ class TaskRecord(_Model):
     invocation_budget_s: float = 0.0
     #: consecutive suspensions in which no step ran and no turn completed.
     idle_suspensions: int = 0
+    #: consecutive worker deaths at the same journal position (``turn:position``).
+    crashes: int = 0
+    crash_at: str | None = None
     result: Any = None
     result_ref: BlobRef | None = None
     error: ErrorInfo | None = None
@@ -180,6 +194,12 @@ class Continuation(_Model):
     generation: int = Field(ge=0)
     reason: str = Field(max_length=200)
     sent_at: float
+    #: HMAC-SHA256 of the other fields, when the app has a signing key.
+    sig: str | None = Field(default=None, max_length=64)
+
+    def signature(self, key: str) -> str:
+        payload = f"{self.v}|{self.task_id}|{self.generation}|{self.reason}|{self.sent_at!r}"
+        return hmac.new(key.encode(), payload.encode(), hashlib.sha256).hexdigest()
 
 
 def dump_json(value: Any) -> bytes:
@@ -209,10 +229,19 @@ PutBlob = Callable[[BlobRef, bytes], None]
 GetBlob = Callable[[BlobRef], bytes]
 
 
-def _externalize(value: Any, limit: int, put: PutBlob) -> tuple[Any, BlobRef | None]:
+def _externalize(
+    value: Any, limit: int, put: PutBlob, *, most: int | None, what: str, task_id: str
+) -> tuple[Any, BlobRef | None]:
     if value is None:
         return None, None
     data = dump_json(value)
+    if most is not None and len(data) > most:
+        raise PayloadTooLargeError(
+            f"{what} is {len(data)} bytes as JSON; the limit is {most}",
+            task_id=task_id,
+            hint="keep large data outside the state (e.g. in your own S3 object) and store a "
+            "reference, or raise max_state_bytes",
+        )
     if len(data) <= limit:
         return value, None
     ref, packed = pack_blob(data)
@@ -221,18 +250,38 @@ def _externalize(value: Any, limit: int, put: PutBlob) -> tuple[Any, BlobRef | N
 
 
 def encode_record(
-    record: TaskRecord, *, put_blob: PutBlob, inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES
+    record: TaskRecord,
+    *,
+    put_blob: PutBlob,
+    inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES,
+    max_value_bytes: int | None = None,
 ) -> bytes:
     """Serialise a record, moving state and results over ``inline_limit`` bytes to blobs.
 
     The in-memory record is not changed: it keeps its full values.
+
+    Raises:
+        PayloadTooLargeError: the state, the result or a step result is over
+            ``max_value_bytes``.
     """
+    tid = record.task_id
     stored = record.model_copy(deep=False)
-    stored.state, stored.state_ref = _externalize(record.state, inline_limit, put_blob)
-    stored.result, stored.result_ref = _externalize(record.result, inline_limit, put_blob)
+    stored.state, stored.state_ref = _externalize(
+        record.state, inline_limit, put_blob, most=max_value_bytes, what="the state", task_id=tid
+    )
+    stored.result, stored.result_ref = _externalize(
+        record.result, inline_limit, put_blob, most=max_value_bytes, what="the result", task_id=tid
+    )
     journal = []
     for entry in record.journal:
-        result, ref = _externalize(entry.result, inline_limit, put_blob)
+        result, ref = _externalize(
+            entry.result,
+            inline_limit,
+            put_blob,
+            most=max_value_bytes,
+            what=f"the result of step {entry.key!r}",
+            task_id=tid,
+        )
         journal.append(
             entry if ref is None else entry.model_copy(update={"result": result, "result_ref": ref})
         )
@@ -267,12 +316,17 @@ def decode_record(data: bytes, *, task_id: str, get_blob: GetBlob) -> TaskRecord
     return record
 
 
-def encode_message(message: Continuation) -> str:
-    return message.model_dump_json()
+def encode_message(message: Continuation, *, signing_key: str | None = None) -> str:
+    if signing_key:
+        message = message.model_copy(update={"sig": message.signature(signing_key)})
+    return message.model_dump_json(exclude_none=True)
 
 
-def decode_message(body: str | bytes) -> Continuation:
-    """Parse a continuation body; anything else raises BadMessageError with the reason."""
+def decode_message(body: str | bytes, *, signing_key: str | None = None) -> Continuation:
+    """Parse a continuation body; anything else raises BadMessageError with the reason.
+
+    With a ``signing_key``, a message without a valid signature is refused as forged.
+    """
     if len(body) > MAX_MESSAGE_BYTES:
         raise BadMessageError(f"message body is {len(body)} bytes; a continuation is small")
     try:
@@ -280,6 +334,16 @@ def decode_message(body: str | bytes) -> Continuation:
     except ValidationError as exc:
         raise BadMessageError(f"not a continuation message: {describe_errors(exc)}") from exc
     check_task_id(message.task_id)
+    if signing_key:
+        if message.sig is None:
+            raise BadMessageError(
+                "message is not signed, and this app requires signatures", task_id=message.task_id
+            )
+        if not hmac.compare_digest(message.sig, message.signature(signing_key)):
+            raise BadMessageError(
+                "message signature does not match: forged or signed with another key",
+                task_id=message.task_id,
+            )
     return message
 
 

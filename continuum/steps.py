@@ -32,10 +32,14 @@ class StepOptions:
         retries: how many times to run it again after it raises a retryable exception.
         backoff_s: seconds to wait before the first retry; doubled for each next one.
         retry_on: the exception types worth retrying.
+        preemptible: the step may be interrupted when it overruns and the deadline nears; its
+            partial work is discarded and it runs again in the next invocation. Only for
+            steps whose interruption harms nothing (a model call, a read).
     """
 
     name: str
     effect: bool = False
+    preemptible: bool = False
     retries: int = 0
     backoff_s: float = 0.5
     retry_on: tuple[type[BaseException], ...] = (Exception,)

@@ -32,11 +32,14 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 RECORD_NAME = "record.json"
+#: Finished tasks' objects carry this tag, so a lifecycle rule can expire them.
 FINISHED_TAG = "continuum-finished=true"
+_FINISHED_TAG_SET: Any = {"Key": "continuum-finished", "Value": "true"}
 #: S3 answers 409 ConditionalRequestConflict when two conditional writes race; re-reading
 #: and retrying is the documented response. Bounded so a hot key cannot spin forever.
 CONFLICT_RETRIES = 3
 CONFLICT_BACKOFF_S = 0.05
+MAX_KNOWN_BLOBS = 10_000
 
 
 @dataclass
@@ -52,7 +55,9 @@ class RecordStore:
     bucket: str
     prefix: str = "tasks"
     inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES
-    #: blobs known to exist, so an unchanged large state is not uploaded again.
+    #: the largest state, result or step result accepted, as JSON bytes (None: no limit).
+    max_value_bytes: int | None = None
+    #: keys of blobs known to exist, so an unchanged large state is not uploaded again.
     _known_blobs: set[str] = field(default_factory=set, repr=False)
     #: size in bytes of the last record written or read (for counters and benchmarks).
     last_record_bytes: int = field(default=0, repr=False)
@@ -94,14 +99,17 @@ class RecordStore:
     def replace(self, record: TaskRecord, *, etag: str, finished: bool = False) -> str:
         """Compare-and-swap: write ``record`` only if the stored one still has ``etag``.
 
+        ``finished`` tags the record and its blobs so that a lifecycle rule expires them after
+        the retention period.
+
         Raises:
             RecordConflictError: another writer moved the record (412); this one must stop.
+            PayloadTooLargeError: a value is over ``max_value_bytes``; nothing was written.
         """
         record.updated_at = utcnow()
-        body = self._encode(record)
+        body = self._encode(record, finished=finished)
         extra: dict[str, Any] = {"IfMatch": etag}
         if finished:
-            # Tagged so a lifecycle rule can expire finished tasks after a retention period.
             extra["Tagging"] = FINISHED_TAG
         for attempt in range(CONFLICT_RETRIES + 1):
             try:
@@ -123,14 +131,26 @@ class RecordStore:
 
     # -- blobs -------------------------------------------------------------------------------
 
-    def _encode(self, record: TaskRecord) -> bytes:
+    def _encode(self, record: TaskRecord, *, finished: bool = False) -> bytes:
         def put_blob(ref: BlobRef, packed: bytes) -> None:
-            if ref.sha256 in self._known_blobs:
-                return
-            self._put(self.blob_key(record.task_id, ref), packed, ContentEncoding="gzip")
-            self._known_blobs.add(ref.sha256)
+            key = self.blob_key(record.task_id, ref)
+            if key not in self._known_blobs:
+                if len(self._known_blobs) > MAX_KNOWN_BLOBS:
+                    self._known_blobs.clear()  # a long-lived worker must not grow forever
+                extra = {"Tagging": FINISHED_TAG} if finished else {}
+                self._put(key, packed, ContentEncoding="gzip", **extra)
+                self._known_blobs.add(key)
+            elif finished:
+                self.s3_client.put_object_tagging(
+                    Bucket=self.bucket, Key=key, Tagging={"TagSet": [_FINISHED_TAG_SET]}
+                )
 
-        body = encode_record(record, put_blob=put_blob, inline_limit=self.inline_limit)
+        body = encode_record(
+            record,
+            put_blob=put_blob,
+            inline_limit=self.inline_limit,
+            max_value_bytes=self.max_value_bytes,
+        )
         self.last_record_bytes = len(body)
         return body
 
@@ -145,7 +165,7 @@ class RecordStore:
                     f"record points at blob {ref.sha256}, which does not exist", task_id=task_id
                 ) from exc
             raise
-        self._known_blobs.add(ref.sha256)
+        self._known_blobs.add(self.blob_key(task_id, ref))
         data: bytes = response["Body"].read()
         return data
 

@@ -3,8 +3,9 @@
 One :class:`TurnLoop` runs one task inside one invocation. Each turn starts from the record's
 snapshot of the state; the task function is called; step calls replay from the journal until
 it runs out and then run live, each checked against the budget first. When a step will not fit,
-:class:`Suspend` (a ``BaseException``, so a user's ``except Exception`` cannot swallow it)
-unwinds the task function and the loop reports a suspension; the worker saves and continues.
+:class:`Suspend` unwinds the task function and the loop reports a suspension; the worker saves
+and continues. Signals are ``BaseException``s (see ``signals.py``) so user code cannot swallow
+them.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from continuum.budget import Budget, observe
+from continuum.budget import Budget, Preemptor, alarm_preemptor, observe
 from continuum.errors import ContinuumError, InvalidInputError, StepError
 from continuum.journal import Journal
 from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord, describe_errors
+from continuum.signals import Abort, Fenced, Paused, Preempted, Suspend
 from continuum.steps import Step, active_runner, as_step
 
 if TYPE_CHECKING:
@@ -27,26 +29,15 @@ if TYPE_CHECKING:
 
 S = TypeVar("S", bound=BaseModel)
 
-
-class Suspend(BaseException):
-    """Unwinds a task function so the worker can save and continue elsewhere."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason)
-
-
-class Fenced(BaseException):
-    """Another worker moved the record: this one stops at once and writes nothing more."""
+#: Consecutive worker deaths at one step after which the task fails instead of trying again.
+DEFAULT_MAX_STEP_CRASHES = 3
 
 
 class TaskContext(Generic[S]):
-    """What a task function sees on each turn.
+    """What a task function (and, through ``current_context()``, a step) sees.
 
     Attributes:
         state: the task's state; changes to it are kept when the turn completes.
-        task_id: the task's id.
-        turn: the number of this turn, from 0.
 
     Example:
         >>> @app.task(state=Research)  # doctest: +SKIP
@@ -65,6 +56,7 @@ class TaskContext(Generic[S]):
 
     @property
     def turn(self) -> int:
+        """The number of this turn, from 0."""
         return self._loop.record.turn
 
     def step(
@@ -88,11 +80,44 @@ class TaskContext(Generic[S]):
         Pass it to an external system so that it can deduplicate a step that ran twice
         because a worker died before the journal recorded it.
         """
+        return self._in_step("idempotency_key")
+
+    @property
+    def cursor(self) -> Any:
+        """Inside a cooperative step: the cursor it last paused with, or None."""
+        self._in_step("cursor")
+        return self._loop.active_cursor
+
+    def pause(self, cursor: Any) -> None:
+        """Inside a step: save ``cursor`` (JSON) and continue this step in a fresh invocation.
+
+        The step is called again with the same arguments and ``ctx.cursor == cursor``. Use it
+        in a step that loops (a paginated download, a long stream) when ``ctx.remaining()``
+        runs low, so one logical step can span several invocations.
+        """
+        self._in_step("pause()")
+        raise Paused(cursor)
+
+    def _in_step(self, what: str) -> str:
         if self._loop.active_key is None:
             raise ContinuumError(
-                "idempotency_key is only available while a step runs", task_id=self.task_id
+                f"{what} is only available while a step runs", task_id=self.task_id
             )
         return self._loop.active_key
+
+
+def current_context() -> TaskContext[Any]:
+    """The context of the task running in this thread (for steps that need it).
+
+    Example:
+        >>> @app.step  # doctest: +SKIP
+        ... def charge(amount: int) -> str:
+        ...     return payments.charge(amount, idempotency_key=current_context().idempotency_key)
+    """
+    runner = active_runner.get()
+    if not isinstance(runner, TurnLoop) or runner.ctx is None:
+        raise ContinuumError("no task is running in this thread")
+    return runner.ctx
 
 
 @dataclass
@@ -113,6 +138,8 @@ class TurnLoop:
         budget: the time rule of this invocation.
         persist: saves the record now (compare-and-swap); called by the persistence policy.
         persist_every_s: save the journal at least this often while steps complete.
+        max_step_crashes: worker deaths at one step after which the task fails.
+        preemptor: runs a preemptible step with a time limit (default: SIGALRM).
     """
 
     def __init__(
@@ -122,13 +149,21 @@ class TurnLoop:
         budget: Budget,
         persist: Callable[[], None],
         persist_every_s: float,
+        *,
+        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
+        preemptor: Preemptor = alarm_preemptor,
     ) -> None:
         self.task = task
         self.record = record
         self.budget = budget
         self.persist = persist
-        self.persist_every_s = persist_every_s
+        # After a worker died, save after every step so the next death names its step.
+        self.persist_every_s = 0.0 if record.crashes else persist_every_s
+        self.max_step_crashes = max_step_crashes
+        self.preemptor = preemptor
         self.active_key: str | None = None
+        self.active_cursor: Any = None
+        self.ctx: TaskContext[Any] | None = None
         self.progress = False
         self.last_persist = time.monotonic()
         self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
@@ -146,34 +181,35 @@ class TurnLoop:
                 state = self._load_state()
             except InvalidInputError as exc:
                 return self._failed(exc, step=None)
-            self.journal = Journal(
-                self.record.journal, task_id=self.record.task_id, turn=self.record.turn
-            )
-            ctx: TaskContext[Any] = TaskContext(self, state)
+            record = self.record
+            self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
+            self.ctx = TaskContext(self, state)
             token = active_runner.set(self)
             try:
-                out = self.task.fn(ctx)
+                out = self.task.fn(self.ctx)
                 self.journal.check_complete()
             except Suspend as signal:
                 return Outcome("suspended", reason=signal.reason)
             except Fenced:
                 return Outcome("fenced")
+            except Abort as abort:
+                return Outcome("failed", error=abort.error)
             except Exception as exc:
                 return self._failed(exc, step=exc.step if isinstance(exc, ContinuumError) else None)
             finally:
                 active_runner.reset(token)
+                self.ctx = None
             if out is not None:
                 try:
-                    self.record.result = self.task.result_adapter.dump_python(out, mode="json")
+                    record.result = self.task.result_adapter.dump_python(out, mode="json")
                 except Exception as exc:
-                    return self._failed(
-                        ContinuumError(f"task result is not JSON-serialisable: {exc}"), step=None
-                    )
+                    error = ContinuumError(f"task result is not JSON-serialisable: {exc}")
+                    return self._failed(error, step=None)
                 return Outcome("finished")
-            self.record.state = state.model_dump(mode="json")
-            self.record.journal = []
-            self.record.turn += 1
-            self.record.counters.turns += 1
+            record.state = state.model_dump(mode="json")
+            record.journal = []
+            record.turn += 1
+            record.counters.turns += 1
             self.progress = True
 
     def _load_state(self) -> BaseModel:
@@ -208,35 +244,57 @@ class TurnLoop:
         name = step.name
         key = self.journal.key_for(name, key)
         entry = self.journal.replay(name, key)
+        cursor = None
         if entry is not None:
-            self.record.counters.steps_replayed += 1
-            if not entry.ok:
-                assert entry.error is not None
-                raise StepError(
-                    entry.error.message,
-                    error_type=entry.error.type,
-                    task_id=self.record.task_id,
-                    step=key,
-                )
-            return step.adapter.validate_python(entry.result)
-        return self._run_live(step, key, args, kwargs)
+            if entry.partial:
+                # A cooperative step paused here: run it again from its cursor.
+                self.journal.entries.pop()
+                self.journal.position -= 1
+                cursor = entry.cursor
+            else:
+                self.record.counters.steps_replayed += 1
+                if not entry.ok:
+                    assert entry.error is not None
+                    raise StepError(
+                        entry.error.message,
+                        error_type=entry.error.type,
+                        task_id=self.record.task_id,
+                        step=key,
+                    )
+                return step.adapter.validate_python(entry.result)
+        return self._run_live(step, key, args, kwargs, cursor)
 
     def _run_live(
-        self, step: Step[Any, Any], key: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        step: Step[Any, Any],
+        key: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        cursor: Any,
     ) -> Any:
         record = self.record
+        self._check_crashes(key)
         stats = record.step_stats.get(step.name)
         if stats is None:
             stats = record.step_stats[step.name] = StepStats()
         options = step.options
         attempt = 0
         while True:
-            self._check_budget(step.name, stats)
+            self._check_budget(step.name, stats, preemptible=options.preemptible)
             attempt += 1
             self.active_key = f"{record.task_id}/{record.turn}/{key}"
+            self.active_cursor = cursor
             started = time.monotonic()
             try:
-                value = step.fn(*args, **kwargs)
+                if options.preemptible:
+                    limit = self.budget.preempt_after(record.save_stats)
+                    value = self.preemptor(lambda: step.fn(*args, **kwargs), limit)
+                else:
+                    value = step.fn(*args, **kwargs)
+            except Preempted:
+                self._preempted(step, key, stats, started)
+            except Paused as pause:
+                self._paused(step, key, stats, started, attempt, pause.cursor)
             except Exception as exc:
                 if isinstance(exc, options.retry_on) and attempt <= options.retries:
                     observe(stats, time.monotonic() - started)
@@ -251,6 +309,7 @@ class TurnLoop:
                 ) from exc
             finally:
                 self.active_key = None
+                self.active_cursor = None
             break
         duration = time.monotonic() - started
         observe(stats, duration)
@@ -274,14 +333,14 @@ class TurnLoop:
         )
         record.counters.steps_executed += 1
         self.progress = True
-        now = time.monotonic()
-        if options.effect or now - self.last_persist >= self.persist_every_s:
+        if options.effect or time.monotonic() - self.last_persist >= self.persist_every_s:
             self.persist()
             self.last_persist = time.monotonic()
         return value
 
-    def _check_budget(self, name: str, stats: StepStats) -> None:
-        reason = self.budget.refuse(name, stats, self.record.save_stats)
+    def _check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
+        save_stats = self.record.save_stats
+        reason = self.budget.refuse(name, stats, save_stats, preemptible=preemptible)
         if reason is None:
             return
         if self.progress:
@@ -290,11 +349,59 @@ class TurnLoop:
         # the time and the last one did not already suspend idle; otherwise suspending could
         # only loop, so run the step and let the deadline judge.
         fresh = self.record.invocation_budget_s
-        if (
-            self.record.idle_suspensions == 0
-            and self.budget.need(stats, self.record.save_stats) <= fresh
-        ):
+        need = self.budget.need(stats, save_stats, preemptible=preemptible)
+        if self.record.idle_suspensions == 0 and need <= fresh:
             raise Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s")
+
+    def _check_crashes(self, key: str) -> None:
+        """Fail rather than start a step that was running each time its worker died."""
+        record = self.record
+        here = f"{record.turn}:{self.journal.position}"
+        if record.crashes >= self.max_step_crashes and record.crash_at == here:
+            raise Abort(
+                ErrorInfo(
+                    type="StepCrashedWorker",
+                    message=(
+                        f"step {key!r} was running each of the last {record.crashes} times its "
+                        "worker died (killed, out of memory, or past the invocation deadline); "
+                        "failing the task rather than trying again"
+                    ),
+                    step=key,
+                    turn=record.turn,
+                )
+            )
+
+    def _preempted(self, step: Step[Any, Any], key: str, stats: StepStats, started: float) -> None:
+        elapsed = time.monotonic() - started
+        # The step takes at least this long: remember it, but do not count a censored sample.
+        stats.max_s = max(stats.max_s, elapsed)
+        self.record.counters.preemptions += 1
+        self.record.counters.preempted_s += elapsed
+        raise Suspend(f"preempted step {key!r} after {elapsed:.2f}s; it runs again next time")
+
+    def _paused(
+        self,
+        step: Step[Any, Any],
+        key: str,
+        stats: StepStats,
+        started: float,
+        attempt: int,
+        cursor: Any,
+    ) -> None:
+        duration = time.monotonic() - started
+        observe(stats, duration)
+        self.journal.record(
+            JournalEntry(
+                key=key,
+                name=step.name,
+                partial=True,
+                cursor=cursor,
+                duration_s=round(duration, 6),
+                attempts=attempt,
+            )
+        )
+        self.progress = True
+        raise Suspend(f"step {key!r} paused itself; it continues from its cursor")
 
     def _record_failure(
         self,

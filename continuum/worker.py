@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ from continuum.errors import (
     ContinuumError,
     InvalidTaskIdError,
     LeaseHeldError,
+    PayloadTooLargeError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
@@ -50,15 +52,30 @@ from continuum.record import (
     Lease,
     Status,
     TaskRecord,
-    decode_message,
     utcnow,
 )
-from continuum.turns import Fenced, TurnLoop
+from continuum.signals import Abort, Fenced
+from continuum.turns import TurnLoop
 
 if TYPE_CHECKING:
     from continuum.app import Continuum
 
 logger = Logger(service="continuum")
+
+
+def process_sqs_batch(
+    event: dict[str, Any], context: Any, handle_record: Callable[[SQSRecord], str]
+) -> dict[str, Any]:
+    """Run ``handle_record`` on each message of an SQS batch (Powertools BatchProcessor).
+
+    A message whose handler raises is reported in ``batchItemFailures`` and retried by SQS;
+    it never fails its neighbours, and the whole batch never raises.
+    """
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    response = process_partial_response(
+        event=event, record_handler=handle_record, processor=processor, context=context
+    )
+    return dict(response)
 
 
 @dataclass(frozen=True)
@@ -76,9 +93,6 @@ class Worker:
 
     def __init__(self, app: Continuum) -> None:
         self.app = app
-        self.processor = BatchProcessor(
-            event_type=EventType.SQS, raise_on_entire_batch_failure=False
-        )
 
     def handle_batch(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """Process an SQS batch; failed messages are reported, never fail their neighbours."""
@@ -92,17 +106,14 @@ class Worker:
             )
             return self.process(delivery, context)
 
-        response = process_partial_response(
-            event=event, record_handler=handle_record, processor=self.processor, context=context
-        )
-        return dict(response)
+        return process_sqs_batch(event, context, handle_record)
 
     def process(self, delivery: Delivery, context: Any) -> str:
         """Process one message; return what happened. Raise only to have it retried."""
         logger.remove_keys(["task_id", "generation"])
         logger.set_correlation_id(None)
         try:
-            message = decode_message(delivery.body)
+            message = self.app.queue.parse(delivery.body)
         except (BadMessageError, InvalidTaskIdError) as exc:
             # Retrying cannot fix a malformed message: acknowledge and say why.
             logger.error(f"rejected a message: {exc}", extra={"message_id": delivery.message_id})
@@ -123,6 +134,8 @@ class Worker:
             logger.error(f"no record for this continuation: {exc}")
             return "rejected"
         except RecordCorruptError as exc:
+            # Retrying cannot repair it; a person restores a good version (bucket versioning
+            # keeps them all) and resumes the task.
             logger.error(f"the record does not parse: {exc}")
             return "rejected"
 
@@ -140,28 +153,21 @@ class Worker:
             self._finish(record, etag, Status.FAILED, error=error)
             return "failed"
 
-        # -- claim ---------------------------------------------------------------------------
         remaining_s = _remaining_s(context)
-        recovering = record.status == Status.RUNNING
-        record.status = Status.RUNNING
-        record.lease = Lease(
-            owner=_owner(context),
-            expires_at=utcnow() + timedelta(seconds=remaining_s),
-            message_id=delivery.message_id,
-        )
-        record.counters.invocations += 1
-        record.counters.recoveries += int(recovering)
-        record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
-        etag = self._write(record, etag)
+        etag = self._claim(record, etag, delivery, context, remaining_s)
         if delivery.receipt_handle is not None:
             self._shorten_visibility(delivery.receipt_handle, remaining_s)
 
         # -- run turns -----------------------------------------------------------------------
+        app = self.app
         budget = Budget(
             remaining=lambda: _remaining_s(context),
-            confidence=self.app.confidence,
-            margin_s=self.app.safety_margin_s,
-            default_step_s=self.app.default_step_s,
+            confidence=task.confidence if task.confidence is not None else app.confidence,
+            margin_s=task.safety_margin_s
+            if task.safety_margin_s is not None
+            else app.safety_margin_s,
+            default_step_s=app.default_step_s,
+            preemptible_confidence=app.preemptible_confidence,
         )
         current = {"etag": etag}
 
@@ -170,8 +176,17 @@ class Worker:
                 current["etag"] = self._write(record, current["etag"])
             except RecordConflictError as exc:
                 raise Fenced from exc
+            except PayloadTooLargeError as exc:
+                raise Abort(_error_info(exc, record)) from exc
 
-        loop = TurnLoop(task, record, budget, persist, self.app.persist_every_s)
+        loop = TurnLoop(
+            task,
+            record,
+            budget,
+            persist,
+            app.persist_every_s,
+            max_step_crashes=app.max_step_crashes,
+        )
         outcome = loop.run()
         etag = current["etag"]
         record.idle_suspensions = 0 if loop.progress else record.idle_suspensions + 1
@@ -181,7 +196,9 @@ class Worker:
             return "fenced"
         if outcome.kind == "failed":
             assert outcome.error is not None
-            logger.warning("task failed", extra={"error": outcome.error.model_dump()})
+            logger.warning(
+                f"task failed: {outcome.error.message}", extra={"error": outcome.error.model_dump()}
+            )
             self._finish(record, etag, Status.FAILED, error=outcome.error)
             return "failed"
         if outcome.kind == "finished":
@@ -189,6 +206,27 @@ class Worker:
             logger.info("task succeeded")
             return "succeeded"
         return self._suspend(record, etag, outcome.reason or "budget", task.max_continuations)
+
+    def _claim(
+        self, record: TaskRecord, etag: str, delivery: Delivery, context: Any, remaining_s: float
+    ) -> str:
+        """Take the record with a lease until this invocation's deadline (compare-and-swap)."""
+        if record.status == Status.RUNNING:
+            # The lease expired: the last worker died. Count deaths at the same place, so a
+            # step that kills its worker every time fails the task instead of looping.
+            here = f"{record.turn}:{len(record.journal)}"
+            record.crashes = record.crashes + 1 if record.crash_at == here else 1
+            record.crash_at = here
+            record.counters.recoveries += 1
+        record.status = Status.RUNNING
+        record.lease = Lease(
+            owner=_owner(context),
+            expires_at=utcnow() + timedelta(seconds=remaining_s),
+            message_id=delivery.message_id,
+        )
+        record.counters.invocations += 1
+        record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
+        return self._write(record, etag)
 
     def _shorten_visibility(self, receipt_handle: str, remaining_s: float) -> None:
         """If this invocation dies, its message should come back just after its deadline,
@@ -247,27 +285,45 @@ class Worker:
         return new_etag
 
     def _suspend(self, record: TaskRecord, etag: str, reason: str, max_continuations: int) -> str:
+        """Write the record (generation + 1), then send its continuation. Never the reverse."""
         if record.counters.continuations >= max_continuations:
-            error = ErrorInfo(
-                type="MaxContinuationsExceeded",
-                message=f"the task continued {record.counters.continuations} times,"
-                f" the limit is {max_continuations}",
-                turn=record.turn,
+            return self._give_up(
+                record,
+                etag,
+                "MaxContinuationsExceeded",
+                f"the task continued {record.counters.continuations} times; "
+                f"the limit is {max_continuations}",
             )
-            self._finish(record, etag, Status.FAILED, error=error)
-            return "failed"
+        if record.idle_suspensions >= self.app.max_idle_suspensions:
+            return self._give_up(
+                record,
+                etag,
+                "NoProgress",
+                f"the task suspended {record.idle_suspensions} times in a row "
+                f"without completing a step; last: {reason}",
+            )
         record.status = Status.SUSPENDED
         record.generation += 1
         record.lease = None
         record.suspend_reason = reason
         record.counters.continuations += 1
-        self._write(record, etag)
+        record.crashes, record.crash_at = 0, None
+        try:
+            self._write(record, etag)
+        except PayloadTooLargeError as exc:
+            return self._give_up(record, etag, "PayloadTooLargeError", exc.message)
         self.app.queue.send(task_id=record.task_id, generation=record.generation, reason=reason)
         logger.info(
-            "task suspended",
-            extra={"reason": reason, "turn": record.turn, "next_generation": record.generation},
+            f"task suspended: {reason}",
+            extra={"turn": record.turn, "next_generation": record.generation},
         )
         return "suspended"
+
+    def _give_up(self, record: TaskRecord, etag: str, kind: str, message: str) -> str:
+        error = ErrorInfo(type=kind, message=message, turn=record.turn)
+        logger.warning(f"task failed: {message}")
+        self._finish(record, etag, Status.FAILED, error=error)
+        return "failed"
 
     def _finish(
         self, record: TaskRecord, etag: str, status: Status, *, error: ErrorInfo | None = None
@@ -275,10 +331,23 @@ class Worker:
         record.status = status
         record.error = error
         record.lease = None
+        record.crashes, record.crash_at = 0, None
         record.finished_at = utcnow()
         if status == Status.FAILED:
             record.result = None
-        self.app.store.replace(record, etag=etag, finished=True)
+        try:
+            self.app.store.replace(record, etag=etag, finished=True)
+        except PayloadTooLargeError as exc:
+            # Keep the record readable: drop the oversized parts and say what they were.
+            record.status, record.result, record.journal = Status.FAILED, None, []
+            if "the state" in exc.message:
+                record.state = None
+            record.error = _error_info(exc, record)
+            self.app.store.replace(record, etag=etag, finished=True)
+
+
+def _error_info(exc: ContinuumError, record: TaskRecord) -> ErrorInfo:
+    return ErrorInfo(type=type(exc).__name__, message=exc.message, step=exc.step, turn=record.turn)
 
 
 def _remaining_s(context: Any) -> float:

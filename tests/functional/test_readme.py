@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from pathlib import Path
 
 from continuum.local import LocalRuntime, moto_backend
@@ -10,15 +12,18 @@ from continuum.local import LocalRuntime, moto_backend
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_readme_example_runs_as_shown():
+def test_readme_example_runs_as_shown(tmp_path, monkeypatch):
     code = re.search(r"## A dozen lines\n\n```python\n(.*?)```", README.read_text(), re.S)
     assert code is not None
-    namespace: dict[str, object] = {"__name__": "readme_example"}
-    exec(compile(code.group(1), "README.md", "exec"), namespace)  # noqa: S102 - our own README
-    app = namespace["app"]
-    with moto_backend():
-        runtime = LocalRuntime(app, budget_s=60)  # type: ignore[arg-type]
-        summary = runtime.run("research", {"topic": "tides"})
+    (tmp_path / "readme_example.py").write_text(code.group(1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("readme_example")
+    try:
+        with moto_backend():
+            runtime = LocalRuntime(module.app, budget_s=60)
+            summary = runtime.run("research", {"topic": "tides"})
+    finally:
+        sys.modules.pop("readme_example", None)
     assert summary.status == "succeeded"
     assert summary.result.splitlines()[-1] == "tides: finding 39"
     assert summary.steps == 40
