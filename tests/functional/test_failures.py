@@ -1,0 +1,293 @@
+"""Failure paths on moto: deaths, dead letters, limits, hostile records and forged messages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, RecordCorruptError, Status, TaskContext
+from continuum.local import BUCKET, LocalRuntime
+from continuum.record import utcnow
+from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+
+
+class Job(BaseModel):
+    items: int = 3
+    done: list[str] = []
+
+
+class WorkerDied(BaseException):
+    """Stands in for SIGKILL in-process: nothing in the framework catches it."""
+
+
+def forever(i: int = 0) -> ScriptedContext:
+    return ScriptedContext(None, executed=lambda: 0)
+
+
+def expire_lease(app: Continuum, task_id: str) -> None:
+    """What the passing of a dead worker's deadline does to its record."""
+    record, etag = app.store.load(task_id)
+    assert record.status == Status.RUNNING
+    record.lease.expires_at = utcnow() - timedelta(seconds=1)
+    app.store.replace(record, etag=etag)
+
+
+def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
+    app = Continuum(max_step_crashes=3)
+    attempts: list[int] = []
+
+    @app.step
+    def fine(i: int) -> str:
+        return f"ok {i}"
+
+    @app.step
+    def poison(i: int) -> str:
+        attempts.append(i)
+        raise WorkerDied
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> list[str] | None:
+        ctx.state.done.append(fine(len(ctx.state.done)))
+        ctx.state.done.append(poison(len(ctx.state.done)))
+        return ctx.state.done
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="poison-1")
+    body = continuation(task_id, 0)
+    deaths = 0
+    while not runtime.record(task_id).status.finished and deaths < 10:
+        try:
+            app.handler(sqs_event(body, message_ids=["m"]), forever())
+        except WorkerDied:  # the worker "dies" inside the step
+            deaths += 1
+            expire_lease(app, task_id)  # its deadline passes
+    record = runtime.record(task_id)
+    assert record.status == Status.FAILED
+    assert record.error.type == "StepCrashedWorker"
+    assert record.error.step == "poison#1"
+    assert "died" in record.error.message
+    assert deaths == len(attempts) == 4  # one imprecise death, then three pinned to the step
+    assert record.counters.recoveries == 4
+
+
+def test_dead_letter_marks_the_task_failed_with_the_reason(aws):
+    app = Continuum()
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> None:
+        return None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    app.client().start("job", {}, task_id="dl-1")
+    app.client().start("job", {}, task_id="dl-2")
+    before = runtime.s3.head_object(Bucket=BUCKET, Key="tasks/dl-2/record.json")["ETag"]
+    event = sqs_event(continuation("dl-1", 0), continuation("dl-2", 5), "junk")
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = "6"
+
+    assert app.dead_letter_handler(event, forever()) == {"batchItemFailures": []}
+
+    record = runtime.record("dl-1")
+    assert record.status == Status.FAILED
+    assert record.error.type == "DeadLettered"
+    assert "received 6 times" in record.error.message
+    # A dead letter for a generation the task has not reached changes nothing.
+    assert runtime.s3.head_object(Bucket=BUCKET, Key="tasks/dl-2/record.json")["ETag"] == before
+
+
+def test_dead_letter_for_a_task_that_moved_on_is_a_leftover(aws):
+    app = Continuum()
+    ticks: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        ticks.append(i)
+        return i
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> list[str] | None:
+        ctx.state.done.append(str(tick(len(ctx.state.done))))
+        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="moved-on")
+    runtime.invoke_once(ScriptedContext(1, executed=lambda: len(ticks)))
+    assert runtime.record(task_id).generation == 1
+    before = snapshot_objects(runtime.s3, BUCKET)
+    app.dead_letter_handler(sqs_event(continuation(task_id, 0)), forever())  # older generation
+    assert snapshot_objects(runtime.s3, BUCKET) == before
+
+    drain(runtime, task_id, forever)
+    done = snapshot_objects(runtime.s3, BUCKET)
+    app.dead_letter_handler(sqs_event(continuation(task_id, 1)), forever())  # finished task
+    assert snapshot_objects(runtime.s3, BUCKET) == done
+    assert runtime.record(task_id).status == Status.SUCCEEDED
+
+
+def test_a_state_that_no_longer_validates_fails_with_the_field(aws):
+    old = Continuum()
+
+    @old.task(state=Job, name="job")
+    def job_v1(ctx: TaskContext[Job]) -> None:
+        return None
+
+    runtime = LocalRuntime(old, budget_s=900)
+    old.client().start("job", {"items": 2}, task_id="migrated")
+
+    class JobV2(BaseModel):
+        items: list[int]  # changed type: the saved state no longer validates
+
+    new = Continuum()
+
+    @new.task(state=JobV2, name="job")
+    def job_v2(ctx: TaskContext[JobV2]) -> None:
+        return None
+
+    new.configure(
+        bucket=BUCKET, queue_url=runtime.queue_url, s3_client=runtime.s3, sqs_client=runtime.sqs
+    )
+    new.handler(sqs_event(continuation("migrated", 0)), forever())
+    record = runtime.record("migrated")
+    assert record.status == Status.FAILED
+    assert record.error.type == "InvalidInputError"
+    assert "no longer validates against JobV2" in record.error.message
+    assert "items" in record.error.message
+
+
+def test_a_step_result_over_the_size_limit_fails_the_task_naming_the_step(aws):
+    app = Continuum(max_state_bytes=100_000)
+
+    @app.step(effect=True)
+    def download() -> str:
+        return "x" * 200_000
+
+    @app.task(state=Job)
+    def hoard(ctx: TaskContext[Job]) -> str:
+        return download()[:10]
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("hoard", {}, task_id="hoard-1")
+    record = drain(runtime, task_id, forever)
+    assert record.status == Status.FAILED
+    assert record.error.type == "PayloadTooLargeError"
+    assert "the result of step 'download#0' is 200002 bytes" in record.error.message
+    assert record.journal == []
+
+
+def test_a_state_over_the_size_limit_fails_the_task(aws):
+    app = Continuum(max_state_bytes=50_000)
+
+    @app.task(state=Job)
+    def grow(ctx: TaskContext[Job]) -> None:
+        ctx.state.done.append("y" * 10_000)
+
+    runtime = LocalRuntime(app, budget_s=0.3)
+    task_id = app.client().start("grow", {}, task_id="grow-1")
+    record = drain(runtime, task_id, lambda i: None)
+    assert record.status == Status.FAILED
+    assert "the state is" in record.error.message
+    assert record.state is None
+
+
+def test_a_record_edited_into_garbage_is_reported_and_nothing_else_changes(aws, caplog):
+    app = Continuum()
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> None:
+        return None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    app.client().start("job", {}, task_id="edited")
+    app.client().start("job", {}, task_id="intact")
+    runtime.s3.put_object(Bucket=BUCKET, Key="tasks/edited/record.json", Body=b'{"task_id": "ed')
+    before = snapshot_objects(runtime.s3, BUCKET)
+
+    result = app.handler(sqs_event(continuation("edited", 0)), forever())
+
+    assert result == {"batchItemFailures": []}  # acknowledged: a retry cannot repair it
+    assert "record does not parse" in caplog.text
+    assert "edited" in caplog.text
+    assert snapshot_objects(runtime.s3, BUCKET) == before
+    with pytest.raises(RecordCorruptError, match="restore an earlier version"):
+        app.client().status("edited")
+
+
+def test_forged_and_unsigned_messages_are_rejected_when_signing(aws, caplog):
+    app = Continuum(signing_key="s3cret")
+    runs: list[int] = []
+
+    @app.step
+    def act() -> int:
+        runs.append(1)
+        return 1
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> int:
+        return act()
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="signed")
+    unsigned = continuation(task_id, 0)
+    forged = unsigned[:-1] + ',"sig":"' + "0" * 64 + '"}'
+    for body in (unsigned, forged):
+        assert app.handler(sqs_event(body), forever()) == {"batchItemFailures": []}
+    assert runs == []
+    assert "not signed" in caplog.text
+    assert "signature does not match" in caplog.text
+
+    record = drain(runtime, task_id, forever)  # the real, signed start message
+    assert record.status == Status.SUCCEEDED
+    assert runs == [1]
+
+
+def test_a_task_over_max_continuations_fails_with_the_reason(aws):
+    app = Continuum()
+    ticks: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        ticks.append(i)
+        return i
+
+    @app.task(state=Job, max_continuations=2)
+    def endless(ctx: TaskContext[Job]) -> None:
+        ctx.state.done.append(str(tick(len(ctx.state.done))))
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("endless", {}, task_id="endless-1")
+    # Every invocation may run one step, then must suspend.
+    record = drain(runtime, task_id, lambda i: ScriptedContext(1, executed=lambda: len(ticks)))
+    assert record.status == Status.FAILED
+    assert record.error.type == "MaxContinuationsExceeded"
+    assert "the limit is 2" in record.error.message
+    assert len(ticks) == 3
+
+
+def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws):
+    app = Continuum()
+    attempts = {"flaky": 0, "broken": 0}
+
+    @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
+    def flaky() -> str:
+        attempts["flaky"] += 1
+        if attempts["flaky"] < 3:
+            raise ConnectionError("reset")
+        return "ok"
+
+    @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
+    def broken() -> str:
+        attempts["broken"] += 1
+        raise ValueError("bad request")
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> str:
+        return flaky() + broken()
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="retry-1")
+    record = drain(runtime, task_id, forever)
+    assert attempts == {"flaky": 3, "broken": 1}
+    assert record.status == Status.FAILED
+    assert record.error.step == "broken#1"
+    assert "bad request" in record.error.message
