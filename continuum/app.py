@@ -103,7 +103,9 @@ class Continuum:
         inline_limit_bytes: states and results larger than this go to compressed blobs.
         max_state_bytes: the largest state, task result or step result accepted (JSON bytes).
         visibility_margin_s: seconds after this invocation's deadline at which its message
-            reappears if the worker dies (the claim shortens the message's visibility).
+            reappears if the worker dies (the claim shortens the message's visibility with one
+            ChangeMessageVisibility call). None keeps the queue's visibility timeout: one AWS
+            call less per continuation, but a dead worker's task waits that long.
         preemptible_confidence: the confidence of the budget rule for preemptible steps.
         max_step_crashes: consecutive worker deaths at one step after which the task fails.
         max_idle_suspensions: consecutive suspensions without progress after which it fails.
@@ -125,7 +127,7 @@ class Continuum:
         persist_every_s: float = DEFAULT_PERSIST_EVERY_S,
         inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
-        visibility_margin_s: int = 5,
+        visibility_margin_s: int | None = 5,
         preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
         max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
         max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS,

@@ -155,7 +155,7 @@ class Worker:
 
         remaining_s = _remaining_s(context)
         etag = self._claim(record, etag, delivery, context, remaining_s)
-        if delivery.receipt_handle is not None:
+        if delivery.receipt_handle is not None and self.app.visibility_margin_s is not None:
             self._shorten_visibility(delivery.receipt_handle, remaining_s)
 
         # -- run turns -----------------------------------------------------------------------
@@ -231,10 +231,10 @@ class Worker:
     def _shorten_visibility(self, receipt_handle: str, remaining_s: float) -> None:
         """If this invocation dies, its message should come back just after its deadline,
         not after the queue's visibility timeout (six times the function timeout)."""
+        margin_s = self.app.visibility_margin_s or 0
         try:
             self.app.queue.extend(
-                receipt_handle=receipt_handle,
-                visibility_s=math.ceil(remaining_s) + self.app.visibility_margin_s,
+                receipt_handle=receipt_handle, visibility_s=math.ceil(remaining_s) + margin_s
             )
         except ClientError as exc:
             # Only recovery speed depends on it: the record still fences every delivery.
