@@ -8,11 +8,12 @@ estimate improves over the life of a task and survives continuations.
 
 from __future__ import annotations
 
+import functools
 import math
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
@@ -55,6 +56,12 @@ def observe(stats: StepStats, seconds: float) -> None:
     stats.total_s += seconds
 
 
+@functools.lru_cache(maxsize=64)
+def _z(confidence: float) -> float:
+    """The standard normal quantile (cached: the rule runs before every step)."""
+    return NormalDist().inv_cdf(confidence)
+
+
 def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> float:
     """The duration a new run of the step stays under with probability ``confidence``.
 
@@ -70,7 +77,7 @@ def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> 
         return 2.0 * stats.max_s
     n = stats.count
     sd = math.sqrt(stats.log_m2 / (n - 1))
-    z = NormalDist().inv_cdf(confidence)
+    z = _z(confidence)
     t = z + (z**3 + z) / (4 * (n - 1))
     fitted = math.exp(stats.log_mean + t * sd * math.sqrt(1 + 1 / n))
     return min(fitted, MAX_OVER_LONGEST * stats.max_s)
@@ -93,11 +100,18 @@ class Budget:
     margin_s: float = SAFETY_MARGIN_S
     default_step_s: float = DEFAULT_STEP_S
     preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
+    _save_cost: tuple[StepStats, int, float] | None = field(default=None, init=False, repr=False)
 
     def save_cost(self, save_stats: StepStats) -> float:
         """Seconds a suspension needs: the record write and the send, from measured writes."""
+        # Asked before every step, changed only by a write: remembered per sample count.
+        cached = self._save_cost
+        if cached is not None and cached[0] is save_stats and cached[1] == save_stats.count:
+            return cached[2]
         write = predict(save_stats, confidence=self.confidence, default_s=DEFAULT_WRITE_S)
-        return WRITES_PER_SUSPENSION * write
+        cost = WRITES_PER_SUSPENSION * write
+        self._save_cost = (save_stats, save_stats.count, cost)
+        return cost
 
     def expect(self, stats: StepStats | None, *, preemptible: bool = False) -> float:
         """The step's predicted duration at the confidence that applies to it."""

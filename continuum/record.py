@@ -14,6 +14,7 @@ import hmac
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -98,11 +99,15 @@ class Lease(_Model):
     message_id: str | None = None
 
 
-class StepStats(_Model):
+@dataclass
+class StepStats:
     """Online statistics of one step's durations, kept in the record.
 
     Durations of steps are roughly log-normal, so the mean and variance are kept of
     ``log(seconds)`` (Welford's method); ``max_s`` guards the tail for small samples.
+    A plain dataclass (pydantic validates and serialises it inside the record) because it is
+    updated after every step, where a model's validating attribute writes would cost more
+    than the rest of the step's bookkeeping.
     """
 
     count: int = 0
@@ -112,8 +117,9 @@ class StepStats(_Model):
     total_s: float = 0.0
 
 
-class Counters(_Model):
-    """What happened to the task, summed over its whole life."""
+@dataclass
+class Counters:
+    """What happened to the task, summed over its whole life (a dataclass, like StepStats)."""
 
     invocations: int = 0
     continuations: int = 0
@@ -137,8 +143,9 @@ class ErrorInfo(_Model):
     turn: int | None = None
 
 
-class JournalEntry(_Model):
-    """One step's outcome in the current turn."""
+@dataclass
+class JournalEntry:
+    """One step's outcome in the current turn (a dataclass: one is made per step)."""
 
     key: str
     name: str
@@ -282,9 +289,7 @@ def encode_record(
             what=f"the result of step {entry.key!r}",
             task_id=tid,
         )
-        journal.append(
-            entry if ref is None else entry.model_copy(update={"result": result, "result_ref": ref})
-        )
+        journal.append(entry if ref is None else replace(entry, result=result, result_ref=ref))
     stored.journal = journal
     return stored.model_dump_json(indent=1).encode()
 

@@ -273,14 +273,16 @@ class TurnLoop:
         cursor: Any,
     ) -> Any:
         record = self.record
-        self._check_crashes(key)
-        stats = record.step_stats.get(step.name)
-        if stats is None:
-            stats = record.step_stats[step.name] = StepStats()
+        if record.crashes:
+            self._check_crashes(key)
         options = step.options
+        name = options.name
+        stats = record.step_stats.get(name)
+        if stats is None:
+            stats = record.step_stats[name] = StepStats()
         attempt = 0
         while True:
-            self._check_budget(step.name, stats, preemptible=options.preemptible)
+            self._check_budget(name, stats, preemptible=options.preemptible)
             attempt += 1
             self.active_key = f"{record.task_id}/{record.turn}/{key}"
             self.active_cursor = cursor
@@ -311,7 +313,8 @@ class TurnLoop:
                 self.active_key = None
                 self.active_cursor = None
             break
-        duration = time.monotonic() - started
+        finished = time.monotonic()
+        duration = finished - started
         observe(stats, duration)
         try:
             result = step.adapter.dump_python(value, mode="json")
@@ -325,7 +328,7 @@ class TurnLoop:
         self.journal.record(
             JournalEntry(
                 key=key,
-                name=step.name,
+                name=name,
                 result=result,
                 duration_s=round(duration, 6),
                 attempts=attempt,
@@ -333,7 +336,7 @@ class TurnLoop:
         )
         record.counters.steps_executed += 1
         self.progress = True
-        if options.effect or time.monotonic() - self.last_persist >= self.persist_every_s:
+        if options.effect or finished - self.last_persist >= self.persist_every_s:
             self.persist()
             self.last_persist = time.monotonic()
         return value
