@@ -11,6 +11,7 @@ import importlib
 import os
 from typing import Any
 
+import continuum.worker  # noqa: F401 - load Powertools in Lambda's init phase, not on a message
 from continuum import Continuum
 
 DEFAULT_APP = "samples.research_agent:app"
