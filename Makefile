@@ -22,9 +22,9 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[dev]'
 	touch $@ $(STAMP_RUN)
 
-## demo: run the sample research agent locally on moto, with a 3 s invocation budget
+## demo: run the sample research agent locally on moto, with a 2.5 s invocation budget
 demo: $(STAMP_RUN)
-	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 3
+	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 2.5
 
 ## test: lint, type-check and run the whole test suite (what CI runs)
 test: lint typecheck pytest

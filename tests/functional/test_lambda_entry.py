@@ -46,12 +46,14 @@ def test_worker_handler_runs_a_whole_task_as_lambda_calls_it(lambda_env):
 
     invocations = 0
     while not client.status(task_id).status.finished:
-        received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=1,
-                                       MessageSystemAttributeNames=["All"])
+        received = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=1, MessageSystemAttributeNames=["All"]
+        )
         assert received.get("Messages"), "an unfinished task must have a continuation waiting"
         message = received["Messages"][0]
-        event = sqs_event(message["Body"], message_ids=[message["MessageId"]],
-                          receipt=message["ReceiptHandle"])  # shape: tests/events/*.json
+        event = sqs_event(
+            message["Body"], message_ids=[message["MessageId"]], receipt=message["ReceiptHandle"]
+        )  # shape: tests/events/*.json
         response = worker.handler(event, LocalLambdaContext(0.35))
         invocations += 1
         assert response == {"batchItemFailures": []}
@@ -82,8 +84,13 @@ def test_cli_start_and_status_against_a_moto_server(tmp_path):
     try:
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
-        env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
-               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_ENDPOINT_URL": endpoint}
+        env = {
+            **os.environ,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_ENDPOINT_URL": endpoint,
+        }
         s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=endpoint)
         sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
         s3.create_bucket(Bucket="stack-bucket")
@@ -91,8 +98,15 @@ def test_cli_start_and_status_against_a_moto_server(tmp_path):
         env.update(CONTINUUM_BUCKET="stack-bucket", CONTINUUM_QUEUE_URL=queue_url)
 
         def cli(*args: str) -> str:
-            done = subprocess.run([sys.executable, "-m", "continuum.cli", *args], cwd=ROOT,
-                                  env=env, capture_output=True, text=True, timeout=60, check=False)
+            done = subprocess.run(
+                [sys.executable, "-m", "continuum.cli", *args],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
             assert done.returncode == 0, done.stderr
             return done.stdout
 
@@ -103,13 +117,17 @@ def test_cli_start_and_status_against_a_moto_server(tmp_path):
         from samples import research_agent
 
         runtime_app = research_agent.app
-        runtime_app.configure(bucket="stack-bucket", queue_url=queue_url, s3_client=s3,
-                              sqs_client=sqs)
+        runtime_app.configure(
+            bucket="stack-bucket", queue_url=queue_url, s3_client=s3, sqs_client=sqs
+        )
         while json.loads(cli("status", task_id))["status"] != "succeeded":
             received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=1)
             for message in received.get("Messages", []):
-                event = sqs_event(message["Body"], message_ids=[message["MessageId"]],
-                                  receipt=message["ReceiptHandle"])
+                event = sqs_event(
+                    message["Body"],
+                    message_ids=[message["MessageId"]],
+                    receipt=message["ReceiptHandle"],
+                )
                 runtime_app.handler(event, LocalLambdaContext(30))
                 sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
         assert json.loads(cli("status", task_id))["result"].startswith("Report on moss")
