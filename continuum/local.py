@@ -189,7 +189,7 @@ class LocalRuntime:
         messages = response.get("Messages", [])
         if not messages:
             return None
-        event = {"Records": [self._event_record(m) for m in messages]}
+        event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
         self.invocations += 1
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
@@ -265,24 +265,27 @@ class LocalRuntime:
             aws_calls=dict(sorted(self.counter.calls.items())),
         )
 
-    def _event_record(self, message: Any) -> dict[str, Any]:
-        attributes = message.get("Attributes", {})
-        body = message["Body"]
-        return {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": body,
-            "attributes": {
-                "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-                "SentTimestamp": attributes.get("SentTimestamp", str(int(time.time() * 1000))),
-                "SenderId": attributes.get("SenderId", "AIDAEXAMPLE"),
-                "ApproximateFirstReceiveTimestamp": attributes.get(
-                    "ApproximateFirstReceiveTimestamp", str(int(time.time() * 1000))
-                ),
-            },
-            "messageAttributes": {},
-            "md5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 - SQS's own digest
-            "eventSource": "aws:sqs",
-            "eventSourceARN": self.queue_arn,
-            "awsRegion": REGION,
-        }
+
+def event_record(message: Any, queue_arn: str) -> dict[str, Any]:
+    """One record of the SQS event Lambda builds from a received message."""
+    attributes = message.get("Attributes", {})
+    body = message["Body"]
+    now_ms = str(int(time.time() * 1000))
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": body,
+        "attributes": {
+            "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
+            "SentTimestamp": attributes.get("SentTimestamp", now_ms),
+            "SenderId": attributes.get("SenderId", "AIDAEXAMPLE"),
+            "ApproximateFirstReceiveTimestamp": attributes.get(
+                "ApproximateFirstReceiveTimestamp", now_ms
+            ),
+        },
+        "messageAttributes": {},
+        "md5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 - SQS's own digest
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": REGION,
+    }

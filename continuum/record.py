@@ -178,6 +178,8 @@ class TaskRecord(_Model):
     save_stats: StepStats = Field(default_factory=StepStats)
     counters: Counters = Field(default_factory=Counters)
     suspend_reason: str | None = None
+    #: the id of the message whose worker suspended the task (only it may trigger a resend).
+    suspended_by: str | None = None
     #: the most time an invocation has had at its claim (seconds): what a fresh one gets.
     invocation_budget_s: float = 0.0
     #: consecutive suspensions in which no step ran and no turn completed.

@@ -35,10 +35,24 @@ RECORD_NAME = "record.json"
 #: Finished tasks' objects carry this tag, so a lifecycle rule can expire them.
 FINISHED_TAG = "continuum-finished=true"
 _FINISHED_TAG_SET: Any = {"Key": "continuum-finished", "Value": "true"}
-#: S3 answers 409 ConditionalRequestConflict when two conditional writes race; re-reading
-#: and retrying is the documented response. Bounded so a hot key cannot spin forever.
-CONFLICT_RETRIES = 3
-CONFLICT_BACKOFF_S = 0.05
+#: Errors after which a record write is tried again: S3's 409 ConditionalRequestConflict
+#: (two conditional writes raced; the documented response is to retry) and transient server
+#: errors. Bounded, so a failing S3 makes the worker give the message back instead of spinning.
+TRANSIENT_CODES = frozenset(
+    {
+        "ConditionalRequestConflict",
+        "InternalError",
+        "ServiceUnavailable",
+        "SlowDown",
+        "RequestTimeout",
+        "Throttling",
+        "ThrottlingException",
+        "500",
+        "503",
+    }
+)
+WRITE_RETRIES = 3
+WRITE_BACKOFF_S = 0.05
 MAX_KNOWN_BLOBS = 10_000
 
 
@@ -73,10 +87,14 @@ class RecordStore:
     def create(self, record: TaskRecord) -> str:
         """Write a new record; raise RecordExistsError if the task id is taken."""
         body = self._encode(record)
+        key = self.record_key(record.task_id)
         try:
-            response = self._put(self.record_key(record.task_id), body, IfNoneMatch="*")
+            response = self._put(key, body, IfNoneMatch="*")
         except ClientError as exc:
             if _code(exc) in ("PreconditionFailed", "412"):
+                landed = self._landed(key, body)
+                if landed is not None:
+                    return landed
                 raise RecordExistsError("task already exists", task_id=record.task_id) from exc
             raise
         return str(response["ETag"])
@@ -111,23 +129,44 @@ class RecordStore:
         extra: dict[str, Any] = {"IfMatch": etag}
         if finished:
             extra["Tagging"] = FINISHED_TAG
-        for attempt in range(CONFLICT_RETRIES + 1):
+        key = self.record_key(record.task_id)
+        for attempt in range(WRITE_RETRIES + 1):
             try:
-                response = self._put(self.record_key(record.task_id), body, **extra)
+                response = self._put(key, body, **extra)
             except ClientError as exc:
                 code = _code(exc)
                 if code in ("PreconditionFailed", "412"):
+                    landed = self._landed(key, body)
+                    if landed is not None:
+                        return landed
                     raise RecordConflictError(
                         "another worker changed the record (412); stopping without writing",
                         task_id=record.task_id,
                         generation=record.generation,
                     ) from exc
-                if code == "ConditionalRequestConflict" and attempt < CONFLICT_RETRIES:
-                    time.sleep(CONFLICT_BACKOFF_S * (attempt + 1))
+                if code in TRANSIENT_CODES and attempt < WRITE_RETRIES:
+                    time.sleep(WRITE_BACKOFF_S * 2**attempt)
                     continue
                 raise
             return str(response["ETag"])
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _landed(self, key: str, body: bytes) -> str | None:
+        """After a 412: did our own write land (an earlier attempt whose answer was lost)?
+
+        A retried PutObject whose first attempt succeeded finds its own write and answers 412.
+        The record's body is unique (it carries ``updated_at``), so if the stored body is ours
+        the write happened, and its etag is the new one.
+        """
+        try:
+            response = self.s3_client.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _code(exc) in ("NoSuchKey", "404"):
+                return None
+            raise
+        if response["Body"].read() == body:
+            return str(response["ETag"])
+        return None
 
     # -- blobs -------------------------------------------------------------------------------
 

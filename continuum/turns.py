@@ -211,6 +211,15 @@ class TurnLoop:
             record.turn += 1
             record.counters.turns += 1
             self.progress = True
+            if record.crashes:
+                # After a death, every position must be saved so the next death names its step.
+                try:
+                    self.persist()
+                except Fenced:
+                    return Outcome("fenced")
+                except Abort as abort:
+                    return Outcome("failed", error=abort.error)
+                self.last_persist = time.monotonic()
 
     def _load_state(self) -> BaseModel:
         try:

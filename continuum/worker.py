@@ -33,7 +33,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from continuum.budget import Budget, observe
 from continuum.errors import (
@@ -155,6 +155,7 @@ class Worker:
 
         remaining_s = _remaining_s(context)
         etag = self._claim(record, etag, delivery, context, remaining_s)
+        lease = record.lease
         if delivery.receipt_handle is not None and self.app.visibility_margin_s is not None:
             self._shorten_visibility(delivery.receipt_handle, remaining_s)
 
@@ -173,11 +174,16 @@ class Worker:
 
         def persist() -> None:
             try:
-                current["etag"] = self._write(record, current["etag"])
+                current["etag"] = self._write(record, current["etag"], lease=lease)
             except RecordConflictError as exc:
                 raise Fenced from exc
             except PayloadTooLargeError as exc:
                 raise Abort(_error_info(exc, record)) from exc
+            except (ClientError, BotoCoreError) as exc:
+                # Saving the journal early only limits what a crash would redo. The journal
+                # stays in memory and is saved at the next chance (a later step, the
+                # suspension or the finish); failing the task here would lose it all.
+                logger.warning(f"could not save the journal; continuing: {exc}")
 
         loop = TurnLoop(
             task,
@@ -199,13 +205,20 @@ class Worker:
             logger.warning(
                 f"task failed: {outcome.error.message}", extra={"error": outcome.error.model_dump()}
             )
-            self._finish(record, etag, Status.FAILED, error=outcome.error)
+            self._finish(record, etag, Status.FAILED, error=outcome.error, lease=lease)
             return "failed"
         if outcome.kind == "finished":
-            self._finish(record, etag, Status.SUCCEEDED)
+            self._finish(record, etag, Status.SUCCEEDED, lease=lease)
             logger.info("task succeeded")
             return "succeeded"
-        return self._suspend(record, etag, outcome.reason or "budget", task.max_continuations)
+        return self._suspend(
+            record,
+            etag,
+            outcome.reason or "budget",
+            task.max_continuations,
+            lease=lease,
+            message_id=delivery.message_id,
+        )
 
     def _claim(
         self, record: TaskRecord, etag: str, delivery: Delivery, context: Any, remaining_s: float
@@ -253,9 +266,11 @@ class Worker:
             )
             return "rejected"
         if message.generation < record.generation:
-            if record.status == Status.SUSPENDED:
-                # The worker that suspended may have died before sending: make sure the
-                # current continuation exists. A duplicate is fenced like any other.
+            if record.status == Status.SUSPENDED and record.suspended_by == delivery.message_id:
+                # This is the very message whose worker suspended the task: that worker may
+                # have died between writing the record and sending the next continuation, so
+                # send it (again; a duplicate is fenced like any other). Other stale copies
+                # are only acknowledged: resending for each would multiply duplicates.
                 self.app.queue.send(
                     task_id=record.task_id, generation=record.generation, reason="resend"
                 )
@@ -276,20 +291,50 @@ class Worker:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _write(self, record: TaskRecord, etag: str) -> str:
+    def _write(self, record: TaskRecord, etag: str, *, lease: Lease | None = None) -> str:
         started = time.monotonic()
-        new_etag = self.app.store.replace(record, etag=etag)
+        new_etag = self._replace(record, etag, lease=lease)
         observe(record.save_stats, time.monotonic() - started)
         record.counters.saves += 1
         record.counters.bytes_saved += self.app.store.last_record_bytes
         return new_etag
 
-    def _suspend(self, record: TaskRecord, etag: str, reason: str, max_continuations: int) -> str:
+    def _replace(
+        self, record: TaskRecord, etag: str, *, lease: Lease | None, finished: bool = False
+    ) -> str:
+        """Compare-and-swap, knowing that an earlier write of ours may have landed unseen.
+
+        A write that failed with a transient error may still have landed; our etag is then
+        stale and the next write answers 412. If the stored record still carries the lease
+        of this very claim, no one else has written it since: adopt its etag and write again.
+        """
+        store = self.app.store
+        try:
+            return store.replace(record, etag=etag, finished=finished)
+        except RecordConflictError:
+            if lease is None:
+                raise
+            stored, stored_etag = store.load(record.task_id)
+            if stored.lease != lease:
+                raise
+            return store.replace(record, etag=stored_etag, finished=finished)
+
+    def _suspend(
+        self,
+        record: TaskRecord,
+        etag: str,
+        reason: str,
+        max_continuations: int,
+        *,
+        lease: Lease | None,
+        message_id: str,
+    ) -> str:
         """Write the record (generation + 1), then send its continuation. Never the reverse."""
         if record.counters.continuations >= max_continuations:
             return self._give_up(
                 record,
                 etag,
+                lease,
                 "MaxContinuationsExceeded",
                 f"the task continued {record.counters.continuations} times; "
                 f"the limit is {max_continuations}",
@@ -298,6 +343,7 @@ class Worker:
             return self._give_up(
                 record,
                 etag,
+                lease,
                 "NoProgress",
                 f"the task suspended {record.idle_suspensions} times in a row "
                 f"without completing a step; last: {reason}",
@@ -308,10 +354,11 @@ class Worker:
         record.suspend_reason = reason
         record.counters.continuations += 1
         record.crashes, record.crash_at = 0, None
+        record.suspended_by = message_id
         try:
-            self._write(record, etag)
+            self._write(record, etag, lease=lease)
         except PayloadTooLargeError as exc:
-            return self._give_up(record, etag, "PayloadTooLargeError", exc.message)
+            return self._give_up(record, etag, lease, "PayloadTooLargeError", exc.message)
         self.app.queue.send(task_id=record.task_id, generation=record.generation, reason=reason)
         logger.info(
             f"task suspended: {reason}",
@@ -319,14 +366,22 @@ class Worker:
         )
         return "suspended"
 
-    def _give_up(self, record: TaskRecord, etag: str, kind: str, message: str) -> str:
+    def _give_up(
+        self, record: TaskRecord, etag: str, lease: Lease | None, kind: str, message: str
+    ) -> str:
         error = ErrorInfo(type=kind, message=message, turn=record.turn)
         logger.warning(f"task failed: {message}")
-        self._finish(record, etag, Status.FAILED, error=error)
+        self._finish(record, etag, Status.FAILED, error=error, lease=lease)
         return "failed"
 
     def _finish(
-        self, record: TaskRecord, etag: str, status: Status, *, error: ErrorInfo | None = None
+        self,
+        record: TaskRecord,
+        etag: str,
+        status: Status,
+        *,
+        error: ErrorInfo | None = None,
+        lease: Lease | None = None,
     ) -> None:
         record.status = status
         record.error = error
@@ -336,14 +391,14 @@ class Worker:
         if status == Status.FAILED:
             record.result = None
         try:
-            self.app.store.replace(record, etag=etag, finished=True)
+            self._replace(record, etag, lease=lease, finished=True)
         except PayloadTooLargeError as exc:
             # Keep the record readable: drop the oversized parts and say what they were.
             record.status, record.result, record.journal = Status.FAILED, None, []
             if "the state" in exc.message:
                 record.state = None
             record.error = _error_info(exc, record)
-            self.app.store.replace(record, etag=etag, finished=True)
+            self._replace(record, etag, lease=lease, finished=True)
 
 
 def _error_info(exc: ContinuumError, record: TaskRecord) -> ErrorInfo:

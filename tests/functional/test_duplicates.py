@@ -35,7 +35,14 @@ def test_same_message_delivered_concurrently_runs_each_step_once(setup):
     both_loaded = threading.Barrier(2, timeout=10)
     write_lock = threading.Lock()
     s3 = runtime.s3.meta.events
-    s3.register("after-call.s3.GetObject", lambda **_: both_loaded.wait())
+    gets = []
+
+    def first_reads_meet(**_):
+        gets.append(1)
+        if len(gets) <= 2:  # each worker's first read; the loser reads again after its 412
+            both_loaded.wait()
+
+    s3.register("after-call.s3.GetObject", first_reads_meet)
     s3.register("before-call.s3.PutObject", lambda **_: write_lock.acquire(timeout=10) and None)
     s3.register("after-call.s3.PutObject", lambda **_: write_lock.release())
 
@@ -153,3 +160,28 @@ def test_live_lease_with_the_same_message_is_retried_later(setup):
     assert redelivered == {"batchItemFailures": [{"itemIdentifier": "m-live"}]}
     assert duplicate == {"batchItemFailures": []}
     assert sum(calls.values()) == 0
+
+
+def test_a_continuation_lost_between_write_and_send_is_sent_again(setup):
+    app, calls, runtime = setup
+    task_id = app.client().start("tally", {"label": "lost"}, task_id="lost-1")
+    start = runtime._source_sqs.receive_message(QueueUrl=runtime.queue_url)["Messages"][0]
+
+    # The worker suspends the task, then "dies" before its send reaches SQS.
+    sent = runtime.sqs.meta.events
+    drop = lambda **kwargs: {"MessageId": "never-sent", "MD5OfMessageBody": ""}  # noqa: E731
+    sent.register("before-call.sqs.SendMessage", drop)
+    context = ScriptedContext(4, executed=lambda: sum(calls.values()))
+    event = sqs_event(start["Body"], message_ids=[start["MessageId"]])
+    app.handler(event, context)
+    sent.unregister("before-call.sqs.SendMessage", drop)
+    assert runtime.record(task_id).status == Status.SUSPENDED
+    assert runtime._source_sqs.receive_message(QueueUrl=runtime.queue_url).get("Messages") is None
+
+    # A stale copy of another message only acknowledges; the suspending message resends.
+    app.handler(sqs_event(start["Body"], message_ids=["a-copy"]), context)
+    assert runtime.invoke_once() is None
+    app.handler(sqs_event(start["Body"], message_ids=[start["MessageId"]]), context)
+    record = drain(runtime, task_id, unlimited(calls))
+    assert record.status == Status.SUCCEEDED
+    assert sum(calls.values()) == TOTAL_STEPS

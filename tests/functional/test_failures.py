@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from datetime import timedelta
 
 import pytest
@@ -291,3 +293,60 @@ def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws):
     assert record.status == Status.FAILED
     assert record.error.step == "broken#1"
     assert "bad request" in record.error.message
+
+
+def fail_after_landing(client, *, code: str, on_call: int):
+    """From the on_call-th PutObject on the record: let it land, then report ``code``."""
+    from botocore.exceptions import ClientError
+
+    seen = {"n": 0, "key": ""}
+
+    def remember(params, **_):
+        seen["key"] = params.get("Key", "")
+
+    def hook(**_):
+        if not seen["key"].endswith("record.json"):
+            return
+        seen["n"] += 1
+        if seen["n"] == on_call:
+            raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "PutObject")
+
+    client.meta.events.register("before-parameter-build.s3.PutObject", remember)
+    client.meta.events.register("after-call.s3.PutObject", hook)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "code", ["PreconditionFailed", "InternalError", "SlowDown", "UnknownError"]
+)
+@pytest.mark.parametrize("on_call", [2, 3, 4])
+def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_call):
+    app = Continuum(persist_every_s=0)
+    runs: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        runs.append(i)
+        return i
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> list[str] | None:
+        ctx.state.done.append(str(tick(len(ctx.state.done))))
+        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="landed")
+    # Write 1 is the create; 2 the claim; 3 and 4 journal saves.
+    fail_after_landing(runtime.s3, code=code, on_call=on_call)
+    for _ in range(20):
+        if runtime.record(task_id).status.finished:
+            break
+        with contextlib.suppress(Exception):  # the handler may give the message back
+            runtime.invoke_once(forever())
+        if app.store.load(task_id)[0].status == Status.RUNNING:
+            expire_lease(app, task_id)  # the given-back message returns after the deadline
+        time.sleep(0.01)
+    record = runtime.record(task_id)
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == ["0", "1", "2"]
+    assert sorted(set(runs)) == [0, 1, 2]
