@@ -39,6 +39,15 @@ typecheck: $(STAMP_DEV)
 pytest: $(STAMP_DEV)
 	$(BIN)/pytest
 
+## chaos: 200 tasks under random worker deaths, AWS faults and hostile deliveries (SEED=n)
+SEED ?= 1
+chaos: $(STAMP_RUN)
+	$(BIN)/python -m chaos.harness --tasks 200 --seed $(SEED)
+
+## bench: the benchmarks; each prints `name: value unit` lines
+bench: $(STAMP_RUN)
+	$(BIN)/python -m benchmarks.run
+
 ## requirements: regenerate infra/requirements.txt from pyproject.toml
 requirements: $(STAMP_RUN)
 	$(BIN)/python infra/gen_requirements.py

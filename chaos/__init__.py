@@ -1,0 +1,17 @@
+"""Fault injection for continuum: real worker deaths, AWS faults and hostile deliveries.
+
+Not part of the shipped package; run from the repository root::
+
+    python -m chaos.harness --seed 7 --tasks 200
+
+Modules, in the order a run uses them:
+
+- ``server``: the moto server on loopback, the bucket and the queues.
+- ``tasks``: the chaos app; its steps record every real execution in a ledger.
+- ``fleet``: the worker processes, each with a kill point drawn from the seed.
+- ``worker``: one worker process, an emulated Lambda execution environment.
+- ``faults``: the botocore hooks and step wrappers that kill the worker or fail AWS calls.
+- ``deliveries``: duplicate, late, stale and forged continuations; the dead-letter pump.
+- ``checks``: the invariants, checked against every record version and the ledger.
+- ``harness``: the command line that runs it all and prints the figures.
+"""

@@ -1,0 +1,323 @@
+"""After a run: read every version of every record, the ledger and the event log; check.
+
+The re-execution check, and why it is sound without comparing clocks:
+
+- Every step execution in the ledger names its invocation ``I`` (the Lambda request id, which
+  the library writes as the lease owner when ``I`` claims the record). A step can only run
+  after its invocation's claim was written, so the claim version ``C(I)`` — the first version
+  whose lease owner is ``I`` — happened before every execution of ``I``.
+- A step ``(turn t, key k)`` is *recorded* in a version ``V`` when ``V`` is finished, or
+  ``V.turn > t`` (the turn completed; its outcome is in the snapshot), or ``V.turn == t`` and
+  ``k`` is in ``V.journal``.
+- So if ``(t, k)`` is recorded in any version before ``C(I)``, it was recorded before ``I``
+  ran it: a re-execution of a recorded step, which must never happen. Executions that happen
+  before their key is first recorded (a crash between the step and the save) are allowed, and
+  are counted as re-executed-before-recording.
+- A zombie invocation running on after another one claimed is excluded by the lease, and by
+  the watchdog that kills each worker at its deadline, as Lambda does (executions past their
+  invocation's deadline are reported).
+
+Also checked: every journal entry was produced by a real execution of an invocation that had
+claimed at or before that version; a step never ran twice in one invocation; every key a
+succeeded task ran is recorded in its final version (so a step that ran again used the same
+idempotency key); generation, turn and continuations never went back between consecutive
+versions, and a finished record never changed status again.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from chaos.faults import INJECTED_CODES
+
+FINISHED = ("succeeded", "failed", "cancelled")
+#: Failures a task that is not doomed may end in under chaos: the designed, bounded ones.
+ALLOWED_FAILURES = ("StepCrashedWorker", "DeadLettered")
+#: More deliveries of one generation than this is a storm (dead letters stop at maxReceiveCount).
+STORM_DELIVERIES = 20
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    """A task the harness started, and what it must end as."""
+
+    task_id: str
+    name: str
+    input: dict[str, Any]
+    expected: Any
+    doomed_step: str | None = None
+
+
+@dataclass
+class Report:
+    """The figures of a run and the invariants it broke."""
+
+    figures: list[tuple[str, Any, str]] = field(default_factory=list)
+    violations: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, name: str, value: Any, unit: str = "") -> None:
+        self.figures.append((name, value, unit))
+
+    def violate(self, invariant: str, example: str) -> None:
+        self.violations[invariant] += 1
+        if len(self.examples[invariant]) < 5:
+            self.examples[invariant].append(example)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def read_versions(s3: Any, bucket: str, prefix: str = "tasks") -> dict[str, list[dict[str, Any]]]:
+    """Every version of every record, oldest first, as parsed JSON ({"_corrupt": ...} if not).
+
+    Versions are ordered by S3's LastModified, ties broken by the record's own updated_at
+    (each write sets it after reading the version it replaces).
+    """
+    refs = []
+    paginator = s3.get_paginator("list_object_versions")
+    for page in paginator.paginate(Bucket=bucket, Prefix=f"{prefix}/"):
+        for version in page.get("Versions", []):
+            if version["Key"].endswith("/record.json"):
+                refs.append((version["Key"], version["VersionId"], version["LastModified"]))
+
+    def fetch(ref: tuple[str, str, datetime]) -> tuple[str, datetime, dict[str, Any]]:
+        key, version_id, modified = ref
+        body = s3.get_object(Bucket=bucket, Key=key, VersionId=version_id)["Body"].read()
+        try:
+            record = json.loads(body)
+        except ValueError as exc:
+            record = {"_corrupt": str(exc)}
+        return key.split("/")[-2], modified, record
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        fetched = list(pool.map(fetch, refs))
+    versions: dict[str, list[tuple[datetime, datetime, dict[str, Any]]]] = defaultdict(list)
+    for task_id, modified, record in fetched:
+        updated = datetime.fromisoformat(record.get("updated_at", "1970-01-01T00:00:00+00:00"))
+        versions[task_id].append((modified, updated, record))
+    return {
+        task_id: [record for _m, _u, record in sorted(items, key=lambda i: (i[0], i[1]))]
+        for task_id, items in versions.items()
+    }
+
+
+def read_jsonl(path: str) -> list[dict[str, Any]]:
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def recorded(version: dict[str, Any], turn: int, key: str) -> bool:
+    """Is step ``key`` of ``turn`` recorded in this version of the record?"""
+    if version.get("status") in FINISHED or version.get("turn", 0) > turn:
+        return True
+    return version.get("turn") == turn and any(
+        entry.get("key") == key for entry in version.get("journal", [])
+    )
+
+
+def _claims(versions: list[dict[str, Any]]) -> dict[str, int]:
+    """Invocation id -> index of its claim (the first version it holds the lease in)."""
+    claims: dict[str, int] = {}
+    for i, version in enumerate(versions):
+        lease = version.get("lease") or {}
+        owner = lease.get("owner")
+        if version.get("status") == "running" and owner and owner not in claims:
+            claims[owner] = i
+    return claims
+
+
+def check_steps(
+    report: Report, versions: dict[str, list[dict[str, Any]]], ledger: list[dict[str, Any]]
+) -> None:
+    """Compare the ledger's real executions with the records' journals."""
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for execution in ledger:
+        by_task[execution["task_id"]].append(execution)
+    distinct = recorded_steps = late = 0
+    for task_id, executions in by_task.items():
+        history = versions.get(task_id, [])
+        claims = _claims(history)
+        seen: Counter[tuple[str, str]] = Counter()
+        earliest: dict[str, int] = {}
+        for e in executions:
+            _task, _turn, key = e["key"].split("/", 2)
+            seen[(e["inv"], e["key"])] += 1
+            if seen[(e["inv"], e["key"])] == 2:
+                report.violate("steps run twice in one invocation", f"{e['key']} in {e['inv']}")
+            if e.get("deadline") is not None and e["t"] > e["deadline"] + 0.1:
+                late += 1
+            claim = claims.get(e["inv"])
+            if claim is None:
+                report.violate("step executions without a claim", f"{e['key']} by {e['inv']}")
+                continue
+            earliest[e["key"]] = min(earliest.get(e["key"], claim), claim)
+            before = [i for i in range(claim) if recorded(history[i], e["turn"], key)]
+            if before:
+                report.violate(
+                    "re-executions of recorded steps",
+                    f"{e['key']} ran in invocation {e['inv']} (claim = version {claim}) "
+                    f"but version {before[0]} of {len(history)} already recorded it",
+                )
+        distinct += len(earliest)
+        final = history[-1] if history else {}
+        for key in earliest:
+            if recorded(final, int(key.split("/")[1]), key.split("/", 2)[2]):
+                recorded_steps += 1
+            elif final.get("status") == "succeeded":
+                # A deterministic task that succeeded records every key it ever ran; a key it
+                # ran but never recorded means the key changed when the step ran again.
+                report.violate("idempotency keys that changed between executions", key)
+        for i, version in enumerate(history):
+            for entry in version.get("journal", []):
+                key = f"{task_id}/{version.get('turn')}/{entry.get('key')}"
+                if earliest.get(key, i + 1) > i:
+                    report.violate("recorded steps without an execution", f"{key} in version {i}")
+    report.add("step executions", len(ledger), "executions")
+    report.add("distinct steps executed", distinct, "steps")
+    report.add("recorded steps", recorded_steps, "steps")
+    report.add("re-executed before being recorded (allowed)", len(ledger) - distinct, "executions")
+    report.add(
+        "re-executions of recorded steps",
+        report.violations["re-executions of recorded steps"],
+        "executions",
+    )
+    report.add("executions past their invocation's deadline", late, "executions")
+
+
+def _progress(record: dict[str, Any]) -> dict[str, int]:
+    """The counts that may only grow from one version of a record to the next."""
+    return {
+        "generation": int(record.get("generation", 0)),
+        "turn": int(record.get("turn", 0)),
+        "continuations": int(record.get("counters", {}).get("continuations", 0)),
+    }
+
+
+def check_history(report: Report, task_id: str, history: list[dict[str, Any]]) -> None:
+    """Generations, turns and continuations only grow; a finished record stays finished."""
+    previous: dict[str, Any] | None = None
+    for i, version in enumerate(history):
+        if "_corrupt" in version:
+            report.violate("record versions that do not parse", f"{task_id} v{i}")
+            continue
+        if previous is not None:
+            before, after = _progress(previous), _progress(version)
+            for name in before:
+                if after[name] < before[name]:
+                    report.violate(
+                        "generation regressions",
+                        f"{task_id} v{i}: {name} {before[name]} -> {after[name]}",
+                    )
+            if previous.get("status") in FINISHED and version.get("status") != previous["status"]:
+                report.violate(
+                    "generation regressions",
+                    f"{task_id} v{i}: {previous['status']} -> {version.get('status')}",
+                )
+        previous = version
+
+
+def check_outcome(report: Report, task: PlannedTask, final: dict[str, Any] | None) -> str:
+    """Check how one task ended; return its final status ('missing' if no record)."""
+    if final is None:
+        report.violate("tasks without a record", task.task_id)
+        return "missing"
+    status = str(final.get("status"))
+    error = final.get("error") or {}
+    if status == "succeeded" and task.doomed_step is None and final.get("result") != task.expected:
+        report.violate("wrong results", f"{task.task_id}: {final.get('result')!r}")
+    if status == "failed" and not error.get("message"):
+        report.violate("failed tasks without a reason", task.task_id)
+    if task.doomed_step is not None:
+        names_step = task.doomed_step in f"{error.get('step')} {error.get('message')}"
+        if status != "failed" or not names_step:
+            report.violate(
+                "doomed tasks not failed naming their step",
+                f"{task.task_id} ({task.name}): {status}, {error.get('type')}: "
+                f"{str(error.get('message'))[:160]}",
+            )
+    elif status == "failed" and error.get("type") not in ALLOWED_FAILURES:
+        text = f"{error.get('type')} {error.get('message')}"
+        kind = (
+            "tasks failed of a transient AWS fault"
+            if any(code in text for code in INJECTED_CODES)
+            else "tasks failed for another reason"
+        )
+        report.violate(kind, f"{task.task_id}: {text[:200]}")
+    return status
+
+
+def check_deliveries(report: Report, events: list[dict[str, Any]]) -> None:
+    """Count deliveries per generation; a generation delivered very often is a message storm.
+
+    Duplicates are harmless to correctness, but each one costs an invocation: if stale copies
+    beget new copies, their number grows with every generation instead of dying out.
+    """
+    per_generation: Counter[tuple[str, int]] = Counter()
+    for e in events:
+        if e["ev"] != "receive":
+            continue
+        try:
+            message = json.loads(e["body"])
+            per_generation[(str(message["task_id"]), int(message["generation"]))] += 1
+        except (ValueError, KeyError, TypeError):
+            continue
+    report.add("deliveries received", sum(per_generation.values()), "messages")
+    most = per_generation.most_common(1)
+    report.add("most deliveries of one generation", most[0][1] if most else 0, "messages")
+    for (task_id, generation), count in sorted(per_generation.items()):
+        if count > STORM_DELIVERIES:
+            report.violate(
+                f"generations delivered more than {STORM_DELIVERIES} times (message storm)",
+                f"{task_id} generation {generation}: {count} deliveries",
+            )
+
+
+def recovery_latencies(events: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Seconds from each kill to the next claim of its task (kills after a finish excluded).
+
+    ``all`` holds every such kill; ``claimed`` only kills of invocations that had claimed the
+    task (their message's visibility was shortened to the deadline plus the margin).
+    """
+    finished_at: dict[str, float] = {}
+    claims: dict[str, list[float]] = defaultdict(list)
+    claimers: set[tuple[str, str]] = set()
+    for e in events:
+        if e["ev"] == "write" and e["kind"] == "finish_write":
+            finished_at[e["task_id"]] = min(e["t"], finished_at.get(e["task_id"], e["t"]))
+        elif e["ev"] == "write" and e["kind"] == "claim":
+            claims[e["task_id"]].append(e["t"])
+            claimers.add((e["task_id"], e["inv"]))
+    latencies: dict[str, list[float]] = {"all": [], "claimed": []}
+    for kill in events:
+        task_id = kill.get("task_id")
+        if kill["ev"] != "kill" or task_id is None:
+            continue
+        if finished_at.get(task_id, float("inf")) <= kill["t"]:
+            continue
+        later = [t for t in claims[task_id] if t > kill["t"]]
+        if later:
+            latencies["all"].append(min(later) - kill["t"])
+            if (task_id, kill["inv"]) in claimers:
+                latencies["claimed"].append(min(later) - kill["t"])
+    return latencies
+
+
+def summarize_latency(report: Report, latencies: dict[str, list[float]]) -> None:
+    """Median and max recovery latency, over all kills and over kills of claimed work."""
+    for group, label in (("all", "recovery latency"), ("claimed", "recovery latency (claimed)")):
+        values = latencies[group]
+        report.add(f"{label} kills measured", len(values), "kills")
+        if values:
+            report.add(f"{label} median", round(statistics.median(values), 3), "s")
+            report.add(f"{label} max", round(max(values), 3), "s")

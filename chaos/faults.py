@@ -1,0 +1,289 @@
+"""Where a worker dies and which AWS calls fail: decided from outside the library.
+
+:class:`Injector` is installed by ``chaos.worker`` on the app's boto3 clients (botocore event
+hooks) and around the app's step functions. It
+
+- kills its own process with SIGKILL at the n-th occurrence of one chosen kill point (a Lambda
+  that times out or runs out of memory gets no ``finally`` either);
+- kills it whenever the poison step runs, or when an invocation passes its deadline (a
+  watchdog thread, as Lambda's timeout);
+- makes AWS calls fail with a per-call probability per fault kind, by answering the call with a
+  synthetic error response from a ``before-call`` hook. Two kinds first let the real call land
+  and then report an error, as a client does when a response is lost and botocore's retry of
+  the same request fails: ``s3_412_own_write`` (a conditional write landed; the retry gets
+  412) and ``sqs_send_lost_reply`` (the message was sent; the client saw a 500).
+
+Everything the injector does is appended to the shared event log for the harness to count.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+from botocore.exceptions import ClientError
+
+from chaos.tasks import POISON_STEP
+from continuum import Continuum
+
+#: Kill points, and the largest occurrence count the harness draws for each (a rare point
+#: gets a small count so that a worker meets it within a few invocations).
+KILL_POINTS: dict[str, int] = {
+    "mid_step": 20,  # the library started a step; its function has not run
+    "after_step": 20,  # the step's function returned (its effect happened); not yet recorded
+    "after_get": 6,  # the record was read
+    "after_claim": 5,  # the claim (status running, lease) was written
+    "after_persist": 8,  # a journal save was written
+    "after_suspend_write": 3,  # the suspended record was written; no continuation sent yet
+    "after_finish_write": 3,  # succeeded/failed was written
+    "before_send": 3,  # a continuation is about to be sent
+    "after_send": 3,  # a continuation was sent; the message not yet acknowledged
+    "before_ack": 5,  # the handler returned; the event source has not deleted the message
+}
+
+#: Fault kinds and their base probability per eligible call (the harness scales them).
+FAULT_BASE_RATES: dict[str, float] = {
+    "s3_500": 0.01,  # GetObject / PutObject: 500 InternalError (nothing written)
+    "s3_503": 0.01,  # GetObject / PutObject: 503 SlowDown (S3's throttling)
+    "s3_409": 0.03,  # conditional PutObject: 409 ConditionalRequestConflict
+    "s3_412_own_write": 0.01,  # conditional PutObject of a record: lands, then 412
+    "sqs_send_error": 0.02,  # SendMessage: 500 InternalFailure (nothing sent)
+    "sqs_throttle": 0.02,  # SendMessage / ChangeMessageVisibility: ThrottlingException
+    "sqs_send_lost_reply": 0.02,  # SendMessage: sent, then 500
+    "sqs_visibility_error": 0.03,  # ChangeMessageVisibility: 500
+    "sqs_delete_error": 0.02,  # the event source's DeleteMessage: 500 (so: redelivered)
+}
+
+_ERRORS: dict[str, tuple[int, str]] = {
+    "s3_500": (500, "InternalError"),
+    "s3_503": (503, "SlowDown"),
+    "s3_409": (409, "ConditionalRequestConflict"),
+    "s3_412_own_write": (412, "PreconditionFailed"),
+    "sqs_send_error": (500, "InternalFailure"),
+    "sqs_throttle": (400, "ThrottlingException"),
+    "sqs_send_lost_reply": (500, "InternalFailure"),
+    "sqs_visibility_error": (500, "InternalFailure"),
+    "sqs_delete_error": (500, "InternalFailure"),
+}
+
+#: The error codes above: a task that failed with one of them failed of a transient fault.
+INJECTED_CODES = frozenset(code for _status, code in _ERRORS.values())
+
+
+class EventLog:
+    """Appends JSON lines to a file shared by all processes (one ``write`` per line)."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, ev: str, **fields: Any) -> None:
+        line = json.dumps({"ev": ev, "pid": os.getpid(), "t": time.time(), **fields})
+        os.write(self._fd, (line + "\n").encode())
+
+
+class _Body:
+    """The raw body of a synthetic response (botocore only reads it on demand)."""
+
+    def stream(self, **_kwargs: Any) -> Any:
+        return iter([b""])
+
+
+def synthetic_error(status: int, code: str) -> tuple[AWSResponse, dict[str, Any]]:
+    """A (http response, parsed) pair that botocore turns into ClientError(code)."""
+    http = AWSResponse("https://chaos.invalid/", status, HTTPHeaders(), _Body())
+    parsed = {
+        "Error": {"Code": code, "Message": f"injected by chaos ({status} {code})"},
+        "ResponseMetadata": {"HTTPStatusCode": status, "RequestId": "chaos"},
+    }
+    return http, parsed
+
+
+class Injector:
+    """Kills and faults for one worker process.
+
+    Args:
+        events: the shared event log.
+        kill_point: the kill point to die at (or "none").
+        kill_at: die at this occurrence of ``kill_point`` in this process (1 = the first).
+        rates: probability per eligible call, per fault kind.
+        rng: the random source for faults (seeded by the harness).
+        shadow_s3: an S3 client without hooks, for writes that land before an error.
+        shadow_sqs: an SQS client without hooks, for sends that land before an error.
+    """
+
+    def __init__(
+        self,
+        events: EventLog,
+        *,
+        kill_point: str,
+        kill_at: int,
+        rates: dict[str, float],
+        rng: random.Random,
+        shadow_s3: Any,
+        shadow_sqs: Any,
+    ) -> None:
+        self.events = events
+        self.kill_point = kill_point
+        self.kill_at = kill_at
+        self.rates = rates
+        self.rng = rng
+        self.shadow_s3 = shadow_s3
+        self.shadow_sqs = shadow_sqs
+        self.seen: Counter[str] = Counter()
+        self.invocation: str | None = None
+        self.task_id: str | None = None
+        self._claimed: set[str] = set()
+
+    # -- invocations -------------------------------------------------------------------------
+
+    def begin(self, invocation: str, task_id: str | None) -> None:
+        """A new emulated invocation starts, for a message naming ``task_id``."""
+        self.invocation, self.task_id = invocation, task_id
+        self._claimed = set()
+
+    def reach(self, point: str) -> None:
+        """Count an occurrence of ``point``; die if it is the chosen one."""
+        self.seen[point] += 1
+        if point == self.kill_point and self.seen[point] == self.kill_at:
+            self.die(point)
+
+    def die(self, point: str) -> None:
+        """SIGKILL this process now (after saying where, for the harness)."""
+        self.events.write("kill", point=point, task_id=self.task_id, inv=self.invocation)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    # -- installation ------------------------------------------------------------------------
+
+    def install(self, app: Continuum, s3: Any, sqs: Any, source_sqs: Any) -> None:
+        """Register the hooks on the app's clients and the event source's, wrap the steps."""
+        s3_events, sqs_events = s3.meta.events, sqs.meta.events
+        s3_events.register("before-parameter-build.s3.PutObject", self._stash)
+        s3_events.register("before-call.s3.PutObject", self._before_put)
+        s3_events.register("after-call.s3.PutObject", self._after_put)
+        s3_events.register("before-call.s3.GetObject", self._before_get)
+        s3_events.register("after-call.s3.GetObject", self._after_get)
+        sqs_events.register("before-parameter-build.sqs.SendMessage", self._stash)
+        sqs_events.register("before-call.sqs.SendMessage", self._before_send)
+        sqs_events.register("after-call.sqs.SendMessage", self._after_send)
+        sqs_events.register("before-call.sqs.ChangeMessageVisibility", self._before_visibility)
+        source_sqs.meta.events.register("before-call.sqs.DeleteMessage", self._before_delete)
+        for step in app.steps.values():
+            _ = step.adapter  # resolve the return type from the real function first
+            step.fn = self._wrap_step(step.name, step.fn)
+
+    def _wrap_step(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def step(*args: Any, **kwargs: Any) -> Any:
+            if name == POISON_STEP:
+                self.die("poison")
+            self.reach("mid_step")
+            value = fn(*args, **kwargs)
+            self.reach("after_step")
+            return value
+
+        return step
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def _roll(self, *kinds: str) -> str | None:
+        """Pick at most one of ``kinds`` to inject into this call."""
+        for kind in kinds:
+            if self.rng.random() < self.rates.get(kind, 0.0):
+                return kind
+        return None
+
+    def _inject(self, kind: str, op: str) -> tuple[AWSResponse, dict[str, Any]]:
+        self.events.write("fault", kind=kind, op=op, task_id=self.task_id, inv=self.invocation)
+        return synthetic_error(*_ERRORS[kind])
+
+    @staticmethod
+    def _stash(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["chaos_params"] = dict(params)
+
+    def _before_put(self, context: dict[str, Any], **_: Any) -> Any:
+        params = context.get("chaos_params", {})
+        conditional = "IfMatch" in params or "IfNoneMatch" in params
+        is_record = str(params.get("Key", "")).endswith("/record.json")
+        kinds = ["s3_500", "s3_503"]
+        if conditional:
+            kinds.append("s3_409")
+        if is_record and "IfMatch" in params:
+            kinds.append("s3_412_own_write")
+        kind = self._roll(*kinds)
+        if kind == "s3_412_own_write":
+            try:
+                self.shadow_s3.put_object(**params)
+            except ClientError:
+                return None  # it would not have landed: let the real call fail on its own
+            self._log_write(params)
+        return None if kind is None else self._inject(kind, "PutObject")
+
+    def _after_put(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+        if http_response.status_code >= 300:
+            return
+        kind = self._log_write(context.get("chaos_params", {}))
+        if kind is not None:
+            self.reach(f"after_{kind}")
+
+    def _log_write(self, params: dict[str, Any]) -> str | None:
+        """Log a record write that landed; return claim/persist/suspend_write/finish_write."""
+        key = str(params.get("Key", ""))
+        if not key.endswith("/record.json"):
+            return None
+        body = json.loads(params["Body"])
+        status, task_id = body["status"], body["task_id"]
+        if status == "running":
+            kind = "persist" if task_id in self._claimed else "claim"
+            self._claimed.add(task_id)
+        elif status == "suspended":
+            kind = "suspend_write"
+        elif status in ("succeeded", "failed", "cancelled"):
+            kind = "finish_write"
+        else:
+            kind = "write"
+        self.events.write(
+            "write",
+            kind=kind,
+            status=status,
+            task_id=task_id,
+            generation=body["generation"],
+            turn=body["turn"],
+            inv=self.invocation,
+        )
+        return kind
+
+    def _before_get(self, **_: Any) -> Any:
+        kind = self._roll("s3_500", "s3_503")
+        return None if kind is None else self._inject(kind, "GetObject")
+
+    def _after_get(self, http_response: Any, **_: Any) -> None:
+        if http_response.status_code < 300:
+            self.reach("after_get")
+
+    def _before_send(self, context: dict[str, Any], **_: Any) -> Any:
+        self.reach("before_send")
+        kind = self._roll("sqs_send_error", "sqs_throttle", "sqs_send_lost_reply")
+        if kind == "sqs_send_lost_reply":
+            self.shadow_sqs.send_message(**context.get("chaos_params", {}))
+        return None if kind is None else self._inject(kind, "SendMessage")
+
+    def _after_send(self, http_response: Any, **_: Any) -> None:
+        if http_response.status_code < 300:
+            self.reach("after_send")
+
+    def _before_visibility(self, **_: Any) -> Any:
+        kind = self._roll("sqs_visibility_error", "sqs_throttle")
+        return None if kind is None else self._inject(kind, "ChangeMessageVisibility")
+
+    def _before_delete(self, **_: Any) -> Any:
+        kind = self._roll("sqs_delete_error")
+        return None if kind is None else self._inject(kind, "DeleteMessage")

@@ -1,0 +1,353 @@
+"""The fault-injection harness: many tasks, real worker deaths, hostile deliveries; then checks.
+
+    python -m chaos.harness --seed 7 --tasks 200 [--workers 2] [--budget 1.0]
+
+It starts a moto server on loopback, a versioned bucket, a continuation queue with a short
+visibility timeout and a dead-letter queue, starts the tasks, and keeps ``--workers`` worker
+processes (``chaos.worker``) running; each dies by SIGKILL at a kill point drawn from the seed
+and is replaced. AWS calls fail at rates drawn from the seed; the harness sends duplicate,
+late, stale and forged continuations and feeds dead letters to ``app.dead_letter_handler``.
+When every task has finished, or nothing is left in any queue, it stops the workers and checks
+every task against its records' versions and the ledger of real step executions
+(``chaos.checks``). It prints ``name: value unit`` lines and exits 1 if an invariant failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from typing import Any
+
+import boto3
+
+from chaos import tasks
+from chaos.checks import (
+    PlannedTask,
+    Report,
+    check_deliveries,
+    check_history,
+    check_outcome,
+    check_steps,
+    read_jsonl,
+    read_versions,
+    recovery_latencies,
+    summarize_latency,
+)
+from chaos.deliveries import DeadLetterPump, EventTail, Mischief
+from chaos.faults import FAULT_BASE_RATES, KILL_POINTS
+from chaos.fleet import Fleet
+from chaos.server import MotoServer, Resources, client_options, create_resources, queue_depth
+from continuum.worker import logger as continuum_logger
+
+#: Probability per first delivery that the harness sends a copy back, by kind.
+DELIVERY_BASE_RATES = {"duplicate": 0.08, "late": 0.05, "stale": 0.04, "forged": 0.01}
+TOPICS = ("tides", "glaciers", "lichens", "comets", "reefs", "dunes", "auroras", "caves")
+#: Seconds the queues must stay empty before the run counts as quiescent.
+QUIET_S = 2.0
+CHECK_EVERY_S = 1.0
+
+
+def draw_rates(rng: random.Random, kinds: list[str], scale: float) -> dict[str, float]:
+    """Per-call fault probabilities for this run: the base rate, jittered by the seed."""
+    return {k: round(FAULT_BASE_RATES[k] * scale * rng.uniform(0.5, 1.5), 4) for k in kinds}
+
+
+def plan_tasks(
+    rng: random.Random, n: int, *, seed: int, budget: float, doomed: int
+) -> list[PlannedTask]:
+    """``n`` tasks: ``doomed`` poison and ``doomed`` runaway ones, the rest batch or agent."""
+    names = ["poison"] * doomed + ["runaway"] * doomed
+    names += [rng.choice(("batch", "agent")) for _ in range(max(0, n - len(names)))]
+    rng.shuffle(names)
+    plan = []
+    for i, name in enumerate(names[:n]):
+        salt = rng.randrange(10**6)
+        state: dict[str, Any]
+        if name == "batch":
+            state = {"items": rng.randint(20, 40), "chunk": rng.randint(3, 6), "salt": salt}
+        elif name == "agent":
+            state = {"topic": rng.choice(TOPICS), "max_turns": rng.randint(6, 12), "salt": salt}
+        else:
+            state = {"salt": salt, "seconds": round(budget * 3, 3)}
+        plan.append(
+            PlannedTask(
+                task_id=f"{name}-{seed}-{i:04d}",
+                name=name,
+                input=state,
+                expected=tasks.expected_result(name, state),
+                doomed_step=tasks.DOOMED.get(name),
+            )
+        )
+    return plan
+
+
+class Run:
+    """One chaos run against one moto server."""
+
+    def __init__(self, opts: argparse.Namespace, resources: Resources, run_dir: str) -> None:
+        self.opts = opts
+        self.resources = resources
+        self.run_dir = run_dir
+        self.rng = random.Random(opts.seed)
+        options = client_options(resources.endpoint)
+        self.s3, self.sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
+        kinds = list(FAULT_BASE_RATES) if opts.faults == "all" else _kinds(opts.faults)
+        self.rates = draw_rates(self.rng, kinds, opts.fault_scale)
+        self.plan = plan_tasks(
+            self.rng, opts.tasks, seed=opts.seed, budget=opts.budget, doomed=opts.doomed
+        )
+        self.app = tasks.app
+        self.app.configure(
+            bucket=resources.bucket,
+            queue_url=resources.queue_url,
+            s3_client=self.s3,
+            sqs_client=self.sqs,
+        )
+        self.fleet = Fleet(
+            resources,
+            run_dir,
+            opts.budget,
+            self.rates,
+            random.Random(self.rng.randrange(2**32)),
+            opts.kill_prob,
+            opts.workers,
+        )
+        delivery_rates = {k: v * opts.delivery_scale for k, v in DELIVERY_BASE_RATES.items()}
+        self.mischief = Mischief(
+            self.sqs, resources.queue_url, random.Random(self.rng.randrange(2**32)), delivery_rates
+        )
+        self.pump = DeadLetterPump(self.app, self.sqs, resources.dlq_url, resources.dlq_arn)
+        self.tail = EventTail(os.path.join(run_dir, "events.jsonl"))
+        self.events: list[dict[str, Any]] = []
+        self.waiting = deque(self.plan)  # not started yet
+        self.open: set[str] = set()  # started, not known to be finished
+
+    def drive(self) -> str:
+        """Start the tasks and run the workers until done, quiescent or out of time.
+
+        At most ``--active`` tasks run at once (a new one starts when one finishes): a real
+        deployment scales its workers with the queue, so a message should not wait behind
+        hundreds of others, or recovery latency would measure the backlog.
+        """
+        client = self.app.client()
+        ends = time.monotonic() + self.opts.timeout
+        next_check, quiet_since = 0.0, None
+        while time.monotonic() < ends:
+            while self.waiting and len(self.open) < self.opts.active:
+                task = self.waiting.popleft()
+                client.start(task.name, task.input, task_id=task.task_id)
+                self.open.add(task.task_id)
+            self.fleet.reap()
+            self.fleet.fill()
+            self._follow()
+            self.pump.pump()
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + CHECK_EVERY_S
+                self._confirm_finished()
+                if not self.open and not self.waiting:
+                    return "finished"
+                depth = queue_depth(self.sqs, self.resources.queue_url)
+                if not self.pump.missing_handler:
+                    depth += queue_depth(self.sqs, self.resources.dlq_url)
+                quiet_since = (quiet_since or now) if depth == 0 else None
+                if quiet_since is not None and now - quiet_since >= QUIET_S:
+                    if not self.waiting:
+                        return "quiescent"
+                    # The open tasks are stranded (the checks will say so): make room.
+                    self.open.clear()
+                    quiet_since = None
+            time.sleep(0.05)
+        return "timeout"
+
+    def _follow(self) -> None:
+        for event in self.tail.read():
+            self.events.append(event)
+            if event["ev"] == "receive":
+                self.mischief.observe(event)
+            elif event["ev"] == "write" and event["kind"] == "finish_write":
+                self.open.discard(event["task_id"])
+
+    def _confirm_finished(self) -> None:
+        for task_id in list(self.open):
+            if self.app.client().status(task_id).status.finished:
+                self.open.discard(task_id)
+
+    def finish(self, ending: str, started: float) -> Report:
+        self.fleet.stop()
+        self._follow()
+        report = Report()
+        versions = read_versions(self.s3, self.resources.bucket)
+        ledger = read_jsonl(os.path.join(self.run_dir, "ledger.jsonl"))
+        with open(os.path.join(self.run_dir, "versions.json"), "w") as f:
+            json.dump(versions, f, indent=1)  # every record version, oldest first, per task
+        statuses: Counter[str] = Counter()
+        not_started = {task.task_id for task in self.waiting}
+        for task in self.plan:
+            if task.task_id in not_started:
+                report.violate("tasks not started before the timeout", task.task_id)
+                continue
+            history = versions.get(task.task_id, [])
+            check_history(report, task.task_id, history)
+            status = check_outcome(report, task, history[-1] if history else None)
+            statuses[status] += 1
+            if status not in ("succeeded", "failed", "cancelled"):
+                invariant = (
+                    "tasks stranded" if ending != "timeout" else "tasks unfinished at timeout"
+                )
+                report.violate(invariant, f"{task.task_id}: {status}, v{len(history)}")
+        check_steps(report, versions, ledger)
+        check_deliveries(report, self.events)
+        self._figures(report, ending, statuses, versions, started)
+        return report
+
+    def _figures(
+        self,
+        report: Report,
+        ending: str,
+        statuses: Counter[str],
+        versions: dict[str, list[dict[str, Any]]],
+        started: float,
+    ) -> None:
+        """Put what was done (tasks, kills, faults, deliveries) before the checks' figures."""
+        kills = Counter(e["point"] for e in self.events if e["ev"] == "kill")
+        faults = Counter(e["kind"] for e in self.events if e["ev"] == "fault")
+        failed = Counter(
+            str((h[-1].get("error") or {}).get("type"))
+            for h in versions.values()
+            if h and h[-1].get("status") == "failed"
+        )
+        head: list[tuple[str, Any, str]] = [("seed", self.opts.seed, "")]
+        head.append(("tasks", len(self.plan), "tasks"))
+        head += [
+            (f"tasks {name}", n, "tasks")
+            for name, n in sorted(Counter(t.name for t in self.plan).items())
+        ]
+        head += [
+            ("run ended", ending, ""),
+            ("worker processes", self.fleet.started, "processes"),
+            ("worker processes crashed unexpectedly", self.fleet.exits["crashed"], "processes"),
+            ("invocations", sum(e["ev"] == "invoked" for e in self.events), "invocations"),
+            ("kills", sum(kills.values()), "kills"),
+        ]
+        head += [(f"kills {p}", kills[p], "kills") for p in [*KILL_POINTS, "deadline", "poison"]]
+        head.append(("aws faults", sum(faults.values()), "faults"))
+        head += [(f"aws faults {k}", faults[k], "faults") for k in FAULT_BASE_RATES]
+        head += [(f"fault rate {k}", rate, "per call") for k, rate in self.rates.items()]
+        head += [(f"deliveries {k}", n, "messages") for k, n in self.mischief.counts().items()]
+        head.append(("dead letters handled", self.pump.handled, "messages"))
+        if self.pump.missing_handler:
+            head.append(("dead letter handler", "missing", ""))
+        head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed")]
+        head += [(f"tasks failed {kind}", n, "tasks") for kind, n in sorted(failed.items())]
+        for invariant in ("tasks stranded", "tasks unfinished at timeout"):
+            head.append((invariant, report.violations[invariant], "tasks"))
+        head.append(("record versions", sum(len(h) for h in versions.values()), "versions"))
+        report.figures[:0] = head
+        summarize_latency(report, recovery_latencies(self.events))
+        report.add("wall time", round(time.monotonic() - started, 1), "s")
+        report.add("invariant violations", sum(report.violations.values()), "")
+
+
+def _kinds(text: str) -> list[str]:
+    if text == "none":
+        return []
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(FAULT_BASE_RATES))
+    if unknown:
+        raise SystemExit(
+            f"unknown fault kinds: {', '.join(unknown)}; known: {', '.join(FAULT_BASE_RATES)}"
+        )
+    return kinds
+
+
+def run(opts: argparse.Namespace) -> Report:
+    """Run the harness with parsed options; return the report (figures and violations)."""
+    # The dead-letter handler runs in this process: its task-failed warnings would drown the
+    # figures (the workers' logs go to the run dir).
+    continuum_logger.setLevel(logging.ERROR)
+    run_dir = opts.run_dir or tempfile.mkdtemp(prefix=f"chaos-{opts.seed}-")
+    os.makedirs(run_dir, exist_ok=True)
+    started = time.monotonic()
+    with MotoServer() as server:
+        resources = create_resources(
+            server.endpoint,
+            visibility_timeout_s=opts.visibility,
+            max_receive_count=opts.max_receives,
+        )
+        chaos_run = Run(opts, resources, run_dir)
+        try:
+            ending = chaos_run.drive()
+        finally:
+            chaos_run.fleet.stop()
+        report = chaos_run.finish(ending, started)
+    report.figures.insert(1, ("run dir", run_dir, ""))
+    return report
+
+
+def print_report(report: Report, out: Any = sys.stdout) -> None:
+    for name, value, unit in report.figures:
+        print(f"{name}: {value} {unit}".rstrip(), file=out)
+    for invariant, count in sorted(report.violations.items()):
+        print(f"VIOLATION {invariant}: {count}", file=out)
+        for example in report.examples[invariant]:
+            print(f"  e.g. {example}", file=out)
+    print("invariants: " + ("ok" if report.ok else "FAILED"), file=out)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m chaos.harness", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--seed", type=int, required=True, help="seeds every random choice")
+    p.add_argument("--tasks", type=int, default=200)
+    p.add_argument("--workers", type=int, default=2, help="worker processes at once")
+    p.add_argument("--budget", type=float, default=1.0, help="seconds per invocation")
+    p.add_argument("--active", type=int, default=None, help="tasks running at once (4/worker)")
+    p.add_argument("--doomed", type=int, default=None, help="poison and runaway tasks, each")
+    p.add_argument("--faults", default="all", help="'all', 'none' or kinds, comma-separated")
+    p.add_argument("--fault-scale", type=float, default=1.0, help="multiplies the fault rates")
+    p.add_argument("--kill-prob", type=float, default=0.8, help="share of workers that die")
+    p.add_argument("--delivery-scale", type=float, default=1.0, help="multiplies copy rates")
+    p.add_argument("--visibility", type=int, default=3, help="queue visibility timeout (s)")
+    p.add_argument("--max-receives", type=int, default=8, help="redrive maxReceiveCount")
+    p.add_argument("--timeout", type=float, default=None, help="seconds (default 60 + 4/task)")
+    p.add_argument("--run-dir", default=None, help="events, ledger and worker logs go here")
+    p.add_argument("--report-json", default=None, help="also write the report as JSON here")
+    opts = p.parse_args(argv)
+    if opts.doomed is None:
+        opts.doomed = max(1, opts.tasks // 100) if opts.tasks >= 10 else 0
+    if opts.active is None:
+        opts.active = 4 * opts.workers
+    if opts.timeout is None:
+        opts.timeout = 60.0 + 4.0 * opts.tasks
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    report = run(opts)
+    print_report(report)
+    if opts.report_json:
+        with open(opts.report_json, "w") as f:
+            json.dump(
+                {
+                    "figures": {name: value for name, value, _unit in report.figures},
+                    "violations": dict(report.violations),
+                    "examples": dict(report.examples),
+                },
+                f,
+                indent=1,
+            )
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The moto server the workers talk to, and the bucket and queues of a chaos run.
+
+moto's S3 checks ``If-Match`` / ``If-None-Match`` and then writes, without a lock: two
+threads of the server can both pass the check. Real S3 is atomic here, so the harness makes
+moto's PutObject atomic (one lock in the server's process); races are then proved with the
+faults the injector adds, not with moto's quirks.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from continuum.local import REGION
+
+BUCKET = "continuum-chaos"
+QUEUE = "continuum-chaos"
+DEAD_LETTER_QUEUE = "continuum-chaos-dlq"
+
+_put_lock = threading.Lock()
+
+
+def client_options(endpoint: str) -> dict[str, Any]:
+    """Keyword arguments for boto3 clients pointed at the moto server."""
+    return {
+        "region_name": REGION,
+        "endpoint_url": endpoint,
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+    }
+
+
+def _serialize_s3_puts() -> None:
+    """Make moto's conditional PutObject check-and-write atomic (once per process)."""
+    from moto.s3.responses import S3Response
+
+    original = S3Response.put_object
+    if getattr(original, "chaos_locked", False):
+        return
+
+    @functools.wraps(original)
+    def put_object(self: Any) -> Any:
+        with _put_lock:
+            return original(self)
+
+    put_object.chaos_locked = True  # type: ignore[attr-defined]
+    S3Response.put_object = put_object  # type: ignore[method-assign]
+
+
+class MotoServer:
+    """A ThreadedMotoServer on loopback, on a free port; use as a context manager."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        _serialize_s3_puts()
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.endpoint = ""
+
+    def __enter__(self) -> MotoServer:
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.stop()
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The bucket and queues of one run."""
+
+    endpoint: str
+    bucket: str
+    queue_url: str
+    queue_arn: str
+    dlq_url: str
+    dlq_arn: str
+
+
+def create_resources(
+    endpoint: str, *, visibility_timeout_s: int, max_receive_count: int
+) -> Resources:
+    """A versioned bucket, a continuation queue and its dead-letter queue."""
+    options = client_options(endpoint)
+    s3, sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    dlq_url = sqs.create_queue(QueueName=DEAD_LETTER_QUEUE)["QueueUrl"]
+    dlq_arn = _arn(sqs, dlq_url)
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
+    queue_url = sqs.create_queue(
+        QueueName=QUEUE,
+        Attributes={
+            "VisibilityTimeout": str(visibility_timeout_s),
+            "RedrivePolicy": json.dumps(redrive),
+        },
+    )["QueueUrl"]
+    return Resources(endpoint, BUCKET, queue_url, _arn(sqs, queue_url), dlq_url, dlq_arn)
+
+
+def _arn(sqs: Any, url: str) -> str:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+    return str(attributes["Attributes"]["QueueArn"])
+
+
+def queue_depth(sqs: Any, url: str) -> int:
+    """Messages in the queue: visible, in flight and delayed."""
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes.get(name, 0)) for name in names)

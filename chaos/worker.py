@@ -1,0 +1,158 @@
+"""One worker process: plays a Lambda execution environment fed by the SQS event source.
+
+It loops: receive one message (never long-polling), build the SQS event as Lambda would,
+call ``app.handler`` with a Lambda context whose deadline is the budget, and delete the
+messages the handler did not report as failed — until it is told to stop (SIGTERM), its parent
+goes away, or it dies. The :class:`chaos.faults.Injector` decides from outside the library
+where it dies and which AWS calls fail. A watchdog kills the process if an invocation runs past
+its deadline, as Lambda does.
+
+Run by the harness as ``python -m chaos.worker --endpoint URL --bucket B --queue-url Q ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import signal
+import threading
+import time
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from chaos import tasks
+from chaos.faults import KILL_POINTS, EventLog, Injector
+from chaos.server import client_options
+from continuum.local import LocalLambdaContext, event_record
+
+#: How long an idle worker waits before polling the queue again.
+IDLE_POLL_S = 0.05
+
+
+def task_of(body: str) -> str | None:
+    """The task id a continuation body names, if it parses."""
+    try:
+        task_id = json.loads(body).get("task_id")
+    except (ValueError, AttributeError):
+        return None
+    return task_id if isinstance(task_id, str) else None
+
+
+class Environment:
+    """An emulated Lambda execution environment running the chaos app."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.stopping = False
+        self.parent = os.getppid()
+        options = client_options(args.endpoint)
+        s3, sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
+        self.source = boto3.client("sqs", **options)
+        self.app = tasks.app
+        self.app.configure(
+            bucket=args.bucket, queue_url=args.queue_url, s3_client=s3, sqs_client=sqs
+        )
+        self.app.visibility_margin_s = args.visibility_margin
+        self.events = EventLog(os.path.join(args.run_dir, "events.jsonl"))
+        self.injector = Injector(
+            self.events,
+            kill_point=args.kill_point,
+            kill_at=args.kill_at,
+            rates=json.loads(args.faults),
+            rng=random.Random(args.seed),
+            shadow_s3=boto3.client("s3", **options),
+            shadow_sqs=boto3.client("sqs", **options),
+        )
+        self.injector.install(self.app, s3, sqs, self.source)
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, self._stop)
+        self.events.write("start", kill_point=self.args.kill_point, kill_at=self.args.kill_at)
+        while not self.stopping and os.getppid() == self.parent:
+            if not self.invoke_once():
+                time.sleep(IDLE_POLL_S)
+        self.events.write("exit")
+
+    def _stop(self, *_: Any) -> None:
+        self.stopping = True
+
+    def invoke_once(self) -> bool:
+        """Receive one batch and run the handler on it; False if the queue had nothing."""
+        response = self.source.receive_message(
+            QueueUrl=self.args.queue_url,
+            MaxNumberOfMessages=1,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["All"],
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return False
+        context = LocalLambdaContext(self.args.budget)
+        invocation = context.aws_request_id
+        task_id = task_of(messages[0]["Body"])
+        for message in messages:
+            attributes = message.get("Attributes", {})
+            self.events.write(
+                "receive",
+                body=message["Body"],
+                mid=message["MessageId"],
+                count=int(attributes.get("ApproximateReceiveCount", "1")),
+                task_id=task_of(message["Body"]),
+                inv=invocation,
+            )
+        event = {"Records": [event_record(m, self.args.queue_arn) for m in messages]}
+        tasks.set_invocation(invocation, time.time() + self.args.budget)
+        self.injector.begin(invocation, task_id)
+        # Lambda kills an invocation at its deadline: no finally, no atexit.
+        watchdog = threading.Timer(self.args.budget, self.injector.die, args=("deadline",))
+        watchdog.daemon = True
+        started = time.monotonic()
+        watchdog.start()
+        try:
+            result = self.app.handler(event, context)
+        finally:
+            watchdog.cancel()
+        seconds = time.monotonic() - started
+        failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+        self.events.write(
+            "invoked", task_id=task_id, inv=invocation, seconds=seconds, failed=len(failed)
+        )
+        self.injector.reach("before_ack")
+        for message in messages:
+            if message["MessageId"] in failed:
+                continue
+            # If the delete fails, the message comes back after its visibility timeout.
+            with contextlib.suppress(ClientError):
+                self.source.delete_message(
+                    QueueUrl=self.args.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+        return True
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m chaos.worker", description=__doc__)
+    parser.add_argument("--endpoint", required=True, help="the moto server's URL")
+    parser.add_argument("--bucket", required=True)
+    parser.add_argument("--queue-url", required=True)
+    parser.add_argument("--queue-arn", required=True)
+    parser.add_argument("--run-dir", required=True, help="where events.jsonl lives")
+    parser.add_argument("--budget", type=float, default=1.0, help="seconds per invocation")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
+    parser.add_argument("--kill-point", choices=["none", *KILL_POINTS], default="none")
+    parser.add_argument("--kill-at", type=int, default=1, help="die at this occurrence")
+    parser.add_argument("--faults", default="{}", help="JSON: fault kind -> probability")
+    parser.add_argument("--visibility-margin", type=int, default=1)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    Environment(parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""A small seeded chaos run: real worker deaths, AWS faults and hostile deliveries.
+
+The harness (``python -m chaos.harness``) runs as a subprocess with its own moto server and
+worker processes, so nothing here touches the in-process moto of the other tests. The full
+run is ``make chaos``; this one is small enough for ``make test``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEED = 11
+TASKS = 16
+
+#: Invariants the harness checks; each must hold for every task of the run.
+INVARIANTS = [
+    "wrong results",
+    "failed tasks without a reason",
+    "tasks failed of a transient AWS fault",
+    "tasks failed for another reason",
+    "doomed tasks not failed naming their step",
+    "tasks stranded",
+    "tasks unfinished at timeout",
+    "tasks not started before the timeout",
+    "tasks without a record",
+    "re-executions of recorded steps",
+    "steps run twice in one invocation",
+    "step executions without a claim",
+    "recorded steps without an execution",
+    "idempotency keys that changed between executions",
+    "generation regressions",
+    "record versions that do not parse",
+    "generations delivered more than 20 times (message storm)",
+]
+
+
+@pytest.fixture(scope="module")
+def chaos_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("chaos")
+    report_path = run_dir / "report.json"
+    command = [
+        sys.executable,
+        *("-m", "chaos.harness", "--seed", str(SEED), "--tasks", str(TASKS)),
+        *("--run-dir", str(run_dir), "--report-json", str(report_path), "--timeout", "150"),
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    figures = "\n".join(line for line in done.stdout.splitlines() if not line.startswith("{"))
+    print(figures)  # shown by pytest when a test fails
+    assert report_path.exists(), f"the harness did not report:\n{done.stdout}\n{done.stderr}"
+    report = json.loads(report_path.read_text())
+    return done, report, figures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("invariant", INVARIANTS)
+def test_invariant_holds(chaos_run, invariant):
+    _done, report, figures = chaos_run
+    count = report["violations"].get(invariant, 0)
+    examples = "\n".join(report["examples"].get(invariant, []))
+    assert count == 0, f"{invariant}: {count}\n{examples}\n\n{figures}"
+
+
+@pytest.mark.slow
+def test_faults_were_injected_and_every_task_accounted_for(chaos_run):
+    done, report, figures = chaos_run
+    f = report["figures"]
+    assert f["tasks"] == TASKS
+    assert f["kills"] > 0, figures
+    assert f["aws faults"] > 0, figures
+    assert f["step executions"] >= f["recorded steps"] > 0, figures
+    assert f["tasks succeeded"] + f["tasks failed"] == TASKS, figures
+    assert done.returncode == (0 if not report["violations"] else 1), figures
