@@ -32,11 +32,14 @@ DEFAULT_STEP_S = 1.0
 DEFAULT_WRITE_S = 0.1
 #: A suspension costs one record write and one SQS send; a send costs about what a write does.
 WRITES_PER_SUSPENSION = 2
-#: The share of step durations the prediction should cover.
-DEFAULT_CONFIDENCE = 0.99
+#: The share of step durations the prediction should cover. On the simulated agent workload
+#: of benchmarks/budget_fill.py, 0.99 overran twice in 12 seeds (steps 2.6 and 4.1 sd out);
+#: 0.995 overran in none of 24 and still fills invocations fuller than the best fixed margin.
+DEFAULT_CONFIDENCE = 0.995
 #: For a preemptible step an overrun costs only the discarded part of the step, not a killed
-#: invocation, so it may start when it will more likely than not finish in time.
-DEFAULT_PREEMPTIBLE_CONFIDENCE = 0.5
+#: invocation, so it may start on a far lower confidence. 0.35 is the lowest value that kept
+#: discarded work under 1% of useful work in all 40 seeds of benchmarks/budget_fill.py.
+DEFAULT_PREEMPTIBLE_CONFIDENCE = 0.35
 #: Durations below this are clamped before taking the logarithm: a step that sometimes takes
 #: microseconds (a cache hit) would otherwise inflate the spread in log space without limit.
 MIN_DURATION_S = 1e-3
@@ -136,8 +139,16 @@ class Budget:
     ) -> str | None:
         """Return why step ``name`` must not start now, or None if it fits."""
         left = self.remaining()
-        expected = self.expect(stats, preemptible=preemptible)
         save = self.save_cost(save_stats)
+        # The prediction never exceeds MAX_OVER_LONGEST x the longest duration seen: when even
+        # that fits, skip the quantile arithmetic (the same decision, faster).
+        if (
+            stats is not None
+            and stats.count > 1
+            and MAX_OVER_LONGEST * stats.max_s + save + self.margin_s <= left
+        ):
+            return None
+        expected = self.expect(stats, preemptible=preemptible)
         if expected + save + self.margin_s <= left:
             return None
         return (

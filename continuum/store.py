@@ -7,6 +7,7 @@ lost the record (S3 answers ``412 PreconditionFailed``) stops instead of overwri
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from continuum.record import (
     TaskRecord,
     decode_record,
     encode_record,
+    pack_blob,
     utcnow,
 )
 
@@ -54,6 +56,8 @@ TRANSIENT_CODES = frozenset(
 WRITE_RETRIES = 3
 WRITE_BACKOFF_S = 0.05
 MAX_KNOWN_BLOBS = 10_000
+#: How often a reader retries when a blob vanished under it (a writer superseded it).
+BLOB_RACE_RETRIES = 2
 
 
 @dataclass
@@ -71,22 +75,25 @@ class RecordStore:
     inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES
     #: the largest state, result or step result accepted, as JSON bytes (None: no limit).
     max_value_bytes: int | None = None
-    #: keys of blobs known to exist, so an unchanged large state is not uploaded again.
-    _known_blobs: set[str] = field(default_factory=set, repr=False)
+    #: blobs known to exist (key -> reference), so an unchanged large state is neither
+    #: compressed nor uploaded again.
+    _known_blobs: dict[str, BlobRef] = field(default_factory=dict, repr=False)
+    #: per task, the blob keys its record referenced when last read or written here.
+    _referenced: dict[str, set[str]] = field(default_factory=dict, repr=False)
     #: size in bytes of the last record written or read (for counters and benchmarks).
     last_record_bytes: int = field(default=0, repr=False)
 
     def record_key(self, task_id: str) -> str:
         return f"{self.prefix}/{task_id}/{RECORD_NAME}"
 
-    def blob_key(self, task_id: str, ref: BlobRef) -> str:
-        return f"{self.prefix}/{task_id}/blobs/{ref.sha256}.json.gz"
+    def blob_key(self, task_id: str, digest: str) -> str:
+        return f"{self.prefix}/{task_id}/blobs/{digest}.json.gz"
 
     # -- the record --------------------------------------------------------------------------
 
     def create(self, record: TaskRecord) -> str:
         """Write a new record; raise RecordExistsError if the task id is taken."""
-        body = self._encode(record)
+        body, used = self._encode(record)
         key = self.record_key(record.task_id)
         try:
             response = self._put(key, body, IfNoneMatch="*")
@@ -94,13 +101,26 @@ class RecordStore:
             if _code(exc) in ("PreconditionFailed", "412"):
                 landed = self._landed(key, body)
                 if landed is not None:
+                    self._referenced[record.task_id] = used
                     return landed
                 raise RecordExistsError("task already exists", task_id=record.task_id) from exc
             raise
+        self._referenced[record.task_id] = used
         return str(response["ETag"])
 
     def load(self, task_id: str) -> tuple[TaskRecord, str]:
         """Read a record and its etag; blobs are fetched and verified."""
+        for attempt in range(BLOB_RACE_RETRIES + 1):
+            try:
+                return self._load(task_id)
+            except _BlobGoneError:
+                # A writer replaced the record and removed a blob it no longer needs between
+                # our two reads: read the newer record.
+                if attempt == BLOB_RACE_RETRIES:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _load(self, task_id: str) -> tuple[TaskRecord, str]:
         try:
             response = self.s3_client.get_object(Bucket=self.bucket, Key=self.record_key(task_id))
         except ClientError as exc:
@@ -112,6 +132,7 @@ class RecordStore:
         record = decode_record(
             body, task_id=task_id, get_blob=lambda ref: self._get_blob(task_id, ref)
         )
+        self._referenced[task_id] = self._blob_keys(record)
         return record, response["ETag"]
 
     def replace(self, record: TaskRecord, *, etag: str, finished: bool = False) -> str:
@@ -125,7 +146,7 @@ class RecordStore:
             PayloadTooLargeError: a value is over ``max_value_bytes``; nothing was written.
         """
         record.updated_at = utcnow()
-        body = self._encode(record, finished=finished)
+        body, used = self._encode(record, finished=finished)
         extra: dict[str, Any] = {"IfMatch": etag}
         if finished:
             extra["Tagging"] = FINISHED_TAG
@@ -138,6 +159,7 @@ class RecordStore:
                 if code in ("PreconditionFailed", "412"):
                     landed = self._landed(key, body)
                     if landed is not None:
+                        self._forget_superseded(record, used)
                         return landed
                     raise RecordConflictError(
                         "another worker changed the record (412); stopping without writing",
@@ -148,6 +170,7 @@ class RecordStore:
                     time.sleep(WRITE_BACKOFF_S * 2**attempt)
                     continue
                 raise
+            self._forget_superseded(record, used)
             return str(response["ETag"])
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -170,19 +193,26 @@ class RecordStore:
 
     # -- blobs -------------------------------------------------------------------------------
 
-    def _encode(self, record: TaskRecord, *, finished: bool = False) -> bytes:
-        def put_blob(ref: BlobRef, packed: bytes) -> None:
-            key = self.blob_key(record.task_id, ref)
-            if key not in self._known_blobs:
+    def _encode(self, record: TaskRecord, *, finished: bool = False) -> tuple[bytes, set[str]]:
+        """The record's JSON, and the keys of the blobs it references (uploaded if new)."""
+        used: set[str] = set()
+
+        def put_blob(digest: str, data: bytes) -> BlobRef:
+            key = self.blob_key(record.task_id, digest)
+            used.add(key)
+            ref = self._known_blobs.get(key)
+            if ref is None:
                 if len(self._known_blobs) > MAX_KNOWN_BLOBS:
                     self._known_blobs.clear()  # a long-lived worker must not grow forever
+                ref, packed = pack_blob(data, digest)
                 extra = {"Tagging": FINISHED_TAG} if finished else {}
                 self._put(key, packed, ContentEncoding="gzip", **extra)
-                self._known_blobs.add(key)
+                self._known_blobs[key] = ref
             elif finished:
                 self.s3_client.put_object_tagging(
                     Bucket=self.bucket, Key=key, Tagging={"TagSet": [_FINISHED_TAG_SET]}
                 )
+            return ref
 
         body = encode_record(
             record,
@@ -191,20 +221,36 @@ class RecordStore:
             max_value_bytes=self.max_value_bytes,
         )
         self.last_record_bytes = len(body)
-        return body
+        return body, used
+
+    def _blob_keys(self, record: TaskRecord) -> set[str]:
+        refs = [record.state_ref, record.result_ref, *(e.result_ref for e in record.journal)]
+        return {self.blob_key(record.task_id, ref.sha256) for ref in refs if ref is not None}
+
+    def _forget_superseded(self, record: TaskRecord, now: set[str]) -> None:
+        """After a write: delete the blobs the previous record used and this one does not.
+
+        In a versioned bucket the delete only hides them: past checkpoints stay readable by
+        version until the lifecycle rule for noncurrent versions expires them.
+        """
+        before = self._referenced.get(record.task_id, set())
+        self._referenced[record.task_id] = now
+        for key in before - now:
+            with contextlib.suppress(ClientError):  # a leftover blob wastes storage, no more
+                self.s3_client.delete_object(Bucket=self.bucket, Key=key)
+            self._known_blobs.pop(key, None)
 
     def _get_blob(self, task_id: str, ref: BlobRef) -> bytes:
+        key = self.blob_key(task_id, ref.sha256)
         try:
-            response = self.s3_client.get_object(
-                Bucket=self.bucket, Key=self.blob_key(task_id, ref)
-            )
+            response = self.s3_client.get_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
             if _code(exc) in ("NoSuchKey", "404"):
-                raise RecordCorruptError(
+                raise _BlobGoneError(
                     f"record points at blob {ref.sha256}, which does not exist", task_id=task_id
                 ) from exc
             raise
-        self._known_blobs.add(self.blob_key(task_id, ref))
+        self._known_blobs[key] = ref
         data: bytes = response["Body"].read()
         return data
 
@@ -213,6 +259,15 @@ class RecordStore:
         return self.s3_client.put_object(
             Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, **extra
         )
+
+
+class _BlobGoneError(RecordCorruptError):
+    """A blob the record names is missing (a newer write may have removed it)."""
+
+
+def _refs(record: TaskRecord) -> list[BlobRef]:
+    refs = [record.state_ref, record.result_ref, *(e.result_ref for e in record.journal)]
+    return [ref for ref in refs if ref is not None]
 
 
 def _code(exc: ClientError) -> str:

@@ -243,7 +243,9 @@ def test_no_policy_allows_a_wildcard_action_or_resource(cfn: dict[str, Any]) -> 
 
 QUEUE_ACTIONS = ["ReceiveMessage", "DeleteMessage", "GetQueueAttributes"]
 COMMON_GRANTS = {
-    **{f"s3:{a}": {RECORDS} for a in ("GetObject", "PutObject", "PutObjectTagging")},
+    **{
+        f"s3:{a}": {RECORDS} for a in ("GetObject", "PutObject", "PutObjectTagging", "DeleteObject")
+    },
     "s3:ListBucket": {"<StateBucket.Arn>"},  # so a missing record reads as 404, not 403
     **{f"kms:{a}": {"<KmsKeyArn>"} for a in ("Decrypt", "GenerateDataKey")},  # if a key is given
 }

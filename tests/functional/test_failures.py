@@ -350,3 +350,32 @@ def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_c
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == ["0", "1", "2"]
     assert sorted(set(runs)) == [0, 1, 2]
+
+
+def test_superseded_state_blobs_are_removed_and_readers_never_see_a_gap(aws):
+    app = Continuum(inline_limit_bytes=1024)
+    ticks: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        ticks.append(i)
+        return i
+
+    @app.task(state=Job)
+    def grow(ctx: TaskContext[Job]) -> int | None:
+        ctx.state.done.append(f"{tick(len(ctx.state.done))}:" + "z" * 600)
+        return len(ctx.state.done) if len(ctx.state.done) >= 6 else None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("grow", {}, task_id="grower")
+    # Every invocation runs two steps, so each save carries a new large state.
+    record = drain(runtime, task_id, lambda i: ScriptedContext(2, executed=lambda: len(ticks)))
+    assert record.status == Status.SUCCEEDED
+    listed = runtime.s3.list_objects_v2(Bucket=BUCKET, Prefix="tasks/grower/blobs/")
+    live = [o["Key"] for o in listed.get("Contents", [])]
+    # Only the blob the final record references is current; the others are noncurrent
+    # versions that the lifecycle rule expires.
+    assert live == [f"tasks/grower/blobs/{record.state_ref.sha256}.json.gz"]
+    versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix="tasks/grower/blobs/")
+    assert len({v["Key"] for v in versions["Versions"]}) > 1
+    assert app.client().status(task_id).status == Status.SUCCEEDED

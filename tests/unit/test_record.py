@@ -18,12 +18,15 @@ from continuum.record import (
     decode_record,
     encode_message,
     encode_record,
+    pack_blob,
 )
 
 
 class Blobs(dict):
-    def put(self, ref, packed):
-        self[ref.sha256] = packed
+    def put(self, digest, data):
+        ref, packed = pack_blob(data, digest)
+        self[digest] = packed
+        return ref
 
     def get(self, ref):
         return self[ref.sha256]
