@@ -1,0 +1,57 @@
+"""continuum's benchmarks (issue 5): ``make bench`` runs them all through ``benchmarks.run``.
+
+Each module has ``main(quick: bool)`` and prints ``name: value unit`` lines. Wall-clock figures
+come from a shared, noisy 2-core machine: compare the ratios measured side by side in one run
+(medians over interleaved repeats), never a time against a fixed threshold in a test.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable, Iterable
+from typing import Any
+
+# boto3 must never reach a real account from a benchmark.
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+
+
+def emit(name: str, value: Any, unit: str = "") -> None:
+    """Print one ``name: value unit`` line (floats to 4 significant digits)."""
+    if isinstance(value, float):
+        value = f"{value:.4g}"
+    print(f"{name}: {value} {unit}".rstrip(), flush=True)
+
+
+def median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
+
+
+class ScriptedContext:
+    """A Lambda context with ``budget_s`` left until ``allowed`` more live steps have run,
+    then none: each emulated invocation runs exactly that many steps and suspends, without
+    waiting for a real deadline (the same device as ``tests/conftest.py``)."""
+
+    def __init__(self, allowed: int, executed: Callable[[], int], budget_s: float = 900) -> None:
+        self.allowed = allowed
+        self.executed = executed
+        self.start = executed()
+        self.budget_ms = int(budget_s * 1000)
+        self.aws_request_id = "bench"
+        self.function_name = "bench"
+        self.memory_limit_in_mb = 256
+        self.invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.budget_ms if self.executed() - self.start < self.allowed else 0
+
+
+def silence_worker_logs() -> None:
+    """Send the worker's JSON log lines to /dev/null: still formatted and written, as on
+    Lambda (where they go to CloudWatch), but kept out of the benchmark's output."""
+    from continuum import worker
+
+    handler: Any = worker.logger.registered_handler
+    handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process

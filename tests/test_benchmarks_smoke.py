@@ -1,0 +1,41 @@
+"""The benchmarks run (tiny versions) and print `name: value unit` lines. No timing is
+asserted here: performance is measured by `make bench`, never by a test."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = re.compile(r"^[\w.:/()<>' -]+: -?[\d.e+-]+( .*)?$")
+
+
+@pytest.mark.slow
+def test_benchmarks_run_quick_and_print_name_value_unit_lines():
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    bad = [line for line in lines if not LINE.match(line)]
+    assert not bad, bad[:5]
+    names = {line.split(":")[0] for line in lines}
+    for expected in (
+        "budget_fill.fill.b_predictive",
+        "budget_fill.overruns.b_predictive",
+        "step_overhead.one_long_turn.overhead",
+        "aws_calls.per_continuation.all",
+        "local_e2e.ratio",
+        "cold_import.continuum_own",
+        "checkpoint.invocation.compressed.peak_rss",
+    ):
+        assert expected in names, expected
