@@ -5,6 +5,7 @@ Everything public is imported from here; the modules behind it are private.
 
 from continuum.app import Continuum, Task
 from continuum.client import Client, TaskStatus
+from continuum.context import TaskContext, current_context
 from continuum.errors import (
     BadMessageError,
     ConfigurationError,
@@ -23,7 +24,6 @@ from continuum.errors import (
 )
 from continuum.record import Status, TaskRecord
 from continuum.steps import Step, StepOptions
-from continuum.turns import TaskContext, current_context
 
 __all__ = [
     "BadMessageError",

@@ -29,12 +29,13 @@ from continuum.budget import (
     DEFAULT_STEP_S,
     SAFETY_MARGIN_S,
 )
+from continuum.context import TaskContext
 from continuum.errors import ConfigurationError
 from continuum.queue import ContinuationQueue
 from continuum.record import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.steps import Step, StepOptions, return_adapter
 from continuum.store import RecordStore
-from continuum.turns import DEFAULT_MAX_STEP_CRASHES, TaskContext
+from continuum.turns import DEFAULT_MAX_STEP_CRASHES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -13,111 +13,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from continuum.budget import Budget, Preemptor, alarm_preemptor, observe
+from continuum.context import TaskContext
 from continuum.errors import ContinuumError, InvalidInputError, StepError
 from continuum.journal import Journal
 from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord, describe_errors
 from continuum.signals import Abort, Fenced, Paused, Preempted, Suspend
-from continuum.steps import Step, active_runner, as_step
+from continuum.steps import Step, active_runner
 
 if TYPE_CHECKING:
     from continuum.app import Task
 
-S = TypeVar("S", bound=BaseModel)
-
 #: Consecutive worker deaths at one step after which the task fails instead of trying again.
 DEFAULT_MAX_STEP_CRASHES = 3
-
-
-class TaskContext(Generic[S]):
-    """What a task function (and, through ``current_context()``, a step) sees.
-
-    Attributes:
-        state: the task's state; changes to it are kept when the turn completes.
-
-    Example:
-        >>> @app.task(state=Research)  # doctest: +SKIP
-        ... def research(ctx: TaskContext[Research]) -> str | None:
-        ...     ctx.state.notes.append(search(ctx.state.topic))
-        ...     return None if len(ctx.state.notes) < 3 else "done"
-    """
-
-    def __init__(self, loop: TurnLoop, state: S) -> None:
-        self._loop = loop
-        self.state = state
-
-    @property
-    def task_id(self) -> str:
-        return self._loop.record.task_id
-
-    @property
-    def turn(self) -> int:
-        """The number of this turn, from 0."""
-        return self._loop.record.turn
-
-    def step(
-        self, fn: Callable[..., Any], *args: Any, key: str | None = None, **kwargs: Any
-    ) -> Any:
-        """Call ``fn`` as a step: journaled, timed, and replayed on re-entry.
-
-        ``key`` names the call in the journal; by default it is the step's name and its
-        ordinal within the turn.
-        """
-        return self._loop.call_step(as_step(fn), args, kwargs, key)
-
-    def remaining(self) -> float:
-        """Seconds left in this invocation."""
-        return self._loop.budget.remaining()
-
-    @property
-    def idempotency_key(self) -> str:
-        """A key for the step running now, stable across its retries and re-executions.
-
-        Pass it to an external system so that it can deduplicate a step that ran twice
-        because a worker died before the journal recorded it.
-        """
-        return self._in_step("idempotency_key")
-
-    @property
-    def cursor(self) -> Any:
-        """Inside a cooperative step: the cursor it last paused with, or None."""
-        self._in_step("cursor")
-        return self._loop.active_cursor
-
-    def pause(self, cursor: Any) -> None:
-        """Inside a step: save ``cursor`` (JSON) and continue this step in a fresh invocation.
-
-        The step is called again with the same arguments and ``ctx.cursor == cursor``. Use it
-        in a step that loops (a paginated download, a long stream) when ``ctx.remaining()``
-        runs low, so one logical step can span several invocations.
-        """
-        self._in_step("pause()")
-        raise Paused(cursor)
-
-    def _in_step(self, what: str) -> str:
-        if self._loop.active_key is None:
-            raise ContinuumError(
-                f"{what} is only available while a step runs", task_id=self.task_id
-            )
-        return self._loop.active_key
-
-
-def current_context() -> TaskContext[Any]:
-    """The context of the task running in this thread (for steps that need it).
-
-    Example:
-        >>> @app.step  # doctest: +SKIP
-        ... def charge(amount: int) -> str:
-        ...     return payments.charge(amount, idempotency_key=current_context().idempotency_key)
-    """
-    runner = active_runner.get()
-    if not isinstance(runner, TurnLoop) or runner.ctx is None:
-        raise ContinuumError("no task is running in this thread")
-    return runner.ctx
 
 
 @dataclass

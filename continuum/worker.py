@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 
 logger = Logger(service="continuum")
 
+#: How many suspended records a worker remembers (see RecentRecords).
+RECENT_RECORDS = 8
+
 
 def process_sqs_batch(
     event: dict[str, Any], context: Any, handle_record: Callable[[SQSRecord], str]
@@ -88,11 +91,46 @@ class Delivery:
     receive_count: int = 1
 
 
+class _StaleMemory(Exception):
+    """The record this worker remembered has been changed by someone else."""
+
+
+class RecentRecords:
+    """The records this worker suspended last, kept to save a GET on their continuation.
+
+    A warm Lambda environment often receives the continuation of the task it just suspended.
+    It then knows the stored record exactly (it wrote it) and can claim it directly: the
+    claim's ``If-Match`` on the remembered etag proves the record has not changed since, and
+    a 412 sends the worker back to reading it. Only a continuation for exactly the remembered
+    generation of a suspended record is served from memory; anything else reads S3.
+    """
+
+    def __init__(self, size: int = RECENT_RECORDS) -> None:
+        self.size = size
+        self._records: dict[str, tuple[TaskRecord, str]] = {}
+
+    def keep(self, record: TaskRecord, etag: str) -> None:
+        self._records.pop(record.task_id, None)
+        self._records[record.task_id] = (record, etag)
+        while len(self._records) > self.size:
+            del self._records[next(iter(self._records))]
+
+    def take(self, message: Continuation) -> tuple[TaskRecord, str] | None:
+        mine = self._records.pop(message.task_id, None)
+        if mine is None:
+            return None
+        record, _etag = mine
+        if record.status != Status.SUSPENDED or record.generation != message.generation:
+            return None
+        return mine
+
+
 class Worker:
     """Processes continuation messages for one app."""
 
     def __init__(self, app: Continuum) -> None:
         self.app = app
+        self.recent = RecentRecords()
 
     def handle_batch(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """Process an SQS batch; failed messages are reported, never fail their neighbours."""
@@ -127,9 +165,14 @@ class Worker:
             return "fenced"
 
     def _process(self, message: Continuation, delivery: Delivery, context: Any) -> str:
-        store = self.app.store
+        mine = self.recent.take(message)
+        if mine is not None:
+            try:
+                return self._run(message, delivery, context, *mine, from_memory=True)
+            except _StaleMemory:
+                logger.info("the record moved since this worker last wrote it; reading it")
         try:
-            record, etag = store.load(message.task_id)
+            record, etag = self.app.store.load(message.task_id)
         except RecordNotFoundError as exc:
             logger.error(f"no record for this continuation: {exc}")
             return "rejected"
@@ -138,7 +181,18 @@ class Worker:
             # keeps them all) and resumes the task.
             logger.error(f"the record does not parse: {exc}")
             return "rejected"
+        return self._run(message, delivery, context, record, etag, from_memory=False)
 
+    def _run(
+        self,
+        message: Continuation,
+        delivery: Delivery,
+        context: Any,
+        record: TaskRecord,
+        etag: str,
+        *,
+        from_memory: bool,
+    ) -> str:
         verdict = self._fence(record, message, delivery)
         if verdict is not None:
             return verdict
@@ -154,7 +208,12 @@ class Worker:
             return "failed"
 
         remaining_s = _remaining_s(context)
-        etag = self._claim(record, etag, delivery, context, remaining_s)
+        try:
+            etag = self._claim(record, etag, delivery, context, remaining_s)
+        except RecordConflictError:
+            if from_memory:
+                raise _StaleMemory from None
+            raise
         lease = record.lease
         if delivery.receipt_handle is not None and self.app.visibility_margin_s is not None:
             self._shorten_visibility(delivery.receipt_handle, remaining_s)
@@ -356,10 +415,11 @@ class Worker:
         record.crashes, record.crash_at = 0, None
         record.suspended_by = message_id
         try:
-            self._write(record, etag, lease=lease)
+            etag = self._write(record, etag, lease=lease)
         except PayloadTooLargeError as exc:
             return self._give_up(record, etag, lease, "PayloadTooLargeError", exc.message)
         self.app.queue.send(task_id=record.task_id, generation=record.generation, reason=reason)
+        self.recent.keep(record, etag)
         logger.info(
             f"task suspended: {reason}",
             extra={"turn": record.turn, "next_generation": record.generation},
