@@ -44,6 +44,7 @@ from continuum.budget import Budget, observe
 from continuum.record import Lease, Status, StepStats, TaskRecord, utcnow
 from continuum.signals import Preempted
 from continuum.turns import TurnLoop
+from continuum.worker import calm, note_death
 
 BUDGET_S = 900.0
 LOAD_S = 0.2
@@ -196,10 +197,7 @@ class Simulation:
 
         # Worker._claim, then Worker._write: store first, observe the write after.
         if record.status == Status.RUNNING:
-            here = f"{record.turn}:{len(record.journal)}"
-            record.crashes = record.crashes + 1 if record.crash_at == here else 1
-            record.crash_at = here
-            record.counters.recoveries += 1
+            note_death(record)
         record.status = Status.RUNNING
         record.lease = Lease(owner="sim", expires_at=utcnow())
         record.counters.invocations += 1
@@ -240,7 +238,7 @@ class Simulation:
         record.lease = None
         record.suspend_reason = outcome.reason
         record.counters.continuations += 1
-        record.crashes, record.crash_at = 0, None
+        calm(record)
         stored = record.model_dump_json()
         res.suspended += 1
         res.suspended_step_s += self.step_s

@@ -187,7 +187,12 @@ class TaskRecord(_Model):
     invocation_budget_s: float = 0.0
     #: consecutive suspensions in which no step ran and no turn completed.
     idle_suspensions: int = 0
-    #: consecutive worker deaths at the same journal position (``turn:position``).
+    #: after a worker died, the next ones run carefully: they save a marker before each step
+    #: (``running_step``: ``turn:position:key``) and the journal after it, until the task
+    #: suspends, so that a death is blamed on the step that was running, if any.
+    careful: bool = False
+    running_step: str | None = None
+    #: consecutive worker deaths while the same step was running (``crash_at``).
     crashes: int = 0
     crash_at: str | None = None
     result: Any = None

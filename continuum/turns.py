@@ -70,7 +70,7 @@ class TurnLoop:
         self.budget = budget
         self.persist = persist
         # After a worker died, save after every step so the next death names its step.
-        self.persist_every_s = 0.0 if record.crashes else persist_every_s
+        self.persist_every_s = 0.0 if record.careful else persist_every_s
         self.max_step_crashes = max_step_crashes
         self.preemptor = preemptor
         self.active_key: str | None = None
@@ -123,8 +123,8 @@ class TurnLoop:
             record.turn += 1
             record.counters.turns += 1
             self.progress = True
-            if record.crashes:
-                # After a death, every position must be saved so the next death names its step.
+            if record.careful:
+                # After a death, every position is saved so the next death names its step.
                 try:
                     self.persist()
                 except Fenced:
@@ -194,8 +194,6 @@ class TurnLoop:
         cursor: Any,
     ) -> Any:
         record = self.record
-        if record.crashes:
-            self._check_crashes(key)
         options = step.options
         name = options.name
         stats = record.step_stats.get(name)
@@ -204,6 +202,8 @@ class TurnLoop:
         attempt = 0
         while True:
             self._check_budget(name, stats, preemptible=options.preemptible)
+            if record.careful:
+                self._mark_start(key)
             attempt += 1
             self.active_key = f"{record.task_id}/{record.turn}/{key}"
             self.active_cursor = cursor
@@ -233,6 +233,7 @@ class TurnLoop:
             finally:
                 self.active_key = None
                 self.active_cursor = None
+                record.running_step = None
             break
         finished = time.monotonic()
         duration = finished - started
@@ -277,10 +278,10 @@ class TurnLoop:
         if self.record.idle_suspensions == 0 and need <= fresh:
             raise Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s")
 
-    def _check_crashes(self, key: str) -> None:
-        """Fail rather than start a step that was running each time its worker died."""
+    def _mark_start(self, key: str) -> None:
+        """Careful mode: save which step starts now, or fail if it keeps killing its worker."""
         record = self.record
-        here = f"{record.turn}:{self.journal.position}"
+        here = f"{record.turn}:{self.journal.position}:{key}"
         if record.crashes >= self.max_step_crashes and record.crash_at == here:
             raise Abort(
                 ErrorInfo(
@@ -294,6 +295,8 @@ class TurnLoop:
                     turn=record.turn,
                 )
             )
+        record.running_step = here
+        self.persist()
 
     def _preempted(self, step: Step[Any, Any], key: str, stats: StepStats, started: float) -> None:
         elapsed = time.monotonic() - started

@@ -284,12 +284,7 @@ class Worker:
     ) -> str:
         """Take the record with a lease until this invocation's deadline (compare-and-swap)."""
         if record.status == Status.RUNNING:
-            # The lease expired: the last worker died. Count deaths at the same place, so a
-            # step that kills its worker every time fails the task instead of looping.
-            here = f"{record.turn}:{len(record.journal)}"
-            record.crashes = record.crashes + 1 if record.crash_at == here else 1
-            record.crash_at = here
-            record.counters.recoveries += 1
+            note_death(record)  # the lease expired with the task running: its worker died
         record.status = Status.RUNNING
         record.lease = Lease(
             owner=_owner(context),
@@ -412,7 +407,7 @@ class Worker:
         record.lease = None
         record.suspend_reason = reason
         record.counters.continuations += 1
-        record.crashes, record.crash_at = 0, None
+        calm(record)
         record.suspended_by = message_id
         try:
             etag = self._write(record, etag, lease=lease)
@@ -446,7 +441,7 @@ class Worker:
         record.status = status
         record.error = error
         record.lease = None
-        record.crashes, record.crash_at = 0, None
+        calm(record)
         record.finished_at = utcnow()
         if status == Status.FAILED:
             record.result = None
@@ -459,6 +454,29 @@ class Worker:
                 record.state = None
             record.error = _error_info(exc, record)
             self._replace(record, etag, lease=lease, finished=True)
+
+
+def note_death(record: TaskRecord) -> None:
+    """Account for a worker that died holding the record.
+
+    Only a death while a marked step was running counts against that step; a step that
+    kills its worker every time then fails the task after ``max_step_crashes`` deaths
+    instead of looping. Deaths elsewhere (during a claim or a save) blame no step. Either
+    way, the next workers run carefully until the task suspends (see ``TaskRecord.careful``).
+    """
+    marker = record.running_step
+    if marker is not None:
+        record.crashes = record.crashes + 1 if record.crash_at == marker else 1
+        record.crash_at = marker
+    record.running_step = None
+    record.careful = True
+    record.counters.recoveries += 1
+
+
+def calm(record: TaskRecord) -> None:
+    """The task suspended or finished: leave careful mode and forget past deaths."""
+    record.careful, record.running_step = False, None
+    record.crashes, record.crash_at = 0, None
 
 
 def _error_info(exc: ContinuumError, record: TaskRecord) -> ErrorInfo:

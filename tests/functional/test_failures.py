@@ -70,7 +70,7 @@ def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
     assert record.error.type == "StepCrashedWorker"
     assert record.error.step == "poison#1"
     assert "died" in record.error.message
-    assert deaths == len(attempts) == 4  # one imprecise death, then three pinned to the step
+    assert deaths == len(attempts) == 4  # one death blamed on no step, then three on this one
     assert record.counters.recoveries == 4
 
 
@@ -379,3 +379,41 @@ def test_superseded_state_blobs_are_removed_and_readers_never_see_a_gap(aws):
     versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix="tasks/grower/blobs/")
     assert len({v["Key"] for v in versions["Versions"]}) > 1
     assert app.client().status(task_id).status == Status.SUCCEEDED
+
+
+def test_deaths_outside_steps_blame_no_step(aws):
+    app = Continuum(max_step_crashes=3)
+    runs: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        runs.append(i)
+        return i
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> list[str] | None:
+        ctx.state.done.append(str(tick(len(ctx.state.done))))
+        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="unlucky")
+    armed = {"on": False}
+
+    def die_after_claim(**_):
+        if armed["on"]:  # the worker dies right after its claim is written
+            raise WorkerDied
+
+    runtime.s3.meta.events.register("after-call.s3.PutObject", die_after_claim)
+    body = continuation(task_id, 0)
+    for _ in range(5):
+        armed["on"] = True
+        with pytest.raises(WorkerDied):
+            app.handler(sqs_event(body, message_ids=["m"]), forever())
+        armed["on"] = False
+        expire_lease(app, task_id)
+    runtime.s3.meta.events.unregister("after-call.s3.PutObject", die_after_claim)
+
+    record = drain(runtime, task_id, forever)
+    assert record.status == Status.SUCCEEDED  # five deaths, but never inside a step
+    assert record.counters.recoveries == 5
+    assert runs == [0, 1, 2]
