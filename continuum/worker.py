@@ -20,6 +20,7 @@ timeout, which the claim shortened to just past this invocation's deadline.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,12 +126,39 @@ class RecentRecords:
         return mine
 
 
+class OutcomeMetrics:
+    """Counts what happened to each message as CloudWatch metrics (Powertools, EMF).
+
+    Off unless ``POWERTOOLS_METRICS_NAMESPACE`` is set (the SAM template sets it), so local
+    runs and tests print no metric lines. Metric names are the outcomes of
+    ``Worker.process``: ``suspended``, ``succeeded``, ``failed``, ``stale``, ``fenced``, ...
+    """
+
+    def __init__(self) -> None:
+        self._metrics: Any = None
+        if os.environ.get("POWERTOOLS_METRICS_NAMESPACE"):
+            from aws_lambda_powertools import Metrics
+
+            self._metrics = Metrics(service="continuum")
+
+    def count(self, outcome: str) -> None:
+        if self._metrics is not None:
+            from aws_lambda_powertools.metrics import MetricUnit
+
+            self._metrics.add_metric(name=outcome, unit=MetricUnit.Count, value=1)
+
+    def flush(self) -> None:
+        if self._metrics is not None:
+            self._metrics.flush_metrics(raise_on_empty_metrics=False)
+
+
 class Worker:
     """Processes continuation messages for one app."""
 
     def __init__(self, app: Continuum) -> None:
         self.app = app
         self.recent = RecentRecords()
+        self.metrics = OutcomeMetrics()
 
     def handle_batch(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """Process an SQS batch; failed messages are reported, never fail their neighbours."""
@@ -142,9 +170,14 @@ class Worker:
                 receipt_handle=record.receipt_handle,
                 receive_count=int(record.attributes.approximate_receive_count or 1),
             )
-            return self.process(delivery, context)
+            outcome = self.process(delivery, context)
+            self.metrics.count(outcome)
+            return outcome
 
-        return process_sqs_batch(event, context, handle_record)
+        try:
+            return process_sqs_batch(event, context, handle_record)
+        finally:
+            self.metrics.flush()
 
     def process(self, delivery: Delivery, context: Any) -> str:
         """Process one message; return what happened. Raise only to have it retried."""

@@ -133,3 +133,26 @@ def test_cli_start_and_status_against_a_moto_server(tmp_path):
         assert json.loads(cli("status", task_id))["result"].startswith("Report on moss")
     finally:
         server.stop()
+
+
+def test_worker_emits_outcome_metrics_when_a_namespace_is_set(lambda_env, monkeypatch, capsys):
+    worker, sqs, queue_url = lambda_env
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "ContinuumTest")
+    from continuum.worker import Worker
+
+    metered = Worker(worker.app)
+    task_id = worker.app.client().start("research", {"topic": "x", "max_turns": 1})
+    message = sqs.receive_message(QueueUrl=queue_url)["Messages"][0]
+    capsys.readouterr()
+    metered.handle_batch(
+        sqs_event(message["Body"], receipt=message["ReceiptHandle"]), LocalLambdaContext(30)
+    )
+    emitted = [
+        json.loads(line)
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("{") and "_aws" in line
+    ]
+    assert emitted, "no EMF metric line printed"
+    assert emitted[-1]["succeeded"] == [1.0]
+    assert emitted[-1]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ContinuumTest"
+    assert worker.app.client().status(task_id).status == "succeeded"
