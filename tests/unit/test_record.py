@@ -6,6 +6,8 @@ import gzip
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from continuum import BadMessageError, InvalidTaskIdError, RecordCorruptError
 from continuum.record import (
@@ -131,3 +133,32 @@ def test_message_with_an_unsafe_task_id_is_refused():
 
 def test_status_knows_which_states_are_final():
     assert {s for s in Status if s.finished} == {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED}
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=50),
+    lambda inner: (
+        st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    state=json_values,
+    results=st.lists(json_values, max_size=4),
+    limit=st.sampled_from([0, 16, 256, 1 << 20]),
+)
+def test_any_json_state_and_results_round_trip_at_any_inline_limit(state, results, limit):
+    record = TaskRecord(task_id="t1", task_name="x", state=state)
+    record.journal = [JournalEntry(key=f"s#{i}", name="s", result=r) for i, r in enumerate(results)]
+    blobs = Blobs()
+    data = encode_record(record, put_blob=blobs.put, inline_limit=limit)
+    restored = decode_record(data, task_id="t1", get_blob=blobs.get)
+    assert restored.state == state
+    assert [e.result for e in restored.journal] == results
