@@ -113,6 +113,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_resume(args: argparse.Namespace) -> int:
+    app = _app_from_args(args)
+    generation = app.client().resume(args.task_id)
+    print(f"sent the continuation of generation {generation} of {args.task_id}")
+    return 0
+
+
 def _quiet_logs() -> None:
     from continuum import worker
 
@@ -136,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, helptext in (
         ("start", cmd_start, "start a task on a deployed stack (or a moto server)"),
         ("status", cmd_status, "show a task's status"),
+        ("resume", cmd_resume, "send a task's current continuation again (always safe)"),
     ):
         p = sub.add_parser(name, help=helptext)
         if name == "start":

@@ -104,6 +104,18 @@ class Client:
         record, _ = self.app.store.load(check_task_id(task_id))
         return TaskStatus.model_validate(record.model_dump(include=set(TaskStatus.model_fields)))
 
+    def resume(self, task_id: str) -> int:
+        """Send the continuation of the task's current generation again; return it.
+
+        For an operator: after restoring a record by hand (bucket versioning keeps every
+        checkpoint), or whenever a task seems stuck. Always safe: the record fences the
+        message like any duplicate, so a task that is running or finished is not disturbed.
+        """
+        record, _ = self.app.store.load(check_task_id(task_id))
+        if not record.status.finished:
+            self.app.queue.send(task_id=task_id, generation=record.generation, reason="resume")
+        return record.generation
+
     def result(self, task_id: str) -> Any:
         """The result of a task that succeeded.
 

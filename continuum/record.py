@@ -313,7 +313,8 @@ def decode_record(data: bytes, *, task_id: str, get_blob: GetBlob) -> TaskRecord
         raise RecordCorruptError(
             f"record does not parse: {describe_errors(exc)}",
             task_id=task_id,
-            hint="restore an earlier version of the record (bucket versioning keeps them)",
+            hint="restore an earlier version of the record (bucket versioning keeps them), "
+            "then run `continuum resume TASK_ID`",
         ) from exc
     if record.task_id != task_id:
         raise RecordCorruptError(

@@ -417,3 +417,35 @@ def test_deaths_outside_steps_blame_no_step(aws):
     assert record.status == Status.SUCCEEDED  # five deaths, but never inside a step
     assert record.counters.recoveries == 5
     assert runs == [0, 1, 2]
+
+
+def test_resume_after_a_record_was_restored_by_hand(aws):
+    app = Continuum()
+    ticks: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        ticks.append(i)
+        return i
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> list[str] | None:
+        ctx.state.done.append(str(tick(len(ctx.state.done))))
+        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="restored")
+    runtime.invoke_once(ScriptedContext(1, executed=lambda: len(ticks)))
+    good = runtime.s3.get_object(Bucket=BUCKET, Key="tasks/restored/record.json")["Body"].read()
+    # Someone breaks the record; its continuation is acknowledged as unreadable and gone.
+    runtime.s3.put_object(Bucket=BUCKET, Key="tasks/restored/record.json", Body=b"{oops")
+    assert runtime.invoke_once(forever()) is not None
+    assert runtime.invoke_once(forever()) is None
+    # An operator restores the last good version and resumes the task.
+    runtime.s3.put_object(Bucket=BUCKET, Key="tasks/restored/record.json", Body=good)
+    assert app.client().resume(task_id) == 1
+    record = drain(runtime, task_id, forever)
+    assert record.status == Status.SUCCEEDED
+    assert ticks == [0, 1, 2]
+    assert app.client().resume(task_id) == 1  # finished: nothing is sent
+    assert runtime.invoke_once(forever()) is None
