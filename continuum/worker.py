@@ -2,9 +2,11 @@
 
 The protocol (DESIGN.md, "The continuation message"):
 
-1. Read the record. A message for an older generation is stale: if the record is suspended,
-   send its current continuation again (duplicates are harmless) and acknowledge. A finished
-   task's message is acknowledged.
+1. Read the record (or, in a warm worker, remember the one it just suspended). A message for
+   an older generation is stale: acknowledge it; if it is the very message whose worker
+   suspended the task, that worker may have died before sending, so send the current
+   continuation again first (duplicates are harmless). A finished task's message is
+   acknowledged; a message from a generation the record never reached is rejected.
 2. Claim: compare-and-swap the record to ``running`` with a lease until this invocation's
    deadline. Losing the swap means another worker has it: acknowledge. A live lease held by a
    worker processing this very message means SQS redelivered it early: retry later.
