@@ -28,10 +28,8 @@ Preemptor = Callable[[Callable[[], Any], float], Any]
 SAFETY_MARGIN_S = 0.25
 #: What a step never seen before is assumed to take.
 DEFAULT_STEP_S = 1.0
-#: What one record write is assumed to take until measured.
+#: What one record write, or one SQS send, is assumed to take until measured.
 DEFAULT_WRITE_S = 0.1
-#: A suspension costs one record write and one SQS send; a send costs about what a write does.
-WRITES_PER_SUSPENSION = 2
 #: The share of step durations the prediction should cover. On the simulated agent workload
 #: of benchmarks/budget_fill.py, 0.99 overran twice in 12 seeds (steps 2.6 and 4.1 sd out);
 #: 0.995 overran in none of 24 and still fills invocations fuller than the best fixed margin.
@@ -96,6 +94,7 @@ class Budget:
         margin_s: seconds kept free beyond the predicted step and save.
         default_step_s: the assumed duration of a step never seen before.
         preemptible_confidence: the confidence used for preemptible steps.
+        send_stats: measured durations of continuation sends (the record keeps them).
     """
 
     remaining: Callable[[], float]
@@ -103,17 +102,27 @@ class Budget:
     margin_s: float = SAFETY_MARGIN_S
     default_step_s: float = DEFAULT_STEP_S
     preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
-    _save_cost: tuple[StepStats, int, float] | None = field(default=None, init=False, repr=False)
+    send_stats: StepStats | None = None
+    _save_cost: tuple[StepStats, int, int, float] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def save_cost(self, save_stats: StepStats) -> float:
-        """Seconds a suspension needs: the record write and the send, from measured writes."""
+        """Seconds a suspension needs: one record write and one send, each as measured."""
         # Asked before every step, changed only by a write: remembered per sample count.
+        sends = self.send_stats.count if self.send_stats is not None else 0
         cached = self._save_cost
-        if cached is not None and cached[0] is save_stats and cached[1] == save_stats.count:
-            return cached[2]
+        if (
+            cached is not None
+            and cached[0] is save_stats
+            and cached[1] == save_stats.count
+            and cached[2] == sends
+        ):
+            return cached[3]
         write = predict(save_stats, confidence=self.confidence, default_s=DEFAULT_WRITE_S)
-        cost = WRITES_PER_SUSPENSION * write
-        self._save_cost = (save_stats, save_stats.count, cost)
+        send = predict(self.send_stats, confidence=self.confidence, default_s=DEFAULT_WRITE_S)
+        cost = write + send
+        self._save_cost = (save_stats, save_stats.count, sends, cost)
         return cost
 
     def expect(self, stats: StepStats | None, *, preemptible: bool = False) -> float:

@@ -178,7 +178,9 @@ class TaskRecord(_Model):
     turn: int = 0
     journal: list[JournalEntry] = Field(default_factory=list)
     step_stats: dict[str, StepStats] = Field(default_factory=dict)
+    #: durations of record writes and of continuation sends: a suspension costs one of each.
     save_stats: StepStats = Field(default_factory=StepStats)
+    send_stats: StepStats = Field(default_factory=StepStats)
     counters: Counters = Field(default_factory=Counters)
     suspend_reason: str | None = None
     #: the id of the message whose worker suspended the task (only it may trigger a resend).

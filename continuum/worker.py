@@ -111,12 +111,20 @@ class RecentRecords:
     def __init__(self, size: int = RECENT_RECORDS) -> None:
         self.size = size
         self._records: dict[str, tuple[TaskRecord, str]] = {}
+        self._sends: dict[str, float] = {}
 
-    def keep(self, record: TaskRecord, etag: str) -> None:
-        self._records.pop(record.task_id, None)
+    def keep(self, record: TaskRecord, etag: str, *, send_s: float) -> None:
+        for kept in (self._records, self._sends):
+            kept.pop(record.task_id, None)
         self._records[record.task_id] = (record, etag)
-        while len(self._records) > self.size:
-            del self._records[next(iter(self._records))]
+        self._sends[record.task_id] = send_s
+        for kept in (self._records, self._sends):
+            while len(kept) > self.size:
+                del kept[next(iter(kept))]
+
+    def last_send_s(self, task_id: str) -> float | None:
+        """How long this worker's last send of the task's continuation took, once."""
+        return self._sends.pop(task_id, None)
 
     def take(self, message: Continuation) -> tuple[TaskRecord, str] | None:
         mine = self._records.pop(message.task_id, None)
@@ -263,6 +271,7 @@ class Worker:
             else app.safety_margin_s,
             default_step_s=app.default_step_s,
             preemptible_confidence=app.preemptible_confidence,
+            send_stats=record.send_stats,
         )
         current = {"etag": etag}
 
@@ -320,6 +329,11 @@ class Worker:
         """Take the record with a lease until this invocation's deadline (compare-and-swap)."""
         if record.status == Status.RUNNING:
             note_death(record)  # the lease expired with the task running: its worker died
+        send_s = self.recent.last_send_s(record.task_id)
+        if send_s is not None:
+            # The send that suspended the task happened after its record was written: learn
+            # its duration now, when this worker (which made it) claims the continuation.
+            observe(record.send_stats, send_s)
         record.status = Status.RUNNING
         record.lease = Lease(
             owner=_owner(context),
@@ -448,8 +462,9 @@ class Worker:
             etag = self._write(record, etag, lease=lease)
         except PayloadTooLargeError as exc:
             return self._give_up(record, etag, lease, "PayloadTooLargeError", exc.message)
+        started = time.monotonic()
         self.app.queue.send(task_id=record.task_id, generation=record.generation, reason=reason)
-        self.recent.keep(record, etag)
+        self.recent.keep(record, etag, send_s=time.monotonic() - started)
         logger.info(
             f"task suspended: {reason}",
             extra={"turn": record.turn, "next_generation": record.generation},

@@ -21,16 +21,17 @@ def run_agent(budget_s: float):
         runtime = LocalRuntime(research_agent.app, budget_s=budget_s)
         seen = []
         summary = runtime.run("research", FAST, on_invocation=seen.append)
-    return summary, seen
+        record = runtime.record(summary.task_id)
+    return summary, seen, record
 
 
 def test_the_agent_report_does_not_depend_on_where_continuations_fell():
-    reference, _ = run_agent(budget_s=600)
+    reference, _, _ = run_agent(budget_s=600)
     assert reference.status == "succeeded"
     assert reference.continuations == 0
 
     for budget in (0.4, 0.5):
-        summary, seen = run_agent(budget_s=budget)
+        summary, seen, record = run_agent(budget_s=budget)
         assert summary.status == "succeeded"
         assert summary.result == reference.result
         assert summary.continuations >= 3
@@ -38,8 +39,12 @@ def test_the_agent_report_does_not_depend_on_where_continuations_fell():
         assert summary.overruns == 0
         assert [inv.number for inv in seen] == list(range(1, len(seen) + 1))
         assert all(inv.reason for inv in seen[:-1])  # every suspension says why
-        # Per continuation: GET, claim PUT, visibility, suspend PUT and send.
         assert summary.aws_calls["sqs:SendMessage"] == summary.continuations + 1
+        # The worker that suspended the task learned its send's duration when it claimed the
+        # continuation; the first read was the only GET (it remembers what it wrote).
+        assert summary.aws_calls["s3:GetObject"] == 1
+        assert record.send_stats.count == summary.continuations
+        assert record.save_stats.count >= summary.invocations
 
 
 @pytest.mark.slow

@@ -74,3 +74,12 @@ def test_unseen_step_is_judged_by_the_default_duration():
 def test_a_bimodal_step_is_not_predicted_absurdly_long():
     stats = stats_of([0.000001, 0.4, 0.4, 0.4, 0.4, 0.4])
     assert predict(stats, confidence=0.99, default_s=1) <= 3 * 0.4
+
+
+def test_save_cost_is_one_measured_write_plus_one_measured_send():
+    writes, sends = stats_of([0.05] * 10), stats_of([0.02] * 10)
+    budget = Budget(remaining=lambda: 10, send_stats=sends)
+    assert budget.save_cost(writes) == pytest.approx(0.07)
+    observe(sends, 0.02)  # a new sample is seen at once (the cost is cached per sample count)
+    assert budget.save_cost(writes) == pytest.approx(0.07)
+    assert Budget(remaining=lambda: 10).save_cost(StepStats()) == pytest.approx(0.2)  # defaults
