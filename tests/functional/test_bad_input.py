@@ -140,3 +140,19 @@ def test_a_task_that_raises_fails_with_the_step_and_reason(setup):
     assert record.error.step == "explode#0"
     assert record.error.type == "RuntimeError"
     assert "boom at 0" in record.error.message
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    ["../x", "/etc/passwd", "ctl\x01char", "new\nline", "x" * 10_000],
+    ids=["dot-dot", "absolute", "control", "newline", "10KB"],
+)
+def test_a_message_with_an_unsafe_task_id_is_acknowledged_and_writes_nothing(
+    setup, caplog, task_id
+):
+    app, calls, runtime = setup
+    before = snapshot_objects(runtime.s3, BUCKET)
+    body = json.dumps({"v": 1, "task_id": task_id, "generation": 0, "reason": "x", "sent_at": 0})
+    assert app.handler(sqs_event(body), context(calls)) == {"batchItemFailures": []}
+    assert "rejected a message" in caplog.text
+    assert snapshot_objects(runtime.s3, BUCKET) == before
