@@ -315,19 +315,7 @@ class TurnLoop:
         attempt: int,
         cursor: Any,
     ) -> None:
-        duration = time.monotonic() - started
-        observe(stats, duration)
-        self.journal.record(
-            JournalEntry(
-                key=key,
-                name=step.name,
-                partial=True,
-                cursor=cursor,
-                duration_s=round(duration, 6),
-                attempts=attempt,
-            )
-        )
-        self.progress = True
+        self._journal_outcome(step, key, stats, started, attempt, partial=True, cursor=cursor)
         raise Suspend(f"step {key!r} paused itself; it continues from its cursor")
 
     def _record_failure(
@@ -339,21 +327,32 @@ class TurnLoop:
         attempts: int,
         exc: BaseException,
     ) -> None:
-        duration = time.monotonic() - started
-        observe(stats, duration)
         error = ErrorInfo(
             type=type(exc).__name__, message=str(exc)[:2000], step=key, turn=self.record.turn
         )
+        self._journal_outcome(step, key, stats, started, attempts, ok=False, error=error)
+        self.record.counters.steps_executed += 1
+        self.record.counters.step_failures += 1
+
+    def _journal_outcome(
+        self,
+        step: Step[Any, Any],
+        key: str,
+        stats: StepStats,
+        started: float,
+        attempts: int,
+        **outcome: Any,
+    ) -> None:
+        """Time a step that ended without a result (failed or paused) and journal it."""
+        duration = time.monotonic() - started
+        observe(stats, duration)
         self.journal.record(
             JournalEntry(
                 key=key,
                 name=step.name,
-                ok=False,
-                error=error,
                 duration_s=round(duration, 6),
                 attempts=attempts,
+                **outcome,
             )
         )
-        self.record.counters.steps_executed += 1
-        self.record.counters.step_failures += 1
         self.progress = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -26,6 +27,25 @@ class WorkerDied(BaseException):
 
 def forever(i: int = 0) -> ScriptedContext:
     return ScriptedContext(None, executed=lambda: 0)
+
+
+def counting_job(**options: Any) -> tuple[Continuum, list[int]]:
+    """An app whose task ``job`` takes ``items`` turns of one ``tick`` step each, and the list
+    of the ticks that really ran."""
+    app = Continuum(**options)
+    ticks: list[int] = []
+
+    @app.step
+    def tick(i: int) -> int:
+        ticks.append(i)
+        return i
+
+    @app.task(state=Job)
+    def job(ctx: TaskContext[Job]) -> list[str] | None:
+        ctx.state.done.append(str(tick(len(ctx.state.done))))
+        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+
+    return app, ticks
 
 
 def expire_lease(app: Continuum, task_id: str) -> None:
@@ -75,11 +95,7 @@ def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
 
 
 def test_dead_letter_marks_the_task_failed_with_the_reason(aws):
-    app = Continuum()
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> None:
-        return None
+    app, _ = counting_job()
 
     runtime = LocalRuntime(app, budget_s=900)
     app.client().start("job", {}, task_id="dl-1")
@@ -99,18 +115,7 @@ def test_dead_letter_marks_the_task_failed_with_the_reason(aws):
 
 
 def test_dead_letter_for_a_task_that_moved_on_is_a_leftover(aws):
-    app = Continuum()
-    ticks: list[int] = []
-
-    @app.step
-    def tick(i: int) -> int:
-        ticks.append(i)
-        return i
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> list[str] | None:
-        ctx.state.done.append(str(tick(len(ctx.state.done))))
-        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+    app, ticks = counting_job()
 
     runtime = LocalRuntime(app, budget_s=900)
     task_id = app.client().start("job", {}, task_id="moved-on")
@@ -193,11 +198,7 @@ def test_a_state_over_the_size_limit_fails_the_task(aws):
 
 
 def test_a_record_edited_into_garbage_is_reported_and_nothing_else_changes(aws, caplog):
-    app = Continuum()
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> None:
-        return None
+    app, _ = counting_job()
 
     runtime = LocalRuntime(app, budget_s=900)
     app.client().start("job", {}, task_id="edited")
@@ -321,18 +322,7 @@ def fail_after_landing(client, *, code: str, on_call: int):
 )
 @pytest.mark.parametrize("on_call", [2, 3, 4])
 def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_call):
-    app = Continuum(persist_every_s=0)
-    runs: list[int] = []
-
-    @app.step
-    def tick(i: int) -> int:
-        runs.append(i)
-        return i
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> list[str] | None:
-        ctx.state.done.append(str(tick(len(ctx.state.done))))
-        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+    app, runs = counting_job(persist_every_s=0)
 
     runtime = LocalRuntime(app, budget_s=900)
     task_id = app.client().start("job", {}, task_id="landed")
@@ -382,18 +372,7 @@ def test_superseded_state_blobs_are_removed_and_readers_never_see_a_gap(aws):
 
 
 def test_deaths_outside_steps_blame_no_step(aws):
-    app = Continuum(max_step_crashes=3)
-    runs: list[int] = []
-
-    @app.step
-    def tick(i: int) -> int:
-        runs.append(i)
-        return i
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> list[str] | None:
-        ctx.state.done.append(str(tick(len(ctx.state.done))))
-        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+    app, runs = counting_job(max_step_crashes=3)
 
     runtime = LocalRuntime(app, budget_s=900)
     task_id = app.client().start("job", {}, task_id="unlucky")
@@ -420,18 +399,7 @@ def test_deaths_outside_steps_blame_no_step(aws):
 
 
 def test_resume_after_a_record_was_restored_by_hand(aws):
-    app = Continuum()
-    ticks: list[int] = []
-
-    @app.step
-    def tick(i: int) -> int:
-        ticks.append(i)
-        return i
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> list[str] | None:
-        ctx.state.done.append(str(tick(len(ctx.state.done))))
-        return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+    app, ticks = counting_job()
 
     runtime = LocalRuntime(app, budget_s=900)
     task_id = app.client().start("job", {}, task_id="restored")

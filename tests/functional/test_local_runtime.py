@@ -47,26 +47,28 @@ def test_the_agent_report_does_not_depend_on_where_continuations_fell():
         assert record.save_stats.count >= summary.invocations
 
 
-@pytest.mark.slow
-def test_cli_run_ends_with_a_json_summary_line():
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "continuum.cli",
-            "run",
-            "samples.research_agent:research",
-            "--input",
-            json.dumps(FAST),
-            "--budget",
-            "0.4",
-            "--json",
-        ],
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``continuum ARGS`` in a fresh interpreter, from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "continuum.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
+    )
+
+
+@pytest.mark.slow
+def test_cli_run_ends_with_a_json_summary_line():
+    result = run_cli(
+        "run",
+        "samples.research_agent:research",
+        "--input",
+        json.dumps(FAST),
+        "--budget",
+        "0.4",
+        "--json",
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
@@ -81,23 +83,8 @@ def test_cli_run_ends_with_a_json_summary_line():
 
 
 def test_cli_rejects_bad_input_with_a_clear_error():
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "continuum.cli",
-            "run",
-            "samples.research_agent:research",
-            "--input",
-            '{"topc": "x"}',
-            "--budget",
-            "1",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = run_cli(
+        "run", "samples.research_agent:research", "--input", '{"topc": "x"}', "--budget", "1"
     )
     assert result.returncode == 2
     assert "topic: Field required" in result.stdout + result.stderr
