@@ -6,7 +6,7 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest bench chaos clean requirements
+.PHONY: demo test lint typecheck pytest bench chaos clean requirements template
 
 # `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction).
 include infra/build.mk
@@ -51,6 +51,10 @@ bench: $(STAMP_RUN)
 ## requirements: regenerate infra/requirements.txt from pyproject.toml
 requirements: $(STAMP_RUN)
 	$(BIN)/python infra/gen_requirements.py
+
+## template: regenerate infra/template.yaml from continuum/scaffold/templates/template.yaml.tmpl
+template: $(STAMP_RUN)
+	$(BIN)/python infra/gen_template.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

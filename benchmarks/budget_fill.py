@@ -41,10 +41,17 @@ import continuum.turns
 from benchmarks import emit
 from continuum import Continuum, TaskContext
 from continuum.budget import Budget, observe
-from continuum.record import Lease, Status, StepStats, TaskRecord, utcnow
-from continuum.signals import Preempted
-from continuum.turns import TurnLoop
-from continuum.worker import calm, note_death
+from continuum.control import Preempted
+from continuum.record import (
+    Lease,
+    Status,
+    StepStats,
+    TaskRecord,
+    end_recovery,
+    note_death,
+    utcnow,
+)
+from continuum.turns import Returned, Suspended, TurnLoop
 
 BUDGET_S = 900.0
 LOAD_S = 0.2
@@ -195,7 +202,7 @@ class Simulation:
         self.now += LOAD_S
         self.step_s = 0.0
 
-        # Worker._claim, then Worker._write: store first, observe the write after.
+        # Claim.take, then Claim._write: store first, observe the write after.
         if record.status == Status.RUNNING:
             note_death(record)
         record.status = Status.RUNNING
@@ -226,19 +233,19 @@ class Simulation:
         except Killed:
             return self._killed(stored)
         record.idle_suspensions = 0 if loop.progress else record.idle_suspensions + 1
-        if outcome.kind == "finished":
+        if isinstance(outcome, Returned):
             return None
-        if outcome.kind != "suspended":
-            raise RuntimeError(f"simulated task ended {outcome.kind}: {outcome.error}")
+        if not isinstance(outcome, Suspended):
+            raise RuntimeError(f"simulated task ended {outcome!r}")
         if self.now + SAVE_S > self.deadline:  # killed while saving
             return self._killed(stored)
-        # Worker._suspend: the record (generation + 1) first, then the send.
+        # Claim.suspend: the record (generation + 1) first, then the send.
         record.status = Status.SUSPENDED
         record.generation += 1
         record.lease = None
         record.suspend_reason = outcome.reason
         record.counters.continuations += 1
-        calm(record)
+        end_recovery(record)
         stored = record.model_dump_json()
         res.suspended += 1
         res.suspended_step_s += self.step_s

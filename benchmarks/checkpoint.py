@@ -37,7 +37,8 @@ from pydantic import BaseModel
 from benchmarks import ScriptedContext, emit, median
 from continuum import Continuum, TaskContext
 from continuum.record import TaskRecord
-from continuum.store import RecordStore
+from continuum.records import Records
+from continuum.s3 import S3RecordStore
 
 TARGET_BYTES = 5 * 1024 * 1024
 REGION = "us-east-1"
@@ -102,8 +103,9 @@ def size_and_time(state: dict[str, Any], repeats: int) -> None:
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket="ckpt")
         s3.put_bucket_versioning(Bucket="ckpt", VersioningConfiguration={"Status": "Enabled"})
-        modes = {"compressed": RecordStore(s3, "ckpt", prefix="gz")}
-        modes["uncompressed"] = RecordStore(s3, "ckpt", prefix="raw", inline_limit=BIG)
+        bucket = S3RecordStore(s3, "ckpt")
+        modes = {"compressed": Records(bucket, prefix="gz")}
+        modes["uncompressed"] = Records(bucket, prefix="raw", inline_limit=BIG)
         records, etags = {}, {}
         saves: dict[str, list[float]] = {m: [] for m in modes}
         same: dict[str, list[float]] = {m: [] for m in modes}  # a claim: the state unchanged
@@ -118,9 +120,7 @@ def size_and_time(state: dict[str, Any], repeats: int) -> None:
                 started = time.perf_counter()
                 etags[mode] = store.replace(record, etag=etags[mode])
                 saves[mode].append(time.perf_counter() - started)
-                fresh = RecordStore(
-                    s3, "ckpt", prefix=store.prefix, inline_limit=store.inline_limit
-                )
+                fresh = Records(bucket, prefix=store.prefix, inline_limit=store.inline_limit)
                 started = time.perf_counter()
                 loaded, _ = fresh.load("chat-1")
                 loads[mode].append(time.perf_counter() - started)

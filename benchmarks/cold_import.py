@@ -32,6 +32,7 @@ from benchmarks import emit, median
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {
     **os.environ,
+    "CONTINUUM_APP": "samples.research_agent:app",
     "CONTINUUM_BUCKET": "bench-bucket",
     "CONTINUUM_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/bench",
     "AWS_DEFAULT_REGION": "us-east-1",

@@ -23,7 +23,7 @@ import boto3
 
 from benchmarks import emit, median, silence_worker_logs
 from benchmarks.aws_calls_per_continuation import build, drive
-from continuum.local import LocalRuntime, moto_backend
+from continuum.local import BUCKET, LocalRuntime, moto_backend
 
 REGION = "us-east-1"
 
@@ -37,7 +37,7 @@ def time_continuum(turns: int) -> tuple[float, int, bytes]:
     drive(runtime, executed)
     elapsed = time.perf_counter() - started
     record = runtime.record(task_id)
-    body = runtime.s3.get_object(Bucket=app.store.bucket, Key=app.store.record_key(task_id))
+    body = runtime.s3.get_object(Bucket=BUCKET, Key=app.records.record_key(task_id))
     continuations = record.counters.continuations
     return elapsed / continuations, continuations, body["Body"].read()
 

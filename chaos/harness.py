@@ -44,7 +44,7 @@ from chaos.deliveries import DeadLetterPump, EventTail, Mischief
 from chaos.faults import FAULT_BASE_RATES, KILL_POINTS
 from chaos.fleet import Fleet
 from chaos.server import MotoServer, Resources, client_options, create_resources, queue_depth
-from continuum.worker import logger as continuum_logger
+from continuum.batch import logger as continuum_logger
 
 #: Probability per first delivery that the harness sends a copy back, by kind.
 DELIVERY_BASE_RATES = {"duplicate": 0.08, "late": 0.05, "stale": 0.04, "forged": 0.01}

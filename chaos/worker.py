@@ -29,9 +29,21 @@ from chaos import tasks
 from chaos.faults import KILL_POINTS, EventLog, Injector
 from chaos.server import client_options
 from continuum.local import LocalLambdaContext, event_record
+from continuum.queue import QueueMessage
 
 #: How long an idle worker waits before polling the queue again.
 IDLE_POLL_S = 0.05
+
+
+def as_queue_message(message: Any) -> QueueMessage:
+    """A received SQS message (boto3's dict) as the queue protocol's QueueMessage."""
+    attributes = message.get("Attributes", {})
+    return QueueMessage(
+        body=message["Body"],
+        message_id=message["MessageId"],
+        receipt_handle=message["ReceiptHandle"],
+        receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
+    )
 
 
 def task_of(body: str) -> str | None:
@@ -57,7 +69,7 @@ class Environment:
         self.app.configure(
             bucket=args.bucket, queue_url=args.queue_url, s3_client=s3, sqs_client=sqs
         )
-        self.app.visibility_margin_s = args.visibility_margin
+        self.app.update_settings(visibility_margin_s=args.visibility_margin)
         self.events = EventLog(os.path.join(args.run_dir, "events.jsonl"))
         self.injector = Injector(
             self.events,
@@ -105,7 +117,9 @@ class Environment:
                 task_id=task_of(message["Body"]),
                 inv=invocation,
             )
-        event = {"Records": [event_record(m, self.args.queue_arn) for m in messages]}
+        event = {
+            "Records": [event_record(as_queue_message(m), self.args.queue_arn) for m in messages]
+        }
         tasks.set_invocation(invocation, time.time() + self.args.budget)
         self.injector.begin(invocation, task_id)
         # Lambda kills an invocation at its deadline: no finally, no atexit.

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from continuum.control import Preempted
 from continuum.record import StepStats
-from continuum.signals import Preempted
 
 #: Runs a step (a thunk) and interrupts it with Preempted after the given seconds.
 Preemptor = Callable[[Callable[[], Any], float], Any]

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
 from typing import Any
 
-from continuum.app import Continuum, Task
+from continuum.app import Continuum
 from continuum.errors import ContinuumError
+from continuum.tasks import Task
 
 
-def _load(target: str) -> Any:
-    """Import ``module:attribute`` (the current directory is importable)."""
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise SystemExit(f"error: expected MODULE:NAME, got {target!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-        return getattr(module, attribute)
-    except (ImportError, AttributeError) as exc:
-        raise SystemExit(f"error: cannot load {target!r}: {exc}") from exc
+def _load(target: str, kind: type[Any], what: str) -> Any:
+    from continuum.loading import load_target
+
+    return load_target(target, kind, what=what)
 
 
 def _parse_input(text: str) -> Any:
@@ -39,9 +31,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from continuum.local import Invocation, LocalRuntime, moto_backend
 
-    task = _load(args.target)
-    if not isinstance(task, Task):
-        raise SystemExit(f"error: {args.target!r} is not a task (decorate it with @app.task)")
+    task = _load(args.target, Task, "MODULE:TASK")
     console = Console(highlight=False, soft_wrap=True)
     payload = _parse_input(args.input)
 
@@ -56,8 +46,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if not args.verbose:
         _quiet_logs()
+    app = _owner_app(task)
     with moto_backend():
-        runtime = LocalRuntime(task.app, budget_s=args.budget)
+        runtime = LocalRuntime(app, budget_s=args.budget)
         console.print(f"running [bold]{task.name}[/] on moto, {args.budget:g}s per invocation")
         try:
             summary = runtime.run(task.name, payload, task_id=args.task_id, on_invocation=show)
@@ -84,12 +75,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.status == "succeeded" else 1
 
 
+def _owner_app(task: Task[Any]) -> Continuum:
+    """The app that registered ``task`` (found in the task's module)."""
+    module = sys.modules.get(task.fn.__module__)
+    for value in vars(module).values() if module else ():
+        if isinstance(value, Continuum) and value.tasks.get(task.name) is task:
+            return value
+    raise SystemExit(f"error: no Continuum app in {task.fn.__module__!r} registers {task.name!r}")
+
+
 def _app_from_args(args: argparse.Namespace) -> Continuum:
     import boto3
 
-    app = _load(args.app or os.environ.get("CONTINUUM_APP", "samples.research_agent:app"))
-    if not isinstance(app, Continuum):
-        raise SystemExit(f"error: {args.app!r} is not a Continuum app")
+    target = args.app or os.environ.get("CONTINUUM_APP")
+    if not target:
+        raise SystemExit("error: name the app with --app MODULE:APP or CONTINUUM_APP")
+    app: Continuum = _load(target, Continuum, "--app")
     endpoint = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
     app.configure(
         bucket=args.bucket,
@@ -121,10 +122,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _quiet_logs() -> None:
-    from continuum import worker
+    from continuum import batch
 
     # The worker logs JSON lines for CloudWatch; a terminal run shows its own progress.
-    worker.logger.setLevel("ERROR")
+    batch.logger.setLevel("ERROR")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from continuum.continuation import Continuations
 from continuum.errors import (
+    ConfigurationError,
+    ContinuumError,
     InvalidInputError,
     PayloadTooLargeError,
     RecordExistsError,
     TaskFailedError,
     TaskNotFinishedError,
-    UnknownTaskError,
-)
-from continuum.record import (
-    Counters,
-    ErrorInfo,
-    Status,
-    TaskRecord,
-    check_task_id,
     describe_errors,
-    dump_json,
 )
-
-if TYPE_CHECKING:
-    from continuum.app import Continuum, Task
+from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id, utcnow
+from continuum.records import Records
+from continuum.settings import Settings
+from continuum.tasks import Registry, Task
+from continuum.values import dump_json, model_to_json
 
 
 class TaskStatus(BaseModel):
@@ -50,6 +46,12 @@ class TaskStatus(BaseModel):
 class Client:
     """Starts tasks and reads them back.
 
+    Args:
+        records: where the records are.
+        continuations: where continuations are sent.
+        registry: the app's tasks (only ``start`` needs them).
+        settings: the app's limits.
+
     Example:
         >>> client = app.client()  # doctest: +SKIP
         >>> task_id = client.start("research", {"topic": "tides"})  # doctest: +SKIP
@@ -57,8 +59,18 @@ class Client:
         <Status.SUSPENDED: 'suspended'>
     """
 
-    def __init__(self, app: Continuum) -> None:
-        self.app = app
+    def __init__(
+        self,
+        records: Records,
+        continuations: Continuations,
+        *,
+        registry: Registry | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.records = records
+        self.continuations = continuations
+        self.registry = registry
+        self.settings = settings or Settings()
 
     def start(self, task_name: str, input: Any, task_id: str | None = None) -> str:
         """Start ``task_name`` with ``input`` as its initial state; return the task id.
@@ -69,24 +81,26 @@ class Client:
             UnknownTaskError: the app has no task of that name.
             InvalidInputError: the input does not validate against the task's state model.
             InvalidTaskIdError: the id is not a safe S3 key segment.
+            PayloadTooLargeError: the input is over the app's ``max_state_bytes``.
         """
-        task = self._task(task_name)
+        if self.registry is None:
+            raise ConfigurationError("this client has no task registry; use app.client()")
+        task = self.registry.task(task_name)
         task_id = check_task_id(task_id) if task_id is not None else uuid.uuid4().hex
         state = self._validate(task, input, task_id)
         size = len(dump_json(state))
-        if size > self.app.max_state_bytes:
+        if size > self.settings.max_state_bytes:
             raise PayloadTooLargeError(
-                f"input state is {size} bytes; the limit is {self.app.max_state_bytes}",
+                f"input state is {size} bytes; the limit is {self.settings.max_state_bytes}",
                 task_id=task_id,
             )
         record = TaskRecord(
             task_id=task_id, task_name=task.name, state=state, state_version=task.version
         )
-        store, queue = self.app.store, self.app.queue
         try:
-            store.create(record)
+            self.records.create(record)
         except RecordExistsError:
-            existing, _ = store.load(task_id)
+            existing, _ = self.records.load(task_id)
             if existing.task_name != task.name:
                 raise InvalidInputError(
                     f"task id is already used by task {existing.task_name!r}",
@@ -96,12 +110,12 @@ class Client:
             if existing.status != Status.PENDING:
                 return task_id
             # The first start may have died before sending: send again, harmlessly.
-        queue.send(task_id=task_id, generation=0, reason="start")
+        self.continuations.send(task_id, generation=0, reason="start")
         return task_id
 
     def status(self, task_id: str) -> TaskStatus:
         """The task's status, counters, and its result or error once finished."""
-        record, _ = self.app.store.load(check_task_id(task_id))
+        record, _ = self.records.load(check_task_id(task_id))
         return TaskStatus.model_validate(record.model_dump(include=set(TaskStatus.model_fields)))
 
     def resume(self, task_id: str) -> int:
@@ -111,10 +125,29 @@ class Client:
         checkpoint), or whenever a task seems stuck. Always safe: the record fences the
         message like any duplicate, so a task that is running or finished is not disturbed.
         """
-        record, _ = self.app.store.load(check_task_id(task_id))
+        record, _ = self.records.load(check_task_id(task_id))
         if not record.status.finished:
-            self.app.queue.send(task_id=task_id, generation=record.generation, reason="resume")
+            self.continuations.send(task_id, generation=record.generation, reason="resume")
         return record.generation
+
+    def resume_pending(self, *, older_than_s: float = 600.0) -> list[str]:
+        """Resume every task still ``pending`` after ``older_than_s`` seconds; return their ids.
+
+        A ``start`` whose caller died between creating the record and sending the first
+        continuation leaves the task pending with no message; this sweep sends it. Tasks
+        that cannot be read are skipped. It reads every record under the prefix.
+        """
+        cutoff = utcnow() - timedelta(seconds=older_than_s)
+        resumed = []
+        for task_id in self.records.task_ids():
+            try:
+                record, _ = self.records.load(task_id)
+            except ContinuumError:
+                continue
+            if record.status == Status.PENDING and record.created_at < cutoff:
+                self.continuations.send(task_id, generation=record.generation, reason="sweep")
+                resumed.append(task_id)
+        return resumed
 
     def result(self, task_id: str) -> Any:
         """The result of a task that succeeded.
@@ -137,13 +170,6 @@ class Client:
             f"task is {status.status.value}", task_id=task_id, generation=status.generation
         )
 
-    def _task(self, task_name: str) -> Task[Any]:
-        task = self.app.tasks.get(task_name)
-        if task is None:
-            known = ", ".join(sorted(self.app.tasks)) or "none"
-            raise UnknownTaskError(f"unknown task {task_name!r}; this app defines: {known}")
-        return task
-
     def _validate(self, task: Task[Any], input: Any, task_id: str) -> Any:
         try:
             if isinstance(input, task.state_model):
@@ -158,4 +184,4 @@ class Client:
                 f"{task.state_model.__name__}: {describe_errors(exc)}",
                 task_id=task_id,
             ) from exc
-        return model.model_dump(mode="json")
+        return model_to_json(model, what=f"the input of task {task.name!r}", task_id=task_id)

@@ -1,21 +1,19 @@
 """TaskContext: what a task function, and through ``current_context()`` a step, sees.
 
-It is a thin view over the running turn loop (``turns.py``), which does the work.
+It is a thin view over the running turn (a :class:`~continuum.steps.Runner`, implemented by
+the turn loop in ``turns.py``), which does the work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from continuum.control import Paused
 from continuum.errors import ContinuumError
-from continuum.signals import Paused
-from continuum.steps import active_runner, as_step
-
-if TYPE_CHECKING:
-    from continuum.turns import TurnLoop
+from continuum.steps import Runner, active_runner, as_step
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -33,32 +31,33 @@ class TaskContext(Generic[S]):
         ...     return None if len(ctx.state.notes) < 3 else "done"
     """
 
-    def __init__(self, loop: TurnLoop, state: S) -> None:
-        self._loop = loop
+    def __init__(self, runner: Runner, state: S) -> None:
+        self._runner = runner
         self.state = state
 
     @property
     def task_id(self) -> str:
-        return self._loop.record.task_id
+        return self._runner.task_id
 
     @property
     def turn(self) -> int:
         """The number of this turn, from 0."""
-        return self._loop.record.turn
+        return self._runner.turn
 
     def step(
         self, fn: Callable[..., Any], *args: Any, key: str | None = None, **kwargs: Any
     ) -> Any:
         """Call ``fn`` as a step: journaled, timed, and replayed on re-entry.
 
-        ``key`` names the call in the journal; by default it is the step's name and its
-        ordinal within the turn.
+        ``fn`` may be a decorated step, a function, a ``functools.partial`` or a callable
+        object; its return annotation says what type a replay rebuilds. ``key`` names the call
+        in the journal; by default it is the step's name and its ordinal within the turn.
         """
-        return self._loop.call_step(as_step(fn), args, kwargs, key)
+        return self._runner.call_step(as_step(fn), args, kwargs, key)
 
     def remaining(self) -> float:
         """Seconds left in this invocation."""
-        return self._loop.budget.remaining()
+        return self._runner.remaining()
 
     @property
     def idempotency_key(self) -> str:
@@ -73,7 +72,7 @@ class TaskContext(Generic[S]):
     def cursor(self) -> Any:
         """Inside a cooperative step: the cursor it last paused with, or None."""
         self._in_step("cursor")
-        return self._loop.active_cursor
+        return self._runner.active_cursor
 
     def pause(self, cursor: Any) -> None:
         """Inside a step: save ``cursor`` (JSON) and continue this step in a fresh invocation.
@@ -86,11 +85,12 @@ class TaskContext(Generic[S]):
         raise Paused(cursor)
 
     def _in_step(self, what: str) -> str:
-        if self._loop.active_key is None:
+        key = self._runner.active_key
+        if key is None:
             raise ContinuumError(
                 f"{what} is only available while a step runs", task_id=self.task_id
             )
-        return self._loop.active_key
+        return key
 
 
 def current_context() -> TaskContext[Any]:

@@ -1,68 +1,97 @@
-"""The dead-letter queue: continuations that kept failing end here, and their tasks fail.
+"""The dead-letter queue: continuations that kept failing end here; no task is stranded.
 
 SQS moves a message to the dead-letter queue after ``maxReceiveCount`` receives without a
-successful acknowledgement: its workers died, or kept raising. Rather than leave the task
-waiting for a message that will never come, mark it ``failed`` with the reason — never
-silently lost. A message whose task has moved on (a newer generation, a live lease, a finished
-task) is a harmless leftover and is only acknowledged.
+successful acknowledgement: its workers died, or kept raising. The handler fences the message
+against the record as the worker does (``fence.py``), then:
+
+- the message still names the task's current generation and no live worker holds it: the
+  task cannot progress, so it is marked ``failed`` with the reason;
+- it names an older generation: the task moved on, but the message that should continue it may
+  be the one that failed (every send after a save failed, say), so the current continuation
+  is sent again (a duplicate is harmless: the record fences it);
+- the task finished, or a live worker holds it: nothing to do.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
+from continuum.batch import Delivery, LambdaContext, logger, process_sqs_batch
+from continuum.continuation import Continuations
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
+    RecordTooNewError,
 )
-from continuum.record import ErrorInfo, Status, utcnow
-from continuum.worker import logger, process_sqs_batch
-
-if TYPE_CHECKING:
-    from continuum.app import Continuum
+from continuum.fence import Verdict, fence
+from continuum.record import ErrorInfo, Status, end_recovery, utcnow
+from continuum.records import Records
 
 #: A 412 here means a worker moved the record meanwhile; look again this many times.
 CONFLICT_RETRIES = 3
 
 
+class DeadLetterOutcome(StrEnum):
+    """What the dead-letter handler did with one message."""
+
+    FAILED = "failed"
+    RESENT = "resent"
+    LEFTOVER = "leftover"
+    REJECTED = "rejected"
+
+
 class DeadLetters:
-    """Marks the tasks of dead-lettered continuations ``failed``."""
+    """Fails, or continues again, the tasks of dead-lettered continuations."""
 
-    def __init__(self, app: Continuum) -> None:
-        self.app = app
+    def __init__(self, records: Records, continuations: Continuations) -> None:
+        self.records = records
+        self.continuations = continuations
 
-    def handle_batch(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        def handle_record(record: SQSRecord) -> str:
-            count = int(record.attributes.approximate_receive_count or 0)
-            return self.process(record.body, receive_count=count)
+    def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        def handle(delivery: Delivery) -> str:
+            return self.process(delivery).value
 
-        return process_sqs_batch(event, context, handle_record)
+        return process_sqs_batch(event, context, handle)
 
-    def process(self, body: str, *, receive_count: int) -> str:
-        """Fail the task of one dead-lettered message; return what happened."""
+    def process(self, delivery: Delivery) -> DeadLetterOutcome:
+        """Handle one dead-lettered message; return what happened."""
         try:
-            message = self.app.queue.parse(body)
+            message = self.continuations.parse(delivery.body)
         except (BadMessageError, InvalidTaskIdError) as exc:
             logger.error(f"dead letter is not a continuation: {exc}")
-            return "rejected"
-        store = self.app.store
+            return DeadLetterOutcome.REJECTED
         for _ in range(CONFLICT_RETRIES):
             try:
-                record, etag = store.load(message.task_id)
+                record, etag = self.records.load(message.task_id)
+            except RecordTooNewError as exc:
+                logger.error(f"dead letter for a record a newer continuum wrote; left as is: {exc}")
+                return DeadLetterOutcome.LEFTOVER
             except (RecordNotFoundError, RecordCorruptError) as exc:
                 logger.error(f"dead letter for a task that cannot be read: {exc}")
-                return "rejected"
-            if record.status.finished or record.generation != message.generation:
-                return "leftover"
-            lease = record.lease
-            if record.status == Status.RUNNING and lease and lease.expires_at > utcnow():
-                return "leftover"  # a live worker has it and will send what comes next
+                return DeadLetterOutcome.REJECTED
+            verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
+            match verdict:
+                case Verdict.FUTURE:
+                    return DeadLetterOutcome.REJECTED
+                case Verdict.STALE | Verdict.RESEND:
+                    self.continuations.send(
+                        record.task_id, generation=record.generation, reason="dead-letter-resend"
+                    )
+                    logger.warning(
+                        "dead letter of an older generation: sent the current continuation",
+                        extra={"task_id": record.task_id, "generation": record.generation},
+                    )
+                    return DeadLetterOutcome.RESENT
+                case Verdict.RUN:
+                    pass
+                case _:  # finished, or a live worker holds it
+                    return DeadLetterOutcome.LEFTOVER
             last = ""
+            lease = record.lease
             if lease is not None:
                 last = f"; last claimed by {lease.owner} until {lease.expires_at.isoformat()}"
             if record.crashes:
@@ -76,19 +105,20 @@ class DeadLetters:
                 type="DeadLettered",
                 message=(
                     f"the continuation for generation {message.generation} was received "
-                    f"{receive_count} times without completing and went to the dead-letter "
-                    f"queue{last}"
+                    f"{delivery.receive_count} times without completing and went to the "
+                    f"dead-letter queue{last}"
                 ),
                 turn=record.turn,
             )
+            end_recovery(record)
             try:
-                store.replace(record, etag=etag, finished=True)
+                self.records.replace(record, etag=etag, finished=True)
             except RecordConflictError:
                 continue
             logger.warning(
                 f"task failed: {record.error.message}", extra={"task_id": record.task_id}
             )
-            return "failed"
+            return DeadLetterOutcome.FAILED
         raise RecordConflictError(
             "the record kept changing while failing a dead letter", task_id=message.task_id
         )

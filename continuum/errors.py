@@ -2,9 +2,12 @@
 
 Every error continuum raises derives from :class:`ContinuumError`. Each names the task (when
 one is known), the step and generation where that helps, and a ``hint`` that says what to do.
+Errors about the stored record share one parent, :class:`RecordError`.
 """
 
 from __future__ import annotations
+
+from pydantic import ValidationError
 
 
 class ContinuumError(Exception):
@@ -68,27 +71,48 @@ class InvalidInputError(ContinuumError):
 
 
 class PayloadTooLargeError(ContinuumError):
-    """A state or step result over the configured maximum size."""
+    """A state, result or cursor over the configured maximum size."""
+
+
+class UnserializableValueError(ContinuumError):
+    """A value JSON cannot hold (NaN, infinity) or whose type a replay could not rebuild."""
 
 
 class BadMessageError(ContinuumError):
-    """A continuation message that cannot be parsed or is not a continuation."""
+    """A continuation message that cannot be parsed, is forged, or is not a continuation."""
 
 
-class RecordNotFoundError(ContinuumError):
+class MessageTooNewError(ContinuumError):
+    """A continuation written by a newer continuum: retried until a newer worker takes it."""
+
+
+class RecordError(ContinuumError):
+    """The parent of every error about a task's stored record."""
+
+
+class RecordNotFoundError(RecordError):
     """No record exists for the task id."""
 
 
-class RecordCorruptError(ContinuumError):
+class RecordCorruptError(RecordError):
     """A record (or blob) that exists but does not parse or fails its checksum."""
 
 
-class RecordConflictError(ContinuumError):
+class BlobMissingError(RecordCorruptError):
+    """The record points at a blob that is gone, and no stored version of it could be found."""
+
+
+class RecordConflictError(RecordError):
     """A conditional write lost: another worker moved the record (S3 412)."""
 
 
-class RecordExistsError(ContinuumError):
+class RecordExistsError(RecordError):
     """A create found the record already there (S3 412 on If-None-Match)."""
+
+
+class RecordTooNewError(RecordError):
+    """The record was written by a newer continuum (record format) or newer task code
+    (state version) than this worker runs: it is left untouched for a newer worker."""
 
 
 class NonDeterminismError(ContinuumError):
@@ -117,3 +141,13 @@ class TaskNotFinishedError(ContinuumError):
 
 class LeaseHeldError(ContinuumError):
     """Another live worker holds the task's lease: the message must be retried later."""
+
+
+def describe_errors(exc: ValidationError, *, most: int = 3) -> str:
+    """The first few validation errors as ``where: what; ...``."""
+    parts = []
+    for err in exc.errors(include_url=False)[:most]:
+        where = ".".join(str(part) for part in err["loc"]) or "value"
+        parts.append(f"{where}: {err['msg']}")
+    more = exc.error_count() - most
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

@@ -8,7 +8,7 @@ continuing would hand a step the wrong recorded result, so it fails loudly inste
 
 from __future__ import annotations
 
-from continuum.errors import NonDeterminismError
+from continuum.errors import ContinuumError, NonDeterminismError
 from continuum.record import JournalEntry
 
 _HINT = (
@@ -25,10 +25,26 @@ class Journal:
         self.task_id = task_id
         self.turn = turn
         self.position = 0
+        self._explicit: set[str] = set()
 
     def key_for(self, name: str, key: str | None) -> str:
-        """The key of the next step call: the given one, or ``name#ordinal``."""
-        return key if key is not None else f"{name}#{self.position}"
+        """The key of the next step call: the given one, or ``name#ordinal``.
+
+        Raises:
+            ContinuumError: the given key was already used in this turn; two calls would
+                share one idempotency key and one recorded result.
+        """
+        if key is None:
+            return f"{name}#{self.position}"
+        if key in self._explicit:
+            raise ContinuumError(
+                f"turn {self.turn} called a step with key {key!r} twice",
+                task_id=self.task_id,
+                step=key,
+                hint="give each step call in a turn its own key (or none: name#ordinal)",
+            )
+        self._explicit.add(key)
+        return key
 
     def replay(self, name: str, key: str) -> JournalEntry | None:
         """Return the recorded outcome for the next call, or None when it must run live.
@@ -50,7 +66,12 @@ class Journal:
         self.position += 1
         return entry
 
-    def record(self, entry: JournalEntry) -> None:
+    def reopen(self) -> JournalEntry:
+        """Take back the entry just replayed: a step that is not done (paused, retrying)."""
+        self.position -= 1
+        return self.entries.pop(self.position)
+
+    def append(self, entry: JournalEntry) -> None:
         """Append the outcome of a step that just ran live."""
         self.entries.append(entry)
         self.position += 1

@@ -1,10 +1,10 @@
-"""The local runtime: moto-simulated S3 and SQS, and emulated Lambda invocations.
+"""The local runtime: emulated Lambda invocations over moto's S3 and SQS, or the in-memory fakes.
 
-It creates a bucket (versioned) and a continuation queue, points the app at them, and then
-plays the part of Lambda's SQS event source: it receives messages, calls ``app.handler`` with
-an SQS batch event and a Lambda context whose deadline is the chosen budget, and deletes the
-messages the handler did not report as failed. SQS delays and visibility timeouts apply as
-moto applies them, so continuations, retries and redeliveries really happen.
+It points the app at a bucket and continuation queue (created on moto, or the in-memory pair),
+and then plays the part of Lambda's SQS event source: it receives messages, calls
+``app.handler`` with an SQS batch event and a Lambda context whose deadline is the chosen
+budget, and deletes the messages the handler did not report as failed. Delays and visibility
+timeouts apply, so continuations, retries and redeliveries really happen.
 """
 
 from __future__ import annotations
@@ -12,25 +12,29 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import boto3
+from typing import Any, Literal
 
 from continuum.app import Continuum
 from continuum.errors import ContinuumError
+from continuum.queue import ContinuationQueue, QueueMessage
 from continuum.record import Status, TaskRecord
+from continuum.records import Records
 from continuum.store import RecordStore
 
 REGION = "us-east-1"
 BUCKET = "continuum-local"
 QUEUE = "continuum-local"
+ACCOUNT = "123456789012"
 #: How long the emulated event source waits before polling an empty queue again.
 POLL_INTERVAL_S = 0.02
+
+Backend = Literal["moto", "memory"]
 
 
 class LocalLambdaContext:
@@ -43,7 +47,7 @@ class LocalLambdaContext:
         self.function_name = "continuum-local"
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = 256
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:continuum-local"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:continuum-local"
         self.log_group_name = "/aws/lambda/continuum-local"
         self.log_stream_name = "local"
 
@@ -52,12 +56,13 @@ class LocalLambdaContext:
 
 
 class CallCounter:
-    """Counts AWS API calls made through the clients it is attached to."""
+    """Counts the AWS API calls (or their in-memory equivalents) the framework makes."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
     def attach(self, client: Any) -> None:
+        """Count the calls of a boto3 client."""
         client.meta.events.register("after-call", self._count)
 
     def _count(self, event_name: str, **_kwargs: Any) -> None:
@@ -69,12 +74,28 @@ class CallCounter:
         return sum(n for key, n in self.calls.items() if key.startswith(f"{service}:"))
 
 
+#: The S3 and SQS operation each in-memory call stands for, so both backends count alike.
+_S3_NAMES = {
+    "get": "GetObject",
+    "put": "PutObject",
+    "delete": "DeleteObject",
+    "tag": "PutObjectTagging",
+    "list": "ListObjectsV2",
+    "versions": "ListObjectVersions",
+}
+_SQS_NAMES = {
+    "send": "SendMessage",
+    "set_visibility": "ChangeMessageVisibility",
+    "receive": "ReceiveMessage",
+    "delete": "DeleteMessage",
+}
+
+
 @dataclass
 class Invocation:
     """What one emulated invocation did to the task."""
 
     number: int
-    outcome: str
     status: str
     turn: int
     steps_executed: int
@@ -117,15 +138,16 @@ def moto_backend() -> Iterator[None]:
 
 
 class LocalRuntime:
-    """Runs an app's tasks end to end on a bucket and queue it creates, invocation by invocation.
-
-    Use inside :func:`moto_backend` (or against any endpoint the clients point at).
+    """Runs an app's tasks end to end, invocation by invocation.
 
     Args:
         app: the app whose tasks to run; it is pointed at the runtime's bucket and queue.
         budget_s: the deadline of each emulated invocation, in seconds.
         batch_size: messages per emulated SQS batch.
+        backend: "moto" (use inside :func:`moto_backend`, or with ``endpoint_url``) or
+            "memory" (``continuum.testing``'s fakes).
         endpoint_url: an S3/SQS endpoint (a moto server); None for in-process moto.
+        visibility_timeout_s: the queue's visibility timeout (default: six budgets).
     """
 
     def __init__(
@@ -134,13 +156,55 @@ class LocalRuntime:
         *,
         budget_s: float,
         batch_size: int = 1,
+        backend: Backend = "moto",
         endpoint_url: str | None = None,
         visibility_timeout_s: int | None = None,
     ) -> None:
         self.app = app
         self.budget_s = budget_s
         self.batch_size = batch_size
+        self.backend = backend
         self.counter = CallCounter()
+        self._quiet = threading.local()
+        self.visibility_timeout_s = visibility_timeout_s or max(6, int(budget_s * 6))
+        self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE}"
+        if backend == "memory":
+            self._setup_memory()
+        else:
+            self._setup_moto(endpoint_url)
+        self.observer = Records(self.observer_store, prefix=app.records.prefix)
+        self.counter.calls.clear()
+        self.invocations = 0
+
+    def _setup_memory(self) -> None:
+        from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
+
+        quiet = self._quiet
+
+        def count(names: dict[str, str], service: str) -> Callable[[str, str], None]:
+            def hook(operation: str, _key: str) -> None:
+                if not getattr(quiet, "on", False):
+                    self.counter.calls[f"{service}:{names[operation]}"] += 1
+
+            return hook
+
+        store = InMemoryRecordStore(on_call=count(_S3_NAMES, "s3"))
+        queue = InMemoryContinuationQueue(
+            visibility_timeout_s=self.visibility_timeout_s, on_call=count(_SQS_NAMES, "sqs")
+        )
+        self.store, self.queue = store, queue
+        self.app.configure(store=store, queue=queue)
+        # The event source and the observer see the same objects without being counted.
+        self.source: ContinuationQueue = _Uncounted(queue, quiet)
+        self.observer_store: RecordStore = _Uncounted(store, quiet)
+        self.queue_url = "memory://continuum-local"
+
+    def _setup_moto(self, endpoint_url: str | None) -> None:
+        import boto3
+
+        from continuum.s3 import S3RecordStore
+        from continuum.sqs import SQSContinuationQueue
+
         options: dict[str, Any] = {
             "region_name": REGION,
             "endpoint_url": endpoint_url,
@@ -149,27 +213,20 @@ class LocalRuntime:
         }
         self.s3 = boto3.client("s3", **options)
         self.sqs = boto3.client("sqs", **options)
-        # The event source and the observer use their own clients, so that the counter
-        # sees only the calls the framework makes.
-        self._source_sqs = boto3.client("sqs", **options)
-        self._observer_s3 = boto3.client("s3", **options)
         self.counter.attach(self.s3)
         self.counter.attach(self.sqs)
         self.s3.create_bucket(Bucket=BUCKET)
         self.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-        visibility = visibility_timeout_s or max(6, int(budget_s * 6))
         self.queue_url = self.sqs.create_queue(
-            QueueName=QUEUE, Attributes={"VisibilityTimeout": str(visibility)}
+            QueueName=QUEUE, Attributes={"VisibilityTimeout": str(self.visibility_timeout_s)}
         )["QueueUrl"]
-        self.queue_arn = f"arn:aws:sqs:{REGION}:123456789012:{QUEUE}"
-        app.configure(
+        self.app.configure(
             bucket=BUCKET, queue_url=self.queue_url, s3_client=self.s3, sqs_client=self.sqs
         )
-        self.observer = RecordStore(
-            s3_client=self._observer_s3, bucket=BUCKET, prefix=app.store.prefix
-        )
-        self.counter.calls.clear()
-        self.invocations = 0
+        # The event source and the observer use their own clients, so that the counter
+        # sees only the calls the framework makes.
+        self.source = SQSContinuationQueue(boto3.client("sqs", **options), self.queue_url)
+        self.observer_store = S3RecordStore(boto3.client("s3", **options), BUCKET)
 
     def record(self, task_id: str) -> TaskRecord:
         """Read a task's record without counting the call."""
@@ -180,13 +237,7 @@ class LocalRuntime:
 
         ``context`` replaces the Lambda context (default: one with this runtime's budget).
         """
-        response = self._source_sqs.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=self.batch_size,
-            WaitTimeSeconds=0,
-            MessageSystemAttributeNames=["All"],
-        )
-        messages = response.get("Messages", [])
+        messages = self.source.receive(max_messages=self.batch_size)
         if not messages:
             return None
         event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
@@ -194,10 +245,8 @@ class LocalRuntime:
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
         for message in messages:
-            if message["MessageId"] not in failed:
-                self._source_sqs.delete_message(
-                    QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
-                )
+            if message.message_id not in failed:
+                self.source.delete(message.receipt_handle)
         return result
 
     def run(
@@ -214,16 +263,13 @@ class LocalRuntime:
         task_id = self.app.client().start(task_name, input, task_id=task_id)
         overruns = 0
         before = self.record(task_id)
-        while True:
+        while not before.status.finished:
             if time.monotonic() - started > timeout_s:
                 raise ContinuumError(
                     f"the task did not finish within {timeout_s:.0f}s", task_id=task_id
                 )
             t0 = time.monotonic()
-            result = self.invoke_once()
-            if result is None:
-                if before.status.finished:
-                    break
+            if self.invoke_once() is None:
                 time.sleep(POLL_INTERVAL_S)
                 continue
             seconds = time.monotonic() - t0
@@ -234,7 +280,6 @@ class LocalRuntime:
                 on_invocation(
                     Invocation(
                         number=self.invocations,
-                        outcome=after.status.value,
                         status=after.status.value,
                         turn=after.turn,
                         steps_executed=after.counters.steps_executed
@@ -247,9 +292,12 @@ class LocalRuntime:
                     )
                 )
             before = after
-        record = before
+        return self.summary(before, overruns=overruns, seconds=time.monotonic() - started)
+
+    def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
+        """A run's summary from the task's record and the calls counted so far."""
         return RunSummary(
-            task_id=task_id,
+            task_id=record.task_id,
             status=record.status.value,
             result=record.result,
             error=record.error.message if record.error else None,
@@ -259,32 +307,50 @@ class LocalRuntime:
             steps_replayed=record.counters.steps_replayed,
             turns=record.counters.turns,
             overruns=overruns,
-            seconds=round(time.monotonic() - started, 3),
+            seconds=round(seconds, 3),
             s3_calls=self.counter.total("s3"),
             sqs_calls=self.counter.total("sqs"),
             aws_calls=dict(sorted(self.counter.calls.items())),
         )
 
 
-def event_record(message: Any, queue_arn: str) -> dict[str, Any]:
+class _Uncounted:
+    """A view of a fake whose calls the runtime's counter skips (the runtime's own calls)."""
+
+    def __init__(self, fake: Any, quiet: threading.local) -> None:
+        self._fake = fake
+        self._quiet = quiet
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._fake, name)
+        if not callable(method):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._quiet.on = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._quiet.on = False
+
+        return call
+
+
+def event_record(message: QueueMessage, queue_arn: str) -> dict[str, Any]:
     """One record of the SQS event Lambda builds from a received message."""
-    attributes = message.get("Attributes", {})
-    body = message["Body"]
     now_ms = str(int(time.time() * 1000))
     return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": body,
+        "messageId": message.message_id,
+        "receiptHandle": message.receipt_handle,
+        "body": message.body,
         "attributes": {
-            "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-            "SentTimestamp": attributes.get("SentTimestamp", now_ms),
-            "SenderId": attributes.get("SenderId", "AIDAEXAMPLE"),
-            "ApproximateFirstReceiveTimestamp": attributes.get(
-                "ApproximateFirstReceiveTimestamp", now_ms
-            ),
+            "ApproximateReceiveCount": str(message.receive_count),
+            "SentTimestamp": now_ms,
+            "SenderId": "AIDAEXAMPLE",
+            "ApproximateFirstReceiveTimestamp": now_ms,
         },
         "messageAttributes": {},
-        "md5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 - SQS's own digest
+        "md5OfBody": hashlib.md5(message.body.encode()).hexdigest(),  # noqa: S324 - SQS's digest
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
         "awsRegion": REGION,

@@ -1,19 +1,16 @@
-"""SQS: send continuation messages and adjust their visibility, on an injected client.
+"""The continuation queue: where continuations wait, as bodies with delays and visibility.
 
-The queue is a standard queue: FIFO queues allow no per-message delay, and duplicates are
-harmless because the record fences them. The state never travels in a message.
+:class:`ContinuationQueue` is the one seam to the queue. Its semantics are those of an SQS
+standard queue: at-least-once delivery, a per-message delay of 0-900 s, a visibility timeout
+that hides a received message until it is deleted or the timeout passes, and a receive count.
+``sqs.SQSContinuationQueue`` implements it on SQS; ``continuum.testing.InMemoryContinuationQueue``
+in memory. What a body means (and its signature) is ``continuation.py``.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from continuum.record import Continuation, decode_message, encode_message
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
+from typing import Protocol
 
 #: SQS refuses DelaySeconds above 900 on a standard queue.
 MAX_DELAY_S = 900
@@ -21,39 +18,35 @@ MAX_DELAY_S = 900
 MAX_VISIBILITY_S = 12 * 60 * 60
 
 
-@dataclass
-class ContinuationQueue:
-    """The continuation queue of one app.
+class QueueError(Exception):
+    """A queue operation failed (the SQS call raised, or the fake was told to fail)."""
 
-    Example:
-        >>> queue = ContinuationQueue(sqs_client=sqs, queue_url=url)  # doctest: +SKIP
-        >>> queue.send(task_id="t1", generation=3, reason="budget")  # doctest: +SKIP
-    """
 
-    sqs_client: SQSClient
-    queue_url: str
-    signing_key: str | None = None
+@dataclass(frozen=True)
+class QueueMessage:
+    """A received message: its body, its id, the handle to delete it, how often it came."""
 
-    def send(self, *, task_id: str, generation: int, reason: str, delay_s: int = 0) -> str:
-        """Send the continuation for ``generation`` of ``task_id``; return the message id."""
-        message = Continuation(
-            task_id=task_id, generation=generation, reason=reason[:200], sent_at=time.time()
-        )
-        response = self.sqs_client.send_message(
-            QueueUrl=self.queue_url,
-            MessageBody=encode_message(message, signing_key=self.signing_key),
-            DelaySeconds=max(0, min(MAX_DELAY_S, delay_s)),
-        )
-        return response["MessageId"]
+    body: str
+    message_id: str
+    receipt_handle: str
+    receive_count: int = 1
 
-    def parse(self, body: str) -> Continuation:
-        """Parse (and, with a signing key, verify) a continuation body."""
-        return decode_message(body, signing_key=self.signing_key)
 
-    def extend(self, *, receipt_handle: str, visibility_s: int) -> None:
-        """Set how long the message being processed stays invisible from now on."""
-        self.sqs_client.change_message_visibility(
-            QueueUrl=self.queue_url,
-            ReceiptHandle=receipt_handle,
-            VisibilityTimeout=max(0, min(MAX_VISIBILITY_S, visibility_s)),
-        )
+class ContinuationQueue(Protocol):
+    """Bodies in a standard queue."""
+
+    def send(self, body: str, *, delay_s: int = 0) -> str:
+        """Send a message, visible after ``delay_s`` seconds; return its id."""
+        ...
+
+    def set_visibility(self, receipt_handle: str, seconds: int) -> None:
+        """Hide a received message for ``seconds`` from now (0: visible again at once)."""
+        ...
+
+    def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
+        """Receive up to ``max_messages`` visible messages, long-polling ``wait_s`` seconds."""
+        ...
+
+    def delete(self, receipt_handle: str) -> None:
+        """Acknowledge a received message: it is never delivered again."""
+        ...

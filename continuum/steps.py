@@ -3,19 +3,29 @@
 A :class:`Step` is an ordinary callable. Called inside a running task it is timed, checked
 against the budget, journaled, and on replay returns its recorded result without running.
 Called anywhere else (a test, a script) it simply runs.
+
+A step is journaled only in the thread that runs the task: the journal is ordered, and threads
+finish in any order. A step called from another thread while a task runs is refused with a
+clear error instead of running outside the journal (``ctx.map`` and ``ctx.parallel`` are the
+way to run steps side by side).
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
+import inspect
+import threading
 import typing
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 
-from continuum.errors import ConfigurationError
+from continuum.errors import ConfigurationError, ContinuumError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -29,7 +39,8 @@ class StepOptions:
         name: the step's name in keys, statistics and logs (default: the function's name).
         effect: the step changes the outside world; the journal is saved right after it, so a
             crash after it does not run it again.
-        retries: how many times to run it again after it raises a retryable exception.
+        retries: how many times to run it again after it raises a retryable exception. The
+            attempts are counted in the journal, across invocations.
         backoff_s: seconds to wait before the first retry; doubled for each next one.
         retry_on: the exception types worth retrying.
         preemptible: the step may be interrupted when it overruns and the deadline nears; its
@@ -44,19 +55,43 @@ class StepOptions:
     backoff_s: float = 0.5
     retry_on: tuple[type[BaseException], ...] = (Exception,)
 
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ConfigurationError(f"step {self.name!r}: retries must be >= 0")
+        if self.backoff_s < 0:
+            raise ConfigurationError(f"step {self.name!r}: backoff_s must be >= 0")
 
-class StepRunner(Protocol):
-    """What a running task offers its steps (implemented by the turn loop)."""
+
+class Runner(Protocol):
+    """What a running task offers its steps and its context (the turn loop implements it)."""
+
+    thread_id: int
+    active_key: str | None
+    active_cursor: Any
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def turn(self) -> int: ...
 
     def call_step(
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
     ) -> Any: ...
 
+    def remaining(self) -> float: ...
+
+    def refuse(self, error: ContinuumError) -> ContinuumError:
+        """Remember an error that must fail the turn even if user code catches it."""
+        ...
+
 
 #: The turn that is running in this thread, if any, so a step call can find its journal.
-active_runner: contextvars.ContextVar[StepRunner | None] = contextvars.ContextVar(
+active_runner: contextvars.ContextVar[Runner | None] = contextvars.ContextVar(
     "continuum_active_runner", default=None
 )
+#: Every turn running in this process, by the thread that runs it.
+running: dict[int, Runner] = {}
 
 
 @dataclass
@@ -65,7 +100,7 @@ class Step(Generic[P, R]):
 
     fn: Callable[P, R]
     options: StepOptions
-    _adapter: TypeAdapter[Any] | None = field(default=None, repr=False)
+    _adapter: tuple[TypeAdapter[Any], bool] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -74,6 +109,14 @@ class Step(Generic[P, R]):
     @property
     def adapter(self) -> TypeAdapter[Any]:
         """Converts results to JSON and back, following the return annotation."""
+        return self._typing()[0]
+
+    @property
+    def typed(self) -> bool:
+        """Whether the step declares its return type (else results must be plain JSON)."""
+        return self._typing()[1]
+
+    def _typing(self) -> tuple[TypeAdapter[Any], bool]:
         if self._adapter is None:
             self._adapter = return_adapter(self.fn, what=f"step {self.name!r}")
         return self._adapter
@@ -81,26 +124,135 @@ class Step(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         runner = active_runner.get()
         if runner is None:
+            if running:
+                _refuse_foreign_thread(self.name)
             return self.fn(*args, **kwargs)
+        if runner.thread_id != threading.get_ident():
+            raise runner.refuse(_thread_error(self.name, runner.task_id))
         result: R = runner.call_step(self, args, kwargs, None)
         return result
 
 
-def return_adapter(fn: Callable[..., Any], *, what: str) -> TypeAdapter[Any]:
-    """A TypeAdapter for ``fn``'s return annotation (Any when there is none)."""
+def _thread_error(name: str, task_id: str | None) -> ContinuumError:
+    return ContinuumError(
+        f"step {name!r} was called from a thread other than the task's, where it would run "
+        "outside the journal (and again after a suspension)",
+        task_id=task_id,
+        step=name,
+        hint="call steps from the task function's own thread; to run steps side by side "
+        "use ctx.map or ctx.parallel",
+    )
+
+
+def _refuse_foreign_thread(name: str) -> None:
+    """A step called with no turn in this thread while turns run in others."""
+    if threading.get_ident() in running:
+        return
+    busy = [r for r in list(running.values()) if r.active_key is None]
+    if not busy:
+        return  # every running task is inside a step: this is that step's own work
+    error = _thread_error(name, busy[0].task_id if len(busy) == 1 else None)
+    if len(busy) == 1:
+        raise busy[0].refuse(error)
+    raise error
+
+
+def check_callable(fn: Callable[..., Any], *, what: str) -> None:
+    """Refuse generator and async functions: a task or step must return its value."""
+    target = _unwrap(fn)
+    call = type(target).__call__ if _is_instance(target) else target
+    if inspect.isasyncgenfunction(call) or inspect.iscoroutinefunction(call):
+        raise ConfigurationError(
+            f"{what} is an async function; continuum runs tasks and steps synchronously",
+            hint="make it a plain `def` (call async code with asyncio.run inside a step)",
+        )
+    if inspect.isgeneratorfunction(call):
+        raise ConfigurationError(
+            f"{what} is a generator function; its body would run outside the journal",
+            hint="return a value (a list, say) instead of yielding",
+        )
+
+
+#: Adapters of undecorated callables, so ``ctx.step(fn)`` does not rebuild one per call.
+_ADAPTERS: weakref.WeakKeyDictionary[Any, tuple[TypeAdapter[Any], bool]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def return_adapter(fn: Callable[..., Any], *, what: str) -> tuple[TypeAdapter[Any], bool]:
+    """A TypeAdapter for ``fn``'s return annotation, and whether there is one.
+
+    ``Annotated`` extras (serializers, validators) are kept. A callable without an annotation
+    gets ``Any``: its results must then be plain JSON (see ``values.to_json``).
+    """
+    target = _unwrap(fn)
+    if isinstance(target, Step):
+        return target._typing()
+    if _is_instance(target):
+        target = type(target).__call__
     try:
-        hints = typing.get_type_hints(fn)
+        cached = _ADAPTERS.get(target)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    try:
+        hints = typing.get_type_hints(target, include_extras=True)
     except NameError as exc:
         raise ConfigurationError(
             f"{what}: cannot resolve its return annotation ({exc})",
             hint="define the types a step or task returns at module level",
         ) from exc
-    return TypeAdapter(hints.get("return", Any))
+    except TypeError:
+        hints = {}  # builtins and C functions have no annotations
+    result = (TypeAdapter(hints["return"]), True) if "return" in hints else (_ANY, False)
+    with contextlib.suppress(TypeError):  # a builtin is not weakly referable: no cache
+        _ADAPTERS[target] = result
+    return result
+
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 def as_step(fn: Callable[..., Any]) -> Step[Any, Any]:
-    """The Step for ``fn``: itself if decorated, else an ad-hoc step named after it."""
+    """The Step for ``fn``: itself if decorated, else an ad-hoc step with a stable name.
+
+    The name must be the same in every process, since a replay matches it against the
+    journal: a function's qualified name, a partial's function, a callable object's class.
+    """
     if isinstance(fn, Step):
         return fn
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-    return Step(fn=fn, options=StepOptions(name=name))
+    check_callable(fn, what=f"step {stable_name(fn)!r}")
+    step = Step(fn=fn, options=StepOptions(name=stable_name(fn)))
+    step._adapter = return_adapter(fn, what=f"step {step.name!r}")
+    return step
+
+
+def stable_name(fn: Callable[..., Any]) -> str:
+    """A name for ``fn`` that does not change between processes (no memory addresses)."""
+    target = _unwrap(fn)
+    if isinstance(target, Step):
+        return target.name
+    if _is_instance(target):
+        name = type(target).__qualname__
+    else:
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or ""
+    if not name or "0x" in name:
+        raise ConfigurationError(
+            f"cannot give {fn!r} a stable step name",
+            hint="decorate it with @app.step, or wrap it in a named function",
+        )
+    return str(name)
+
+
+def _unwrap(fn: Any) -> Any:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
+def _is_instance(target: Any) -> bool:
+    """A callable object (an instance whose class defines ``__call__``), not a function."""
+    return not (
+        inspect.isroutine(target) or inspect.isclass(target) or isinstance(target, Step)
+    ) and callable(target)

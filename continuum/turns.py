@@ -1,54 +1,70 @@
-"""TaskContext and the turn loop: steps, replay, and the decision to suspend.
+"""The turn loop: run a task's turns inside one invocation, and say how it ended.
 
-One :class:`TurnLoop` runs one task inside one invocation. Each turn starts from the record's
-snapshot of the state; the task function is called; step calls replay from the journal until
-it runs out and then run live, each checked against the budget first. When a step will not fit,
-:class:`Suspend` unwinds the task function and the loop reports a suspension; the worker saves
-and continues. Signals are ``BaseException``s (see ``signals.py``) so user code cannot swallow
-them.
+Each turn starts from the record's snapshot of the state (a fresh copy: the live state shares
+nothing with it); the task function is called; step calls replay from the journal until it
+runs out and then run live (``calls.py``). When a step will not fit, :class:`Suspend` unwinds
+the task function and the loop reports a suspension; the worker saves and continues.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from continuum.budget import Budget, Preemptor, alarm_preemptor, observe
+from continuum.budget import Budget, Preemptor, alarm_preemptor
+from continuum.calls import StepCalls
 from continuum.context import TaskContext
-from continuum.errors import ContinuumError, InvalidInputError, StepError
-from continuum.journal import Journal
-from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord, describe_errors
-from continuum.signals import Abort, Fenced, Paused, Preempted, Suspend
-from continuum.steps import Step, active_runner
-
-if TYPE_CHECKING:
-    from continuum.app import Task
-
-#: Consecutive worker deaths at one step after which the task fails instead of trying again.
-DEFAULT_MAX_STEP_CRASHES = 3
+from continuum.control import Abort, ControlFlow, Fenced, Suspend
+from continuum.errors import ContinuumError, InvalidInputError, StepError, describe_errors
+from continuum.record import ErrorInfo, TaskRecord
+from continuum.settings import DEFAULT_MAX_STEP_CRASHES
+from continuum.steps import active_runner, running
+from continuum.tasks import Task
+from continuum.values import dump_json, model_to_json, to_json
 
 
-@dataclass
-class Outcome:
-    """How a turn loop ended: ``finished``, ``failed``, ``suspended`` or ``fenced``."""
-
-    kind: str
-    reason: str | None = None
-    error: ErrorInfo | None = None
+@dataclass(frozen=True)
+class Returned:
+    """The task returned its result (kept in ``record.result``)."""
 
 
-class TurnLoop:
+@dataclass(frozen=True)
+class Failed:
+    """The task failed: the step raised and the task did not catch it, or worse."""
+
+    error: ErrorInfo
+
+
+@dataclass(frozen=True)
+class Suspended:
+    """The task must continue in a fresh invocation, ``delay_s`` from now."""
+
+    reason: str
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Lost:
+    """Another worker moved the record: stop, write nothing."""
+
+
+TurnOutcome = Returned | Failed | Suspended | Lost
+
+
+class TurnLoop(StepCalls):
     """Runs one task's turns inside one invocation; the record is updated in memory.
 
     Args:
         task: the task definition.
         record: the claimed record; its snapshot, journal, stats and counters are updated.
         budget: the time rule of this invocation.
-        persist: saves the record now (compare-and-swap); called by the persistence policy.
+        save: saves the record now (compare-and-swap); called by the persistence policy.
+            Raises ``Fenced`` when another worker moved the record.
         persist_every_s: save the journal at least this often while steps complete.
         max_step_crashes: worker deaths at one step after which the task fails.
         preemptor: runs a preemptible step with a time limit (default: SIGALRM).
@@ -59,300 +75,132 @@ class TurnLoop:
         task: Task[Any],
         record: TaskRecord,
         budget: Budget,
-        persist: Callable[[], None],
+        save: Callable[[], None],
         persist_every_s: float,
         *,
         max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
         preemptor: Preemptor = alarm_preemptor,
     ) -> None:
+        super().__init__(
+            record,
+            budget,
+            save,
+            persist_every_s=persist_every_s,
+            max_step_crashes=max_step_crashes,
+            preemptor=preemptor,
+        )
         self.task = task
-        self.record = record
-        self.budget = budget
-        self.persist = persist
-        # After a worker died, save after every step so the next death names its step.
-        self.persist_every_s = 0.0 if record.careful else persist_every_s
-        self.max_step_crashes = max_step_crashes
-        self.preemptor = preemptor
-        self.active_key: str | None = None
-        self.active_cursor: Any = None
         self.ctx: TaskContext[Any] | None = None
-        self.progress = False
-        self.last_persist = time.monotonic()
-        self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
 
-    # -- turns -------------------------------------------------------------------------------
-
-    def run(self) -> Outcome:
+    def run(self) -> TurnOutcome:
+        """Run turns until the task returns, fails, must suspend, or loses its record."""
         while True:
             if self.progress:
                 # A turn with no steps would otherwise never look at the clock.
                 save = self.budget.save_cost(self.record.save_stats) + self.budget.margin_s
                 if self.budget.remaining() < save:
-                    return Outcome("suspended", reason="no time left for another turn")
-            try:
-                state = self._load_state()
-            except InvalidInputError as exc:
-                return self._failed(exc, step=None)
-            record = self.record
-            self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
-            self.ctx = TaskContext(self, state)
-            token = active_runner.set(self)
+                    return Suspended("no time left for another turn")
+            outcome = self._turn()
+            if outcome is not None:
+                return outcome
+
+    def _turn(self) -> TurnOutcome | None:
+        """One turn: None when it completed and the next may start."""
+        record = self.record
+        try:
+            state = self._load_state()
+        except InvalidInputError as exc:
+            return self._turn_failed(exc)
+        self.journal = type(self.journal)(record.journal, task_id=record.task_id, turn=record.turn)
+        self.unwinding, self.refused = None, None
+        self.ctx = TaskContext(self, state)
+        token = active_runner.set(self)
+        running[threading.get_ident()] = self
+        try:
             try:
                 out = self.task.fn(self.ctx)
-                self.journal.check_complete()
-            except Suspend as signal:
-                return Outcome("suspended", reason=signal.reason)
-            except Fenced:
-                return Outcome("fenced")
-            except Abort as abort:
-                return Outcome("failed", error=abort.error)
-            except Exception as exc:
-                return self._failed(exc, step=exc.step if isinstance(exc, ContinuumError) else None)
-            finally:
-                active_runner.reset(token)
-                self.ctx = None
+            except Exception:
+                self._check_unwinding()  # user code swallowed ours and raised its own
+                raise
+            self._check_unwinding()
+            self.journal.check_complete()
+        except Suspend as signal:
+            return Suspended(signal.reason, signal.delay_s)
+        except Fenced:
+            return Lost()
+        except Abort as abort:
+            return Failed(abort.error)
+        except Exception as exc:
+            return self._turn_failed(exc)
+        finally:
+            active_runner.reset(token)
+            running.pop(threading.get_ident(), None)
+            self.ctx = None
+        try:
             if out is not None:
-                try:
-                    record.result = self.task.result_adapter.dump_python(out, mode="json")
-                except Exception as exc:
-                    error = ContinuumError(f"task result is not JSON-serialisable: {exc}")
-                    return self._failed(error, step=None)
-                return Outcome("finished")
-            record.state = state.model_dump(mode="json")
-            record.journal = []
-            record.turn += 1
-            record.counters.turns += 1
-            self.progress = True
-            if record.careful:
-                # After a death, every position is saved so the next death names its step.
-                try:
-                    self.persist()
-                except Fenced:
-                    return Outcome("fenced")
-                except Abort as abort:
-                    return Outcome("failed", error=abort.error)
-                self.last_persist = time.monotonic()
+                record.result = to_json(
+                    self.task.result_adapter, out, what="the task's result", task_id=record.task_id
+                )
+                return Returned()
+            record.state = model_to_json(state, what="the state", task_id=record.task_id)
+        except ContinuumError as exc:
+            return self._turn_failed(exc)
+        record.journal = []
+        record.turn += 1
+        record.counters.turns += 1
+        self.progress = True
+        if record.recovering:
+            # In recovery every position is saved, so the next death names its step.
+            try:
+                self.save()
+            except Fenced:
+                return Lost()
+            except Abort as abort:
+                return Failed(abort.error)
+            self.last_save = time.monotonic()
+        return None
+
+    def _check_unwinding(self) -> None:
+        """After the task function returned (or raised something else): was a control-flow
+        exception or a refused call swallowed by user code? Then re-raise or fail."""
+        if isinstance(self.unwinding, Fenced | Abort):
+            raise self.unwinding
+        if isinstance(self.unwinding, ControlFlow):
+            kind = type(self.unwinding).__name__
+            raise Abort(
+                ErrorInfo(
+                    type="ControlFlowSwallowed",
+                    message=(
+                        f"the task caught continuum's {kind} exception (a bare `except:` or "
+                        "`except BaseException:`), so its step was skipped and the turn "
+                        "went on; continuing would save what that code did instead"
+                    ),
+                    turn=self.record.turn,
+                )
+            )
+        if self.refused is not None:
+            raise Abort(_error_info(self.refused, self.record.turn))
 
     def _load_state(self) -> BaseModel:
+        """A fresh state model from the snapshot: the live state shares nothing with it."""
+        model = self.task.state_model
         try:
-            state: BaseModel = self.task.state_model.model_validate(self.record.state)
+            state: BaseModel = model.model_validate_json(dump_json(self.record.state))
             return state
         except ValidationError as exc:
             raise InvalidInputError(
-                f"saved state no longer validates against {self.task.state_model.__name__}: "
-                f"{describe_errors(exc)}",
+                f"saved state no longer validates against {model.__name__}: {describe_errors(exc)}",
                 task_id=self.record.task_id,
                 generation=self.record.generation,
                 hint="migrate the state model, or bump the task version and restart the task",
             ) from exc
 
-    def _failed(self, exc: BaseException, *, step: str | None) -> Outcome:
-        error_type = exc.error_type if isinstance(exc, StepError) else type(exc).__name__
-        message = exc.message if isinstance(exc, ContinuumError) else str(exc)
-        return Outcome(
-            "failed",
-            error=ErrorInfo(type=error_type, message=message, step=step, turn=self.record.turn),
-        )
+    def _turn_failed(self, exc: BaseException) -> Failed:
+        return Failed(_error_info(exc, self.record.turn))
 
-    # -- steps -------------------------------------------------------------------------------
 
-    def call_step(
-        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
-    ) -> Any:
-        if self.active_key is not None:
-            # A step called from inside a step is part of the outer step's work.
-            return step.fn(*args, **kwargs)
-        name = step.name
-        key = self.journal.key_for(name, key)
-        entry = self.journal.replay(name, key)
-        cursor = None
-        if entry is not None:
-            if entry.partial:
-                # A cooperative step paused here: run it again from its cursor.
-                self.journal.entries.pop()
-                self.journal.position -= 1
-                cursor = entry.cursor
-            else:
-                self.record.counters.steps_replayed += 1
-                if not entry.ok:
-                    assert entry.error is not None
-                    raise StepError(
-                        entry.error.message,
-                        error_type=entry.error.type,
-                        task_id=self.record.task_id,
-                        step=key,
-                    )
-                return step.adapter.validate_python(entry.result)
-        return self._run_live(step, key, args, kwargs, cursor)
-
-    def _run_live(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        cursor: Any,
-    ) -> Any:
-        record = self.record
-        options = step.options
-        name = options.name
-        stats = record.step_stats.get(name)
-        if stats is None:
-            stats = record.step_stats[name] = StepStats()
-        attempt = 0
-        while True:
-            self._check_budget(name, stats, preemptible=options.preemptible)
-            if record.careful:
-                self._mark_start(key)
-            attempt += 1
-            self.active_key = f"{record.task_id}/{record.turn}/{key}"
-            self.active_cursor = cursor
-            started = time.monotonic()
-            try:
-                if options.preemptible:
-                    limit = self.budget.preempt_after(record.save_stats)
-                    value = self.preemptor(lambda: step.fn(*args, **kwargs), limit)
-                else:
-                    value = step.fn(*args, **kwargs)
-            except Preempted:
-                self._preempted(step, key, stats, started)
-            except Paused as pause:
-                self._paused(step, key, stats, started, attempt, pause.cursor)
-            except Exception as exc:
-                if isinstance(exc, options.retry_on) and attempt <= options.retries:
-                    observe(stats, time.monotonic() - started)
-                    time.sleep(options.backoff_s * 2 ** (attempt - 1))
-                    continue
-                self._record_failure(step, key, stats, started, attempt, exc)
-                raise StepError(
-                    f"step raised {type(exc).__name__}: {exc}",
-                    error_type=type(exc).__name__,
-                    task_id=record.task_id,
-                    step=key,
-                ) from exc
-            finally:
-                self.active_key = None
-                self.active_cursor = None
-                record.running_step = None
-            break
-        finished = time.monotonic()
-        duration = finished - started
-        observe(stats, duration)
-        try:
-            result = step.adapter.dump_python(value, mode="json")
-        except Exception as exc:
-            raise StepError(
-                f"step result is not JSON-serialisable: {exc}",
-                error_type=type(exc).__name__,
-                task_id=record.task_id,
-                step=key,
-            ) from exc
-        self.journal.record(
-            JournalEntry(
-                key=key,
-                name=name,
-                result=result,
-                duration_s=round(duration, 6),
-                attempts=attempt,
-            )
-        )
-        record.counters.steps_executed += 1
-        self.progress = True
-        if options.effect or finished - self.last_persist >= self.persist_every_s:
-            self.persist()
-            self.last_persist = time.monotonic()
-        return value
-
-    def _check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
-        save_stats = self.record.save_stats
-        reason = self.budget.refuse(name, stats, save_stats, preemptible=preemptible)
-        if reason is None:
-            return
-        if self.progress:
-            raise Suspend(reason)
-        # Nothing done yet in this invocation. Suspend only if a fresh invocation would have
-        # the time and the last one did not already suspend idle; otherwise suspending could
-        # only loop, so run the step and let the deadline judge.
-        fresh = self.record.invocation_budget_s
-        need = self.budget.need(stats, save_stats, preemptible=preemptible)
-        if self.record.idle_suspensions == 0 and need <= fresh:
-            raise Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s")
-
-    def _mark_start(self, key: str) -> None:
-        """Careful mode: save which step starts now, or fail if it keeps killing its worker."""
-        record = self.record
-        here = f"{record.turn}:{self.journal.position}:{key}"
-        if record.crashes >= self.max_step_crashes and record.crash_at == here:
-            raise Abort(
-                ErrorInfo(
-                    type="StepCrashedWorker",
-                    message=(
-                        f"step {key!r} was running each of the last {record.crashes} times its "
-                        "worker died (killed, out of memory, or past the invocation deadline); "
-                        "failing the task rather than trying again"
-                    ),
-                    step=key,
-                    turn=record.turn,
-                )
-            )
-        record.running_step = here
-        self.persist()
-
-    def _preempted(self, step: Step[Any, Any], key: str, stats: StepStats, started: float) -> None:
-        elapsed = time.monotonic() - started
-        # The step takes at least this long: remember it, but do not count a censored sample.
-        stats.max_s = max(stats.max_s, elapsed)
-        self.record.counters.preemptions += 1
-        self.record.counters.preempted_s += elapsed
-        raise Suspend(f"preempted step {key!r} after {elapsed:.2f}s; it runs again next time")
-
-    def _paused(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        stats: StepStats,
-        started: float,
-        attempt: int,
-        cursor: Any,
-    ) -> None:
-        self._journal_outcome(step, key, stats, started, attempt, partial=True, cursor=cursor)
-        raise Suspend(f"step {key!r} paused itself; it continues from its cursor")
-
-    def _record_failure(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        stats: StepStats,
-        started: float,
-        attempts: int,
-        exc: BaseException,
-    ) -> None:
-        error = ErrorInfo(
-            type=type(exc).__name__, message=str(exc)[:2000], step=key, turn=self.record.turn
-        )
-        self._journal_outcome(step, key, stats, started, attempts, ok=False, error=error)
-        self.record.counters.steps_executed += 1
-        self.record.counters.step_failures += 1
-
-    def _journal_outcome(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        stats: StepStats,
-        started: float,
-        attempts: int,
-        **outcome: Any,
-    ) -> None:
-        """Time a step that ended without a result (failed or paused) and journal it."""
-        duration = time.monotonic() - started
-        observe(stats, duration)
-        self.journal.record(
-            JournalEntry(
-                key=key,
-                name=step.name,
-                duration_s=round(duration, 6),
-                attempts=attempts,
-                **outcome,
-            )
-        )
-        self.progress = True
+def _error_info(exc: BaseException, turn: int) -> ErrorInfo:
+    error_type = exc.error_type if isinstance(exc, StepError) else type(exc).__name__
+    message = exc.message if isinstance(exc, ContinuumError) else str(exc)
+    step = exc.step if isinstance(exc, ContinuumError) else None
+    return ErrorInfo(type=error_type, message=message, step=step, turn=turn)

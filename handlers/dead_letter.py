@@ -1,19 +1,20 @@
-"""The dead-letter Lambda: marks the tasks of dead-lettered continuations ``failed``.
+"""The dead-letter Lambda: fails (or continues again) the tasks of dead-lettered continuations.
 
 Wired to the continuation queue's dead-letter queue. The app comes from ``CONTINUUM_APP`` as
-for the worker (it needs the bucket, not the tasks' code, but sharing the app keeps one
-configuration).
+for the worker (it needs the bucket and queue, not the tasks' code, but sharing the app keeps
+one configuration).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from continuum import LambdaContext
 from handlers.worker import load_app
 
 app = load_app()
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point: a batch of dead letters in, the partial batch failures out."""
     return app.dead_letter_handler(event, context)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from continuum.local import LocalRuntime, moto_backend
+from tests.support import LocalRuntime, moto_backend
 
 # boto3 must never reach a real account from a test.
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -78,7 +78,7 @@ def sqs_event(*bodies: str, message_ids: list[str] | None = None, receipt: str |
 
 
 def continuation(task_id: str, generation: int, reason: str = "test") -> str:
-    from continuum.record import Continuation, encode_message
+    from tests.support import Continuation, encode_message
 
     return encode_message(
         Continuation(task_id=task_id, generation=generation, reason=reason, sent_at=0.0)

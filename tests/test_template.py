@@ -1,6 +1,11 @@
-"""Offline checks of the SAM template, infra/template.yaml (no AWS account, no Docker).
+"""Offline checks of the SAM templates (no AWS account, no Docker), in both flavors.
 
-cfn-lint reads the template and the CloudFormation that the SAM translator makes of it (cfn-lint
+One source, continuum/scaffold/templates/template.yaml.tmpl, makes infra/template.yaml (the
+"reference" flavor: this repository, makefile build) and the template.yaml that `continuum init`
+writes (the "project" flavor: a project of your own, SAM's standard Python build of src/). Each
+check runs on both, the project's being the file `init_project` wrote.
+
+cfn-lint reads each template and the CloudFormation that the SAM translator makes of it (cfn-lint
 no longer translates SAM itself, so a broken Events block would pass); the other tests read the
 translated resources, the handlers, the environment the code reads, and the packaging.
 """
@@ -17,6 +22,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +30,22 @@ import pytest
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import yaml_parse
 
+from tests.support import init_project
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "infra" / "template.yaml"
-SAM = yaml_parse(TEMPLATE.read_text())
-GLOBALS = SAM["Globals"]["Function"]
+REFERENCE = yaml_parse(TEMPLATE.read_text())  # for what the tests are parametrized over
+FLAVORS = ["reference", "project"]
+PROJECT = "tides"  # the project `init_project` writes for these checks
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
-FUNCTIONS = sorted(k for k, r in SAM["Resources"].items() if r["Type"] == SERVERLESS_FUNCTION)
+FUNCTIONS = sorted(k for k, r in REFERENCE["Resources"].items() if r["Type"] == SERVERLESS_FUNCTION)
 NO_VALUE = {"Ref": "AWS::NoValue"}
-RECORDS = "<StateBucket.Arn>/<TaskPrefix>/*"  # the only wildcard a policy may hold
+RECORDS = "<StateBucket.Arn>/<TaskPrefix>/*"
+# The only resources a policy may name with a wildcard: the task records and parts of them.
+RECORD_PATTERNS = {RECORDS, f"{RECORDS}/inbox/*", f"{RECORDS}/record.json", f"{RECORDS}/blobs/*"}
+SIGNING_KEY_PARAMETER = (
+    "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter<SigningKeyParameter>"
+)
 # Stand-ins for the stack's resources, to give a handler the environment Lambda would.
 FAKE_REFS = {
     "StateBucket": "continuum-state",
@@ -41,8 +55,43 @@ FAKE_REFS = {
 # Modules only the local runtime, the CLI or the tests need: never imported on a cold start.
 NOT_ON_LAMBDA = {"moto", "rich", "freezegun", "pytest", "hypothesis"}
 # Read by the code but not set by the template: variables only the local CLI reads, and
-# CONTINUUM_SIGNING_KEY, optional (no signing unless set; see infra/DEPLOY.md).
+# CONTINUUM_SIGNING_KEY, the key itself (the stack names a parameter or a secret instead).
 NOT_SET_ON_LAMBDA = {"CONTINUUM_SIGNING_KEY"}
+# A project's handlers import their app: CONTINUUM_APP is for its CLI (the CliEnvironment).
+NOT_SET_ON_PROJECT_LAMBDA = NOT_SET_ON_LAMBDA | {"CONTINUUM_APP"}
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One flavor's template: the file, and its SAM text parsed."""
+
+    flavor: str
+    path: Path
+    sam: dict[str, Any]
+
+    @property
+    def globals(self) -> dict[str, Any]:
+        return dict(self.sam["Globals"]["Function"])
+
+    @property
+    def code_root(self) -> Path:
+        """Where CodeUri points: what `sam build` packages."""
+        return (self.path.parent / self.globals["CodeUri"]).resolve()
+
+    def function(self, name: str) -> dict[str, Any]:
+        """A function's properties, Globals merged in (one level, as SAM does for these)."""
+        return {**self.globals, **self.sam["Resources"][name]["Properties"]}
+
+    def environment(self, function: str) -> dict[str, Any]:
+        """A function's environment variables, Globals merged in as SAM does."""
+        own = self.sam["Resources"][function]["Properties"].get("Environment", {})
+        shared = self.globals.get("Environment", {}).get("Variables", {})
+        return {**shared, **own.get("Variables", {})}
+
+    def lambda_code(self) -> list[Path]:
+        """The Python files of the package that read the environment on Lambda."""
+        own = ROOT / "handlers" if self.flavor == "reference" else self.code_root
+        return sorted((ROOT / "continuum").rglob("*.py")) + sorted(own.rglob("*.py"))
 
 
 class NoManagedPolicies:
@@ -52,14 +101,71 @@ class NoManagedPolicies:
         raise AssertionError("the template refers to a managed policy by name")
 
 
-@pytest.fixture(scope="module")
-def cfn() -> dict[str, Any]:
-    """The template translated to CloudFormation, offline."""
-    sam = copy.deepcopy(SAM)
+def translate(sam: dict[str, Any]) -> dict[str, Any]:
+    """A SAM template translated to CloudFormation, offline."""
+    sam = copy.deepcopy(sam)
     sam["Globals"]["Function"]["CodeUri"] = "s3://artifacts/continuum.zip"  # as `sam package`
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
         return transform(sam, {}, NoManagedPolicies())
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project as `continuum init` writes it."""
+    path = tmp_path_factory.mktemp("project") / PROJECT
+    init_project(path, PROJECT)
+    return path
+
+
+@pytest.fixture(scope="module")
+def stacks(project: Path) -> dict[str, Stack]:
+    paths = {"reference": TEMPLATE, "project": project / "template.yaml"}
+    return {f: Stack(f, path, yaml_parse(path.read_text())) for f, path in paths.items()}
+
+
+@pytest.fixture(scope="module")
+def translated(stacks: dict[str, Stack]) -> dict[str, dict[str, Any]]:
+    return {flavor: translate(stack.sam) for flavor, stack in stacks.items()}
+
+
+@pytest.fixture(scope="module", params=FLAVORS)
+def stack(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
+    return stacks[request.param]
+
+
+@pytest.fixture(scope="module")
+def cfn(stack: Stack, translated: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The stack's template translated to CloudFormation, offline."""
+    return translated[stack.flavor]
+
+
+@pytest.fixture(scope="module")
+def lint_reports(
+    stacks: dict[str, Stack],
+    translated: dict[str, dict[str, Any]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, str], list[str]]:
+    """(flavor, "sam" | "translated") -> cfn-lint's findings, from one cfn-lint run for all."""
+    out = tmp_path_factory.mktemp("lint")
+    files = {}
+    for flavor, found in stacks.items():
+        files[flavor, "sam"] = found.path
+        files[flavor, "translated"] = out / f"{flavor}.json"
+        files[flavor, "translated"].write_text(json.dumps(translated[flavor], indent=1))
+    exe = Path(sys.executable).with_name("cfn-lint")
+    cmd = str(exe) if exe.exists() else shutil.which("cfn-lint") or "cfn-lint"
+    result = subprocess.run(
+        [cmd, "--format", "json", *map(str, files.values())],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.stdout.strip(), result.stderr
+    reports: dict[str, list[str]] = defaultdict(list)
+    for match in json.loads(result.stdout):
+        if match["Level"] != "Informational":
+            where = "/".join(map(str, match["Location"]["Path"]))
+            reports[match["Filename"]].append(f"{match['Rule']['Id']} {where}: {match['Message']}")
+    return {key: reports[str(path)] for key, path in files.items()}
 
 
 def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -102,22 +208,33 @@ def value(node: Any, template: dict[str, Any], params: dict[str, Any] | None = N
     return node
 
 
-def allow_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(resource id, statement) for each Allow statement of each policy in the template."""
+def statements(template: dict[str, Any]) -> Iterator[tuple[str, str | None, dict[str, Any]]]:
+    """(resource id, condition, statement) for each statement of each policy in the template.
+
+    The condition is the one an ``Fn::If`` around the statement names (None: unconditional).
+    """
     for name, res in template["Resources"].items():
         props = res.get("Properties", {})
         documents = [policy["PolicyDocument"] for policy in props.get("Policies", [])]
         documents += [props["PolicyDocument"]] if "PolicyDocument" in props else []
         for document in documents:
             for node in as_list(document["Statement"]):
-                yield from ((name, s) for s in branches(node) if s["Effect"] == "Allow")
+                condition = node["Fn::If"][0] if "Fn::If" in node else None
+                yield from ((name, condition, s) for s in branches(node))
 
 
-def grants(template: dict[str, Any], role: str) -> dict[str, set[str]]:
-    """Action -> the resources (rendered) that a role may act on."""
+def allow_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(resource id, statement) for each Allow statement of each policy in the template."""
+    for name, _condition, statement in statements(template):
+        if statement["Effect"] == "Allow":
+            yield name, statement
+
+
+def grants(template: dict[str, Any], owner: str) -> dict[str, set[str]]:
+    """Action -> the resources (rendered) that a role or managed policy may act on."""
     out: dict[str, set[str]] = defaultdict(set)
     for name, statement in allow_statements(template):
-        for action in as_list(statement["Action"]) if name == role else []:
+        for action in as_list(statement["Action"]) if name == owner else []:
             for resource in as_list(statement["Resource"]):
                 out[action].update(map(render, branches(resource)))
     return out
@@ -129,22 +246,38 @@ def event_sources(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {m["Properties"]["FunctionName"]["Ref"]: m["Properties"] for m in mappings}
 
 
-def environment(function: str) -> dict[str, Any]:
-    """A function's environment variables, Globals merged in as SAM does."""
-    own = SAM["Resources"][function]["Properties"].get("Environment", {}).get("Variables", {})
-    return {**GLOBALS.get("Environment", {}).get("Variables", {}), **own}
+def test_infra_template_is_generated_from_the_one_source() -> None:
+    script = [sys.executable, str(ROOT / "infra" / "gen_template.py"), "--check"]
+    result = subprocess.run(script, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_flavors_differ_only_in_packaging_and_the_app(stacks: dict[str, Stack]) -> None:
+    reference, project = stacks["reference"].sam, stacks["project"].sam
+    assert set(reference) == set(project)
+    for section in ("Rules", "Mappings", "Conditions", "Outputs"):
+        assert set(reference[section]) == set(project[section]), section
+    assert set(reference["Parameters"]) - set(project["Parameters"]) == {"AppSpec"}
+    for name, parameter in project["Parameters"].items():
+        assert reference["Parameters"][name] == parameter, name
+    assert set(project["Resources"]) == set(reference["Resources"])
+    shared = [copy.deepcopy(t["Globals"]["Function"]) for t in (reference, project)]
+    assert [g.pop("CodeUri") for g in shared] == ["..", "src/"]
+    assert shared[0]["Environment"]["Variables"].pop("CONTINUUM_APP") == {"Ref": "AppSpec"}
+    assert shared[0] == shared[1]
+    for name, resource in reference["Resources"].items():
+        other = project["Resources"][name]
+        if resource["Type"] == SERVERLESS_FUNCTION:  # Handler and Metadata differ
+            resource, other = resource["Properties"], other["Properties"]
+            resource, other = {**resource, "Handler": None}, {**other, "Handler": None}
+        assert resource == other, name
 
 
 @pytest.mark.parametrize("which", ["sam", "translated"])
-def test_cfn_lint_reports_nothing(which: str, cfn: dict[str, Any], tmp_path: Path) -> None:
-    path = TEMPLATE
-    if which == "translated":
-        path = tmp_path / "translated.json"
-        path.write_text(json.dumps(cfn, indent=1))
-    exe = Path(sys.executable).with_name("cfn-lint")
-    cmd = str(exe) if exe.exists() else shutil.which("cfn-lint") or "cfn-lint"
-    result = subprocess.run([cmd, str(path)], capture_output=True, text=True, check=False)
-    assert result.returncode in (0, 8), result.stdout + result.stderr  # 8: informational only
+def test_cfn_lint_reports_nothing(
+    stack: Stack, which: str, lint_reports: dict[tuple[str, str], list[str]]
+) -> None:
+    assert lint_reports[stack.flavor, which] == []  # informational findings are left out
 
 
 def test_event_sources_report_batch_item_failures(cfn: dict[str, Any]) -> None:
@@ -160,9 +293,10 @@ def test_event_sources_report_batch_item_failures(cfn: dict[str, Any]) -> None:
     assert cfn["Parameters"]["MaximumConcurrency"]["MinValue"] == 2
 
 
-@pytest.mark.parametrize("timeout", SAM["Parameters"]["FunctionTimeout"]["AllowedValues"])
+@pytest.mark.parametrize("timeout", REFERENCE["Parameters"]["FunctionTimeout"]["AllowedValues"])
 def test_visibility_timeout_is_six_function_timeouts(cfn: dict[str, Any], timeout: int) -> None:
     params = {"FunctionTimeout": timeout}  # every allowed value, the default among them
+    assert timeout in cfn["Parameters"]["FunctionTimeout"]["AllowedValues"]
     for function, source in event_sources(cfn).items():
         queue = cfn["Resources"][source["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
         function_timeout = value(cfn["Resources"][function]["Properties"]["Timeout"], cfn, params)
@@ -193,7 +327,7 @@ def test_state_bucket_is_versioned_encrypted_private_and_tls_only(cfn: dict[str,
 
 
 def test_lifecycle_expires_superseded_checkpoints_and_finished_tasks(cfn: dict[str, Any]) -> None:
-    from continuum.store import FINISHED_TAG  # the tag the library puts on a finished record
+    from tests.support import FINISHED_TAG  # the tag the library puts on a finished record
 
     lifecycle = cfn["Resources"]["StateBucket"]["Properties"]["LifecycleConfiguration"]
     rules = {rule["Id"]: rule for rule in lifecycle["Rules"]}
@@ -226,52 +360,208 @@ def test_queues_are_standard_encrypted_and_redrive_to_the_dead_letter_queue(
 
 
 def test_no_policy_allows_a_wildcard_action_or_resource(cfn: dict[str, Any]) -> None:
-    statements = list(allow_statements(cfn))
-    assert statements
-    for owner, statement in statements:
+    found = list(allow_statements(cfn))
+    assert found
+    for owner, statement in found:
         assert not {"NotAction", "NotResource", "NotPrincipal"} & set(statement), owner
         for action in as_list(statement["Action"]):
             assert "*" not in action, (owner, action)
         for resource in as_list(statement.get("Resource", [])):
             for text in map(render, branches(resource)):
-                assert text.startswith("<"), (owner, text)  # this stack's resource or parameter
-                assert "*" not in text.removesuffix(RECORDS), (owner, text)
+                # this stack's resource or parameter, or the signing key's parameter
+                assert text.startswith("<") or text == SIGNING_KEY_PARAMETER, (owner, text)
+                assert "*" not in text or text in RECORD_PATTERNS, (owner, text)
     roles = resources(cfn, "AWS::IAM::Role")
     assert set(roles) == {"WorkerRole", "DeadLetterRole"}  # the template's own: SAM made none
     assert not [name for name, role in roles.items() if "ManagedPolicyArns" in role["Properties"]]
 
 
 QUEUE_ACTIONS = ["ReceiveMessage", "DeleteMessage", "GetQueueAttributes"]
-COMMON_GRANTS = {
-    **{
-        f"s3:{a}": {RECORDS} for a in ("GetObject", "PutObject", "PutObjectTagging", "DeleteObject")
-    },
-    "s3:ListBucket": {"<StateBucket.Arn>"},  # so a missing record reads as 404, not 403
-    **{f"kms:{a}": {"<KmsKeyArn>"} for a in ("Decrypt", "GenerateDataKey")},  # if a key is given
+# Every role and policy may use the bucket's key, and read the signing key, when they are given.
+KEYS = {
+    "kms:Decrypt": {"<KmsKeyArn>", "<SigningKeyKmsKeyArn>"},
+    "kms:GenerateDataKey": {"<KmsKeyArn>"},
+    "ssm:GetParameter": {SIGNING_KEY_PARAMETER},
+    "secretsmanager:GetSecretValue": {"<SigningKeySecretArn>"},
 }
+BUCKET_LIST = {"s3:ListBucket": {"<StateBucket.Arn>"}}  # a missing record reads as 404, not 403
 
 
 @pytest.mark.parametrize(
-    ("role", "log_group", "queue", "queue_actions"),
+    ("role", "log_group", "queue", "queue_actions", "objects", "bucket"),
     [
         ("WorkerRole", "WorkerLogGroup", "ContinuationQueue",
-         [*QUEUE_ACTIONS, "SendMessage", "ChangeMessageVisibility"]),
-        ("DeadLetterRole", "DeadLetterLogGroup", "DeadLetterQueue", QUEUE_ACTIONS),
+         [*QUEUE_ACTIONS, "SendMessage", "ChangeMessageVisibility"],
+         ["GetObject", "GetObjectVersion", "PutObject", "GetObjectTagging", "PutObjectTagging",
+          "DeleteObject"],
+         {**BUCKET_LIST, "s3:ListBucketVersions": {"<StateBucket.Arn>"}}),
+        ("DeadLetterRole", "DeadLetterLogGroup", "DeadLetterQueue", QUEUE_ACTIONS,
+         ["GetObject", "PutObject", "PutObjectTagging", "DeleteObject"], BUCKET_LIST),
     ],
 )  # fmt: skip
 def test_each_role_reaches_only_its_log_group_task_records_and_queue(
-    cfn: dict[str, Any], role: str, log_group: str, queue: str, queue_actions: list[str]
+    cfn: dict[str, Any],
+    role: str,
+    log_group: str,
+    queue: str,
+    queue_actions: list[str],
+    objects: list[str],
+    bucket: dict[str, set[str]],
 ) -> None:
     assert grants(cfn, role) == {
         **{f"logs:{a}": {f"<{log_group}.Arn>"} for a in ("CreateLogStream", "PutLogEvents")},
-        **COMMON_GRANTS,
+        **{f"s3:{a}": {RECORDS} for a in objects},
+        **bucket,
         **{f"sqs:{a}": {f"<{queue}.Arn>"} for a in queue_actions},
+        **KEYS,
     }
+
+
+def test_people_and_programs_get_managed_policies_of_least_privilege(cfn: dict[str, Any]) -> None:
+    policies = resources(cfn, "AWS::IAM::ManagedPolicy")
+    assert set(policies) == {"OperatorPolicy", "StartTasksPolicy"}
+    for policy in policies.values():  # attached by whoever deploys, to whom they choose
+        assert not {"Roles", "Users", "Groups"} & set(policy["Properties"])
+    send = {"sqs:SendMessage": {"<ContinuationQueue.Arn>"}}
+    assert grants(cfn, "OperatorPolicy") == {
+        "s3:GetObject": {RECORDS},
+        **BUCKET_LIST,
+        "s3:PutObject": {f"{RECORDS}/inbox/*"},  # callback results, signals, cancel requests
+        **send,
+        **KEYS,
+    }
+    created = {f"{RECORDS}/record.json", f"{RECORDS}/blobs/*"}
+    assert grants(cfn, "StartTasksPolicy") == {
+        "s3:PutObject": created,
+        "s3:GetObject": created,
+        **send,
+        **KEYS,
+    }
+    outputs = cfn["Outputs"]
+    assert outputs["OperatorPolicyArn"]["Value"] == {"Ref": "OperatorPolicy"}
+    assert outputs["StartTasksPolicyArn"]["Value"] == {"Ref": "StartTasksPolicy"}
+
+
+def test_listing_is_limited_to_the_task_prefix(cfn: dict[str, Any]) -> None:
+    listing = [
+        (owner, s)
+        for owner, s in allow_statements(cfn)
+        if {"s3:ListBucket"} & {*as_list(s["Action"])}
+    ]
+    assert {owner for owner, _ in listing} == {"WorkerRole", "DeadLetterRole", "OperatorPolicy"}
+    for owner, statement in listing:
+        ((operator, keys),) = statement["Condition"].items()
+        # IfExists: S3 asks for ListBucket, without a prefix, to answer 404 for a missing key.
+        assert operator == "StringLikeIfExists", owner
+        assert {k: render(v) for k, v in keys.items()} == {"s3:prefix": "<TaskPrefix>/*"}, owner
+
+
+def test_signing_key_grants_exist_only_when_a_key_is_given(cfn: dict[str, Any]) -> None:
+    wanted = {
+        "ssm:GetParameter": "UseSigningKeyParameter",
+        "secretsmanager:GetSecretValue": "UseSigningKeySecret",
+    }
+    seen = 0
+    for owner, condition, statement in statements(cfn):
+        actions = set(as_list(statement["Action"]))
+        for action, needed in wanted.items():
+            if action in actions:
+                assert condition == needed, owner
+                seen += 1
+        if statement.get("Sid") == "SigningKeyDecrypt":
+            assert condition == "UseSigningKeyKmsKey", owner
+            services = statement["Condition"]["StringEquals"]["kms:ViaService"]
+            assert {render(s) for s in services} == {
+                "ssm.<AWS::Region>.amazonaws.com",
+                "secretsmanager.<AWS::Region>.amazonaws.com",
+            }
+    assert seen == 2 * 4  # both roles and both managed policies
+    for parameter in ("SigningKeyParameter", "SigningKeySecretArn", "SigningKeyKmsKeyArn"):
+        assert value({"Ref": parameter}, cfn) == ""  # no signing unless asked
+    (rule,) = cfn["Rules"].values()  # a parameter or a secret, never both
+    assert rule["Assertions"][0]["Assert"] == {
+        "Fn::Or": [
+            {"Fn::Equals": [{"Ref": "SigningKeyParameter"}, ""]},
+            {"Fn::Equals": [{"Ref": "SigningKeySecretArn"}, ""]},
+        ]
+    }
+
+
+def test_functions_learn_where_the_signing_key_is_only_when_one_is_given(stack: Stack) -> None:
+    for function in FUNCTIONS:
+        env = stack.environment(function)
+        assert "CONTINUUM_SIGNING_KEY" not in env  # never the key itself
+        assert env["CONTINUUM_SIGNING_KEY_PARAMETER"] == {
+            "Fn::If": ["UseSigningKeyParameter", {"Ref": "SigningKeyParameter"}, NO_VALUE]
+        }
+        assert env["CONTINUUM_SIGNING_KEY_SECRET"] == {
+            "Fn::If": ["UseSigningKeySecret", {"Ref": "SigningKeySecretArn"}, NO_VALUE]
+        }
+        # A new revision is a new configuration: new execution environments read the key again.
+        assert env["CONTINUUM_SIGNING_KEY_REVISION"] == {
+            "Fn::If": ["UseSigningKey", {"Ref": "SigningKeyRevision"}, NO_VALUE]
+        }
+    assert stack.sam["Conditions"]["UseSigningKey"] == {
+        "Fn::Or": [{"Condition": "UseSigningKeyParameter"}, {"Condition": "UseSigningKeySecret"}]
+    }
+
+
+def test_alarms_watch_dead_letters_and_failed_tasks_unless_turned_off(
+    stack: Stack, cfn: dict[str, Any]
+) -> None:
+    alarms = resources(cfn, "AWS::CloudWatch::Alarm")
+    assert set(alarms) == {"DeadLetterAlarm", "TaskFailedAlarm"}
+    assert cfn["Conditions"]["CreateAlarms"] == {"Fn::Equals": [{"Ref": "EnableAlarms"}, "true"]}
+    assert cfn["Parameters"]["EnableAlarms"]["AllowedValues"] == ["true", "false"]
+    notify = {"Fn::If": ["NotifyAlarmTopic", [{"Ref": "AlarmTopicArn"}], NO_VALUE]}
+    for alarm in alarms.values():
+        props = alarm["Properties"]
+        assert alarm["Condition"] == "CreateAlarms"
+        assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0)
+        assert props["TreatMissingData"] == "notBreaching"
+        assert props["AlarmActions"] == props["OKActions"] == notify
+    dead = alarms["DeadLetterAlarm"]["Properties"]
+    assert (dead["Namespace"], dead["MetricName"]) == (
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+    )
+    assert dead["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["DeadLetterQueue", "QueueName"]}}
+    ]
+    failed = alarms["TaskFailedAlarm"]["Properties"]
+    assert (failed["Namespace"], failed["MetricName"]) == (
+        {"Ref": "MetricsNamespace"},
+        "TaskFailed",
+    )
+    # The metric's service dimension is the one Powertools Metrics writes: the service name.
+    service = stack.globals["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    assert failed["Dimensions"] == [{"Name": "service", "Value": service}]
 
 
 def test_outputs_name_what_the_cli_and_an_operator_need(cfn: dict[str, Any]) -> None:
     wanted = {"StateBucketName", "ContinuationQueueUrl", "DeadLetterQueueUrl", "TaskPrefix"}
     assert wanted | {"WorkerFunctionName", "DeadLetterFunctionName"} <= set(cfn["Outputs"])
+
+
+def test_cli_environment_sets_everything_the_cli_needs(stack: Stack) -> None:
+    text, variables = stack.sam["Outputs"]["CliEnvironment"]["Value"]["Fn::Sub"]
+    assert text.startswith("export ")
+    names = dict(re.findall(r"(\w+)=(\$\{[^}]+\})", text))
+    assert names == {
+        "CONTINUUM_BUCKET": "${StateBucket}",
+        "CONTINUUM_QUEUE_URL": "${ContinuationQueue}",
+        "CONTINUUM_PREFIX": "${TaskPrefix}",
+        "CONTINUUM_APP": "${App}",
+        "AWS_DEFAULT_REGION": "${AWS::Region}",
+    }
+    app = {"reference": {"Ref": "AppSpec"}, "project": f"{PROJECT}:app"}[stack.flavor]
+    assert variables["App"] == app
+    signing = {render(b).split("=")[0].strip() for b in branches(variables["SigningKey"]) if b}
+    assert signing == {"CONTINUUM_SIGNING_KEY_PARAMETER", "CONTINUUM_SIGNING_KEY_SECRET"}
+    # The CLI sees the stack the functions see (a CLI process reads the key afresh anyway).
+    for function in FUNCTIONS:
+        continuum_vars = {n for n in stack.environment(function) if n.startswith("CONTINUUM_")}
+        assert continuum_vars - {"CONTINUUM_SIGNING_KEY_REVISION"} <= set(names) | signing
 
 
 PROBE = """\
@@ -282,20 +572,22 @@ print(json.dumps({"callable": callable(handler), "modules": sorted(sys.modules)}
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_handler_imports_as_lambda_would(function: str) -> None:
+def test_handler_imports_as_lambda_would(stack: Stack, function: str) -> None:
     """A fresh interpreter in the code root, with the function's environment (defaults)."""
-    props = {**GLOBALS, **SAM["Resources"][function]["Properties"]}
+    props = stack.function(function)
     module, _, attribute = props["Handler"].rpartition(".")
     env = {"PATH": os.environ["PATH"], "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1"}
-    for name, node in environment(function).items():
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave the code root as `sam build` would find it
+    if stack.flavor == "project":  # `sam build` installs continuum beside the project's code
+        env["PYTHONPATH"] = str(ROOT)
+    for name, node in stack.environment(function).items():
         if isinstance(node, str):
             env[name] = node
         elif "Ref" in node:  # an Fn::If value is optional: absent with the default parameters
-            env[name] = FAKE_REFS.get(node["Ref"]) or str(value(node, SAM))
+            env[name] = FAKE_REFS.get(node["Ref"]) or str(value(node, stack.sam))
     result = subprocess.run(
         [sys.executable, "-c", PROBE, module.replace("/", "."), attribute],
-        cwd=(TEMPLATE.parent / props["CodeUri"]).resolve(),
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=stack.code_root, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.splitlines()[-1])
@@ -320,16 +612,16 @@ def env_reads(path: Path) -> set[str]:
     return found
 
 
-def test_template_sets_exactly_the_environment_the_code_reads() -> None:
-    sources = [p for d in ("continuum", "handlers") for p in sorted((ROOT / d).rglob("*.py"))]
-    reads = set().union(*map(env_reads, sources))
-    sets = set().union(*map(environment, FUNCTIONS))
+def test_template_sets_exactly_the_environment_the_code_reads(stack: Stack) -> None:
+    reads = set().union(*map(env_reads, stack.lambda_code()))
+    sets = set().union(*map(stack.environment, FUNCTIONS))
     by_lambda = ("AWS_", "LAMBDA_", "_")  # Lambda itself sets these: AWS_REGION, _HANDLER, ...
-    unset = {n for n in reads - sets - NOT_SET_ON_LAMBDA if not n.startswith(by_lambda)}
-    assert not unset, f"read by the code, not set by infra/template.yaml: {sorted(unset)}"
+    optional = NOT_SET_ON_LAMBDA if stack.flavor == "reference" else NOT_SET_ON_PROJECT_LAMBDA
+    unset = {n for n in reads - sets - optional if not n.startswith(by_lambda)}
+    assert not unset, f"read by the code, not set by {stack.path.name}: {sorted(unset)}"
     # Powertools reads its variables inside its own package.
     unread = {n for n in sets - reads if not n.startswith("POWERTOOLS_")}
-    assert not unread, f"set by infra/template.yaml, read by no code: {sorted(unread)}"
+    assert not unread, f"set by {stack.path.name}, read by no code: {sorted(unread)}"
 
 
 def test_requirements_file_is_generated_from_pyproject() -> None:
@@ -341,7 +633,7 @@ def test_requirements_file_is_generated_from_pyproject() -> None:
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_build_packages_only_the_lambda_code(function: str, tmp_path: Path) -> None:
-    assert SAM["Resources"][function]["Metadata"] == {"BuildMethod": "makefile"}
+    assert REFERENCE["Resources"][function]["Metadata"] == {"BuildMethod": "makefile"}
     out = tmp_path / "artifacts"
     result = subprocess.run(
         ["make", "-s", "-f", str(ROOT / "infra" / "build.mk"), f"build-{function}",
@@ -353,11 +645,43 @@ def test_build_packages_only_the_lambda_code(function: str, tmp_path: Path) -> N
     assert not list(out.rglob("__pycache__"))
     (pip,) = [line for line in result.stdout.splitlines() if line.startswith("pip install")]
     assert f"-r {ROOT / 'infra' / 'requirements.txt'}" in pip
-    assert f"--python-version {GLOBALS['Runtime'].removeprefix('python')}" in pip
-    machine = {"arm64": "aarch64", "x86_64": "x86_64"}[GLOBALS["Architectures"][0]]
+    runtime = REFERENCE["Globals"]["Function"]
+    assert f"--python-version {runtime['Runtime'].removeprefix('python')}" in pip
+    machine = {"arm64": "aarch64", "x86_64": "x86_64"}[runtime["Architectures"][0]]
     platforms = re.findall(r"--platform (\S+)", pip)
     assert platforms
     assert all(p.endswith(f"_{machine}") for p in platforms), platforms
+
+
+def test_project_build_packages_only_src_with_the_standard_python_builder(
+    stacks: dict[str, Stack], project: Path
+) -> None:
+    stack = stacks["project"]
+    assert stack.globals["CodeUri"] == "src/"
+    assert (stack.globals["Runtime"], stack.globals["Architectures"]) == ("python3.12", ["arm64"])
+    for function in FUNCTIONS:  # no BuildMethod: SAM's python_pip workflow, requirements.txt
+        assert "Metadata" not in stack.sam["Resources"][function]
+    src = stack.code_root
+    assert src == (project / "src").resolve()
+    assert sorted(p.name for p in src.iterdir()) == [
+        "handlers.py",
+        "requirements.txt",
+        f"{PROJECT}.py",
+    ]
+    requirements = [
+        line for line in (src / "requirements.txt").read_text().splitlines() if line.strip()
+    ]
+    assert next(r for r in requirements if not r.startswith("#")).startswith("continuum")
+    defined = {
+        target.id
+        for node in ast.parse((src / "handlers.py").read_text()).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    for function in FUNCTIONS:  # each Handler is handlers.<name>, a name handlers.py defines
+        module, _, attribute = stack.function(function)["Handler"].rpartition(".")
+        assert (module, attribute in defined) == ("handlers", True)
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from continuum import InvalidInputError, InvalidTaskIdError, Status, UnknownTaskError
-from continuum.local import BUCKET, LocalRuntime
 from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
 from tests.functional.tasks import build
+from tests.support import BUCKET, LocalRuntime
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_unknown_task_name_in_a_record_fails_that_task_with_the_reason(setup):
     record = runtime.record("orphan")
     assert record.status == Status.FAILED
     assert record.error.type == "UnknownTaskError"
-    assert "no task named 'renamed'" in record.error.message
+    assert "unknown task 'renamed'" in record.error.message
     assert (
         runtime.s3.head_object(Bucket=BUCKET, Key="tasks/bystander/record.json")["ETag"]
         == bystander

@@ -8,10 +8,9 @@ from datetime import timedelta
 import pytest
 
 from continuum import Status
-from continuum.local import BUCKET, LocalRuntime
-from continuum.record import Lease, utcnow
 from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
 from tests.functional.tasks import TOTAL_STEPS, build
+from tests.support import BUCKET, Lease, LocalRuntime, utcnow
 
 
 @pytest.fixture
@@ -148,12 +147,12 @@ def test_live_lease_with_the_same_message_is_retried_later(setup):
     task_id = app.client().start("tally", {"label": "l"}, task_id="lease-1")
 
     # Deliver while a (simulated) live worker holds the lease for message "m-live".
-    record, etag = app.store.load(task_id)
+    record, etag = app.records.load(task_id)
     record.status = Status.RUNNING
     record.lease = Lease(
         owner="other", expires_at=utcnow() + timedelta(hours=1), message_id="m-live"
     )
-    app.store.replace(record, etag=etag)
+    app.records.replace(record, etag=etag)
     context = ScriptedContext(None, executed=lambda: sum(calls.values()))
     redelivered = app.handler(sqs_event(continuation(task_id, 0), message_ids=["m-live"]), context)
     duplicate = app.handler(sqs_event(continuation(task_id, 0), message_ids=["m-dup"]), context)
@@ -165,23 +164,23 @@ def test_live_lease_with_the_same_message_is_retried_later(setup):
 def test_a_continuation_lost_between_write_and_send_is_sent_again(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "lost"}, task_id="lost-1")
-    start = runtime._source_sqs.receive_message(QueueUrl=runtime.queue_url)["Messages"][0]
+    start = runtime.source.receive()[0]
 
     # The worker suspends the task, then "dies" before its send reaches SQS.
     sent = runtime.sqs.meta.events
     drop = lambda **kwargs: {"MessageId": "never-sent", "MD5OfMessageBody": ""}  # noqa: E731
     sent.register("before-call.sqs.SendMessage", drop)
     context = ScriptedContext(4, executed=lambda: sum(calls.values()))
-    event = sqs_event(start["Body"], message_ids=[start["MessageId"]])
+    event = sqs_event(start.body, message_ids=[start.message_id])
     app.handler(event, context)
     sent.unregister("before-call.sqs.SendMessage", drop)
     assert runtime.record(task_id).status == Status.SUSPENDED
-    assert runtime._source_sqs.receive_message(QueueUrl=runtime.queue_url).get("Messages") is None
+    assert runtime.source.receive() == []
 
     # A stale copy of another message only acknowledges; the suspending message resends.
-    app.handler(sqs_event(start["Body"], message_ids=["a-copy"]), context)
+    app.handler(sqs_event(start.body, message_ids=["a-copy"]), context)
     assert runtime.invoke_once() is None
-    app.handler(sqs_event(start["Body"], message_ids=[start["MessageId"]]), context)
+    app.handler(sqs_event(start.body, message_ids=[start.message_id]), context)
     record = drain(runtime, task_id, unlimited(calls))
     assert record.status == Status.SUCCEEDED
     assert sum(calls.values()) == TOTAL_STEPS

@@ -11,9 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, RecordCorruptError, Status, TaskContext
-from continuum.local import BUCKET, LocalRuntime
-from continuum.record import utcnow
 from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+from tests.support import BUCKET, LocalRuntime, utcnow
 
 
 class Job(BaseModel):
@@ -50,10 +49,10 @@ def counting_job(**options: Any) -> tuple[Continuum, list[int]]:
 
 def expire_lease(app: Continuum, task_id: str) -> None:
     """What the passing of a dead worker's deadline does to its record."""
-    record, etag = app.store.load(task_id)
+    record, etag = app.records.load(task_id)
     assert record.status == Status.RUNNING
     record.lease.expires_at = utcnow() - timedelta(seconds=1)
-    app.store.replace(record, etag=etag)
+    app.records.replace(record, etag=etag)
 
 
 def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
@@ -333,7 +332,7 @@ def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_c
             break
         with contextlib.suppress(Exception):  # the handler may give the message back
             runtime.invoke_once(forever())
-        if app.store.load(task_id)[0].status == Status.RUNNING:
+        if app.records.load(task_id)[0].status == Status.RUNNING:
             expire_lease(app, task_id)  # the given-back message returns after the deadline
         time.sleep(0.01)
     record = runtime.record(task_id)

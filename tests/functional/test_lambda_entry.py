@@ -12,8 +12,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from continuum.local import LocalLambdaContext, moto_backend
 from tests.conftest import sqs_event
+from tests.support import LocalLambdaContext, moto_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,11 @@ def test_cli_start_and_status_against_a_moto_server(tmp_path):
         sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=endpoint)
         s3.create_bucket(Bucket="stack-bucket")
         queue_url = sqs.create_queue(QueueName="stack-queue")["QueueUrl"]
-        env.update(CONTINUUM_BUCKET="stack-bucket", CONTINUUM_QUEUE_URL=queue_url)
+        env.update(
+            CONTINUUM_BUCKET="stack-bucket",
+            CONTINUUM_QUEUE_URL=queue_url,
+            CONTINUUM_APP="samples.research_agent:app",
+        )
 
         def cli(*args: str) -> str:
             done = subprocess.run(
@@ -140,7 +144,8 @@ def test_worker_emits_outcome_metrics_when_a_namespace_is_set(lambda_env, monkey
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "ContinuumTest")
     from continuum.worker import Worker
 
-    metered = Worker(worker.app)
+    app = worker.app
+    metered = Worker(app.registry, app.records, app.continuations, app.settings)
     task_id = worker.app.client().start("research", {"topic": "x", "max_turns": 1})
     message = sqs.receive_message(QueueUrl=queue_url)["Messages"][0]
     capsys.readouterr()
@@ -153,6 +158,14 @@ def test_worker_emits_outcome_metrics_when_a_namespace_is_set(lambda_env, monkey
         if line.startswith("{") and "_aws" in line
     ]
     assert emitted, "no EMF metric line printed"
-    assert emitted[-1]["succeeded"] == [1.0]
-    assert emitted[-1]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ContinuumTest"
+    by_name = {}
+    for line in emitted:
+        for metric in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+            by_name[metric["Name"]] = line
+    assert by_name["succeeded"]["succeeded"] == [1.0]
+    assert by_name["succeeded"]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ContinuumTest"
+    # Per task: its end and the invocation's duration, with a task dimension.
+    assert by_name["TaskSucceeded"]["task"] == "research"
+    assert by_name["InvocationDuration"]["task"] == "research"
+    assert by_name["InvocationDuration"]["InvocationDuration"][0] > 0
     assert worker.app.client().status(task_id).status == "succeeded"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from continuum.local import LocalRuntime, moto_backend
 from samples import research_agent
+from tests.support import LocalRuntime, moto_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"topic": "tides", "latency_scale": 0.05}

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from continuum.local import LocalRuntime, moto_backend
+from tests.support import LocalRuntime, moto_backend
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

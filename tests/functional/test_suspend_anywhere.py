@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from continuum import Status
-from continuum.local import LocalRuntime, moto_backend
 from tests.conftest import ScriptedContext, drain
 from tests.functional.tasks import TOTAL_STEPS, build
+from tests.support import LocalRuntime, moto_backend
 
 
 def run_with_plan(plan: list[int]) -> tuple[dict, object, object]:

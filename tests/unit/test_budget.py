@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
-from continuum.record import StepStats
+from tests.support import DEFAULT_STEP_S, Budget, StepStats, observe, predict
 
 
 def stats_of(samples: list[float]) -> StepStats:

@@ -6,10 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, NonDeterminismError, StepError, TaskContext
-from continuum.budget import Budget
-from continuum.journal import Journal
-from continuum.record import JournalEntry, TaskRecord
-from continuum.turns import TurnLoop
+from tests.support import Budget, Failed, Journal, JournalEntry, Returned, TaskRecord, TurnLoop
 
 
 def entry(key: str, name: str, result: object) -> JournalEntry:
@@ -19,7 +16,7 @@ def entry(key: str, name: str, result: object) -> JournalEntry:
 def test_keys_are_name_and_ordinal_unless_given():
     journal = Journal([], task_id="t", turn=0)
     assert journal.key_for("search", None) == "search#0"
-    journal.record(entry("search#0", "search", 1))
+    journal.append(entry("search#0", "search", 1))
     assert journal.key_for("fetch", None) == "fetch#1"
     assert journal.key_for("fetch", "page-7") == "page-7"
 
@@ -81,7 +78,7 @@ def test_replayed_steps_return_recorded_results_without_running():
         entry("fetch#0", "fetch", {"url": "a", "size": 100}),  # recorded by a past worker
     ]
     loop = TurnLoop(app.tasks["crawl"], record, Budget(remaining=lambda: 60), lambda: None, 60)
-    assert loop.run().kind == "finished"
+    assert isinstance(loop.run(), Returned)
     assert record.result == 102
     assert runs == ["bb"]
     assert record.counters.steps_replayed == 1
@@ -107,8 +104,7 @@ def test_non_determinism_fails_the_task_with_a_clear_error():
     outcome = TurnLoop(
         app.tasks["wobbly"], record, Budget(remaining=lambda: 60), lambda: None, 60
     ).run()
-    assert outcome.kind == "failed"
-    assert outcome.error is not None
+    assert isinstance(outcome, Failed)
     assert outcome.error.type == "NonDeterminismError"
     assert outcome.error.step == "fetch#0"
     assert "journal recorded 'search#0'" in outcome.error.message
@@ -134,13 +130,13 @@ def test_a_failed_step_is_recorded_and_raises_the_same_error_on_replay():
     record = TaskRecord(task_id="t", task_name="careful", state={})
     loop = TurnLoop(app.tasks["careful"], record, Budget(remaining=lambda: 60), lambda: None, 60)
     # Run the turn live, then replay the same journal in a fresh loop.
-    assert loop.run().kind == "finished"
+    assert isinstance(loop.run(), Returned)
     journal = list(record.journal)
     assert journal[0].ok is False
     assert journal[0].error.type == "ValueError"
     replay = TaskRecord(task_id="t", task_name="careful", state={}, journal=journal)
     loop = TurnLoop(app.tasks["careful"], replay, Budget(remaining=lambda: 60), lambda: None, 60)
-    assert loop.run().kind == "finished"
+    assert isinstance(loop.run(), Returned)
     assert replay.result == record.result == "handled ValueError"
     assert runs == [1]
 
@@ -164,7 +160,7 @@ def test_step_retries_keep_one_idempotency_key():
 
     record = TaskRecord(task_id="bill-1", task_name="billing", state={})
     loop = TurnLoop(app.tasks["billing"], record, Budget(remaining=lambda: 60), lambda: None, 60)
-    assert loop.run().kind == "finished"
+    assert isinstance(loop.run(), Returned)
     assert keys == ["bill-1/0/charge#0"] * 3
     assert record.result == "charged"
     assert [(e.key, e.attempts) for e in record.journal] == [("charge#0", 3)]

@@ -7,11 +7,18 @@ import time
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext, current_context
-from continuum.budget import Budget, observe
-from continuum.local import LocalRuntime, moto_backend
-from continuum.record import StepStats, TaskRecord
-from continuum.turns import TurnLoop
 from tests.conftest import ScriptedContext, drain
+from tests.support import (
+    Budget,
+    LocalRuntime,
+    Returned,
+    StepStats,
+    Suspended,
+    TaskRecord,
+    TurnLoop,
+    moto_backend,
+    observe,
+)
 
 
 class Empty(BaseModel):
@@ -53,8 +60,8 @@ def test_a_preemptible_step_is_interrupted_and_runs_again_next_time():
     task, record, finished = build(preemptible=True)
     outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
 
-    assert outcome.kind == "suspended"
-    assert "preempted step 'crunch#1'" in (outcome.reason or "")
+    assert isinstance(outcome, Suspended)
+    assert "preempted step 'crunch#1'" in outcome.reason
     assert finished == []  # interrupted inside the sleep, its partial work discarded
     assert record.counters.preemptions == 1
     assert 0.1 < record.counters.preempted_s < 0.3
@@ -63,7 +70,7 @@ def test_a_preemptible_step_is_interrupted_and_runs_again_next_time():
 
     # The next invocation has the time: the step runs again, whole.
     outcome = TurnLoop(task, record, budget_of(5.0), lambda: None, 60).run()
-    assert outcome.kind == "finished"
+    assert isinstance(outcome, Returned)
     assert record.result == "crunched"
     assert finished == ["crunch"]
     assert record.counters.steps_replayed == 1
@@ -72,7 +79,7 @@ def test_a_preemptible_step_is_interrupted_and_runs_again_next_time():
 def test_a_step_that_is_not_preemptible_is_never_interrupted():
     task, record, finished = build(preemptible=False)
     outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
-    assert outcome.kind == "finished"
+    assert isinstance(outcome, Returned)
     assert finished == ["crunch"]
     assert record.counters.preemptions == 0
 

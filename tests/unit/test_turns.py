@@ -5,9 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
-from continuum.budget import Budget, observe
-from continuum.record import StepStats, TaskRecord
-from continuum.turns import TurnLoop
+from tests.support import Budget, Returned, StepStats, Suspended, TaskRecord, TurnLoop, observe
 
 
 class Count(BaseModel):
@@ -36,8 +34,8 @@ def make(left: dict[str, float], *, limit: int = 3):
 
 def test_runs_turns_to_the_result_in_memory():
     task, record, budget, calls = make({"s": 100.0})
-    outcome = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
-    assert outcome.kind == "finished"
+    outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
+    assert isinstance(outcome, Returned)
     assert record.result == 133  # n: 0 -> 1 -> 12 -> 133 (n += 10n + 1 each turn)
     assert calls == ["work0", "work1", "work12"]
     assert record.turn == 2
@@ -51,7 +49,7 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
     record.step_stats["work"] = StepStats()
     for _ in range(5):
         observe(record.step_stats["work"], 0.4)
-    loop = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60)
+    loop = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60)
     real_call_step = loop.call_step
 
     def squeeze(*args):
@@ -61,17 +59,18 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
 
     loop.call_step = squeeze  # type: ignore[method-assign]
     outcome = loop.run()
-    assert outcome.kind == "suspended"
-    assert "step 'work' expects up to" in (outcome.reason or "")
+    assert isinstance(outcome, Suspended)
+    assert "step 'work' expects up to" in outcome.reason
     assert calls == ["work0"]
     assert record.turn == 1
     assert record.journal == []
 
     left["s"] = 0.1  # not even enough to save after a turn: stop at the turn boundary
     record = TaskRecord(task_id="t", task_name="count", state={"n": 0})
-    loop = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60)
+    loop = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60)
     left["s"] = 100.0
-    loop.call_step = lambda *a: (real_call_step(*a), left.update(s=0.1))[0]  # type: ignore[method-assign]
+    second_call_step = loop.call_step
+    loop.call_step = lambda *a: (second_call_step(*a), left.update(s=0.1))[0]  # type: ignore[method-assign]
     assert loop.run().reason == "no time left for another turn"
 
 
@@ -81,21 +80,21 @@ def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit():
     for _ in range(5):
         observe(record.step_stats["work"], 0.5)
     record.invocation_budget_s = 10.0
-    outcome = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
-    assert outcome.kind == "suspended"
-    assert "fresh invocation" in (outcome.reason or "")
+    outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
+    assert isinstance(outcome, Suspended)
+    assert "fresh invocation" in outcome.reason
     assert calls == []
 
     # The previous invocation already suspended idle: run the step rather than loop.
     record.idle_suspensions = 1
-    outcome = TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
+    outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
     assert calls[0] == "work0"
 
 
 def test_a_step_that_never_fits_runs_rather_than_loops():
     task, record, budget, calls = make({"s": 0.01})
     record.invocation_budget_s = 0.01  # no invocation ever has the time
-    TurnLoop(task, record, budget, persist=lambda: None, persist_every_s=60).run()
+    TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
     assert calls[:1] == ["work0"]
 
 
@@ -120,7 +119,7 @@ def test_user_except_exception_cannot_swallow_a_suspension():
     record = TaskRecord(task_id="t", task_name="stubborn", state={"n": 0})
     budget = Budget(remaining=lambda: left["s"], margin_s=0.0)
     outcome = TurnLoop(app.tasks["stubborn"], record, budget, lambda: None, 60).run()
-    assert outcome.kind == "suspended"
+    assert isinstance(outcome, Suspended)
     assert record.result is None
 
 
@@ -148,7 +147,7 @@ def test_persists_after_an_effect_step_and_by_interval():
     loop = TurnLoop(
         app.tasks["mailer"], record, budget, lambda: saves.append(len(record.journal)), 60
     )
-    assert loop.run().kind == "finished"
+    assert isinstance(loop.run(), Returned)
     assert saves == [2]  # right after the effect, with it in the journal
 
     record = TaskRecord(task_id="t", task_name="mailer", state={"n": 0})

@@ -1,5 +1,9 @@
-"""Control-flow signals. Each is a ``BaseException`` so a user's ``except Exception`` in a task
-or step cannot swallow it; only the framework catches them."""
+"""Control flow: the framework's own exceptions.
+
+Each is a ``BaseException`` so a user's ``except Exception`` in a task or step cannot swallow
+it; only the framework catches them. A bare ``except:`` can: the turn loop notices (the
+exception is remembered when raised) and fails the task saying so.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +12,24 @@ from typing import Any
 from continuum.record import ErrorInfo
 
 
-class Suspend(BaseException):
+class ControlFlow(BaseException):
+    """The parent of the framework's control-flow exceptions."""
+
+
+class Suspend(ControlFlow):
     """Unwinds a task function so the worker can save and continue in a fresh invocation."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, delay_s: float = 0.0) -> None:
         self.reason = reason
+        self.delay_s = delay_s
         super().__init__(reason)
 
 
-class Fenced(BaseException):
+class Fenced(ControlFlow):
     """Another worker moved the record: this one stops at once and writes nothing more."""
 
 
-class Abort(BaseException):
+class Abort(ControlFlow):
     """The task must fail now, whatever the task function would do about it."""
 
     def __init__(self, error: ErrorInfo) -> None:
@@ -28,11 +37,11 @@ class Abort(BaseException):
         super().__init__(error.message)
 
 
-class Preempted(BaseException):
+class Preempted(ControlFlow):
     """Raised inside a preemptible step when the invocation's deadline comes too close."""
 
 
-class Paused(BaseException):
+class Paused(ControlFlow):
     """Raised by ``ctx.pause(cursor)``: a cooperative step asks to continue later."""
 
     def __init__(self, cursor: Any) -> None:

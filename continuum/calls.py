@@ -1,0 +1,315 @@
+"""Step calls inside a turn: replay from the journal, or run live under the budget.
+
+For each call: take its key; if the journal recorded it, return the recorded outcome (the
+same Python type a live call returns: both are rebuilt from the JSON); otherwise check the
+budget, run the step (attempts and their waits are journaled, so retries count across
+invocations), turn its result into JSON, journal it, and save by policy.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from continuum.budget import Budget, Preemptor, alarm_preemptor, observe
+from continuum.control import Abort, ControlFlow, Paused, Preempted, Suspend
+from continuum.errors import ContinuumError, StepError, UnserializableValueError
+from continuum.journal import Journal
+from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord
+from continuum.steps import Step
+from continuum.values import from_json, to_json
+
+#: Longest error message kept in the journal.
+MAX_ERROR_CHARS = 2000
+
+
+class StepCalls:
+    """The step-calling half of a turn loop (``turns.TurnLoop`` is the other half)."""
+
+    def __init__(
+        self,
+        record: TaskRecord,
+        budget: Budget,
+        save: Callable[[], None],
+        *,
+        persist_every_s: float,
+        max_step_crashes: int,
+        preemptor: Preemptor = alarm_preemptor,
+    ) -> None:
+        self.record = record
+        self.budget = budget
+        self.save = save
+        # In recovery (after a worker died), save after every step so a death names its step.
+        self.persist_every_s = 0.0 if record.recovering else persist_every_s
+        self.max_step_crashes = max_step_crashes
+        self.preemptor = preemptor
+        self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
+        self.thread_id = threading.get_ident()
+        self.active_key: str | None = None
+        self.active_cursor: Any = None
+        #: a step ran, a step failed or a turn completed in this invocation.
+        self.progress = False
+        self.last_save = time.monotonic()
+        #: the control-flow exception unwinding this turn (a swallowed one is detected).
+        self.unwinding: BaseException | None = None
+        #: an error that fails this turn whatever user code does with it.
+        self.refused: ContinuumError | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task_id
+
+    @property
+    def turn(self) -> int:
+        return self.record.turn
+
+    def remaining(self) -> float:
+        return self.budget.remaining()
+
+    def refuse(self, error: ContinuumError) -> ContinuumError:
+        if self.refused is None:
+            self.refused = error
+        return error
+
+    def unwind(self, exc: ControlFlow) -> ControlFlow:
+        """Remember that ``exc`` unwinds this turn, and return it to be raised."""
+        self.unwinding = exc
+        return exc
+
+    # -- one call ----------------------------------------------------------------------------
+
+    def call_step(
+        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
+    ) -> Any:
+        if self.unwinding is not None:
+            raise self.unwinding  # user code caught it: it still unwinds, and is noticed
+        if self.active_key is not None:
+            return self._nested(step, args, kwargs)
+        key = self.journal.key_for(step.name, key)
+        entry = self.journal.replay(step.name, key)
+        if entry is not None and not entry.partial:
+            self.record.counters.steps_replayed += 1
+            if not entry.ok:
+                raise self._step_error(entry.error, key)
+            return from_json(step.adapter, entry.result)
+        return self._run_live(step, key, args, kwargs, entry)
+
+    def _run_live(
+        self,
+        step: Step[Any, Any],
+        key: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        resume: JournalEntry | None,
+    ) -> Any:
+        record, options = self.record, step.options
+        stats = record.step_stats.get(step.name)
+        if stats is None:
+            stats = record.step_stats[step.name] = StepStats()
+        attempt, cursor = 0, None
+        # A step that is not done (paused, or between attempts) keeps its journal entry until
+        # its next attempt starts, so a suspension before then loses neither.
+        pending = resume
+        if resume is not None:
+            if resume.retry_at is not None:
+                attempt = resume.attempts
+                self._await_retry(key, stats, resume)
+            else:
+                attempt, cursor = resume.attempts - 1, resume.cursor
+        while True:
+            self._check_budget(step.name, stats, preemptible=options.preemptible)
+            if pending is not None:
+                self.journal.reopen()
+                pending = None
+            if record.recovering:
+                self._mark_start(key)
+            attempt += 1
+            self.active_key = f"{record.task_id}/{record.turn}/{key}"
+            self.active_cursor = cursor
+            started = time.monotonic()
+            try:
+                if options.preemptible:
+                    limit = self.budget.preempt_after(record.save_stats)
+                    value = self.preemptor(lambda: step.fn(*args, **kwargs), limit)
+                else:
+                    value = step.fn(*args, **kwargs)
+            except Preempted:
+                self._preempted(key, stats, started)
+            except Paused as pause:
+                elapsed = self._timed(stats, started)
+                self._append(
+                    JournalEntry(
+                        key,
+                        step.name,
+                        attempts=attempt,
+                        duration_s=elapsed,
+                        partial=True,
+                        cursor=pause.cursor,
+                    )
+                )
+                raise self.unwind(Suspend(f"step {key!r} paused itself; it continues")) from None
+            except Exception as exc:
+                elapsed = self._timed(stats, started)
+                error = ErrorInfo(
+                    type=type(exc).__name__,
+                    message=str(exc)[:MAX_ERROR_CHARS],
+                    step=key,
+                    turn=record.turn,
+                )
+                if isinstance(exc, options.retry_on) and attempt <= options.retries:
+                    retry = JournalEntry(
+                        key,
+                        step.name,
+                        ok=False,
+                        partial=True,
+                        error=error,
+                        attempts=attempt,
+                        duration_s=elapsed,
+                        retry_at=time.time() + options.backoff_s * 2 ** (attempt - 1),
+                    )
+                    self._append(retry)
+                    pending = retry
+                    self._await_retry(key, stats, retry)
+                    continue
+                raise self._failed(step, key, attempt, elapsed, error) from exc
+            finally:
+                self.active_key = None
+                self.active_cursor = None
+                record.running_step = None
+            break
+        elapsed = self._timed(stats, started)
+        try:
+            result = to_json(
+                step.adapter,
+                value,
+                what=f"the result of step {key!r}",
+                task_id=record.task_id,
+                typed=step.typed,
+            )
+        except UnserializableValueError as exc:
+            error = ErrorInfo(
+                type=type(exc).__name__, message=exc.message, step=key, turn=record.turn
+            )
+            raise self._failed(step, key, attempt, elapsed, error) from exc
+        self._append(
+            JournalEntry(key, step.name, result=result, duration_s=elapsed, attempts=attempt)
+        )
+        record.counters.steps_executed += 1
+        if options.effect or time.monotonic() - self.last_save >= self.persist_every_s:
+            self.save()
+            self.last_save = time.monotonic()
+        return from_json(step.adapter, result)
+
+    # -- pieces --------------------------------------------------------------------------------
+
+    def _timed(self, stats: StepStats, started: float) -> float:
+        elapsed = time.monotonic() - started
+        observe(stats, elapsed)
+        return round(elapsed, 6)
+
+    def _append(self, entry: JournalEntry) -> None:
+        self.journal.append(entry)
+        self.progress = True
+
+    def _failed(
+        self, step: Step[Any, Any], key: str, attempts: int, elapsed: float, error: ErrorInfo
+    ) -> StepError:
+        self._append(
+            JournalEntry(
+                key, step.name, ok=False, error=error, attempts=attempts, duration_s=elapsed
+            )
+        )
+        self.record.counters.steps_executed += 1
+        self.record.counters.step_failures += 1
+        return self._step_error(error, key)
+
+    def _step_error(self, error: ErrorInfo | None, key: str) -> StepError:
+        error = error or ErrorInfo(type="StepError", message="the step failed")
+        return StepError(
+            error.message
+            if error.type == "UnserializableValueError"
+            else f"step raised {error.type}: {error.message}",
+            error_type=error.type,
+            task_id=self.record.task_id,
+            step=key,
+        )
+
+    def _await_retry(self, key: str, stats: StepStats, entry: JournalEntry) -> None:
+        """Wait for a retry's backoff here if it fits, else suspend for it (the journal keeps
+        the attempts made and when the next may start)."""
+        assert entry.retry_at is not None
+        wait = entry.retry_at - time.time()
+        if wait <= 0:
+            return
+        need = self.budget.need(stats, self.record.save_stats) + wait
+        if self.budget.remaining() >= need:
+            time.sleep(wait)
+            return
+        raise self.unwind(
+            Suspend(
+                f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}", delay_s=wait
+            )
+        )
+
+    def _nested(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A step called inside a step is part of the outer step's work: not journaled on its
+        own, but its retries apply (with their backoff slept in place)."""
+        options = step.options
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return step.fn(*args, **kwargs)
+            except Exception as exc:
+                if not isinstance(exc, options.retry_on) or attempt > options.retries:
+                    raise
+                time.sleep(options.backoff_s * 2 ** (attempt - 1))
+
+    def _check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
+        save_stats = self.record.save_stats
+        reason = self.budget.refuse(name, stats, save_stats, preemptible=preemptible)
+        if reason is None:
+            return
+        if self.progress:
+            raise self.unwind(Suspend(reason))
+        # Nothing done yet in this invocation. Suspend only if a fresh invocation would have
+        # the time and the last one did not already suspend idle; otherwise suspending could
+        # only loop, so run the step and let the deadline judge.
+        fresh = self.record.invocation_budget_s
+        need = self.budget.need(stats, save_stats, preemptible=preemptible)
+        if self.record.idle_suspensions == 0 and need <= fresh:
+            raise self.unwind(Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s"))
+
+    def _mark_start(self, key: str) -> None:
+        """In recovery: save which step starts now, or fail if it keeps killing its worker."""
+        record = self.record
+        here = f"{record.turn}:{self.journal.position}:{key}"
+        if record.crashes >= self.max_step_crashes and record.crash_at == here:
+            raise self.unwind(
+                Abort(
+                    ErrorInfo(
+                        type="StepCrashedWorker",
+                        message=(
+                            f"step {key!r} was running each of the last {record.crashes} times its "
+                            "worker died (killed, out of memory, or past the invocation deadline); "
+                            "failing the task rather than trying again"
+                        ),
+                        step=key,
+                        turn=record.turn,
+                    )
+                )
+            )
+        record.running_step = here
+        self.save()
+
+    def _preempted(self, key: str, stats: StepStats, started: float) -> None:
+        elapsed = time.monotonic() - started
+        # The step takes at least this long: remember it, but do not count a censored sample.
+        stats.max_s = max(stats.max_s, elapsed)
+        self.record.counters.preemptions += 1
+        self.record.counters.preempted_s += elapsed
+        raise self.unwind(
+            Suspend(f"preempted step {key!r} after {elapsed:.2f}s; it runs again next time")
+        )

@@ -1,0 +1,185 @@
+"""A claim: one worker's hold on one record, from the claim to the suspension or the finish.
+
+It owns the record's etag and this invocation's lease, and makes every write of the record
+while it holds it, each a compare-and-swap. A write that lost (412) is checked once more: if
+the stored record still carries this claim's lease, nobody else wrote it (an earlier write of
+ours landed unseen, its answer lost), so the claim adopts the stored etag and writes again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from continuum.budget import observe
+from continuum.continuation import Continuations
+from continuum.control import Abort, Fenced
+from continuum.errors import ContinuumError, PayloadTooLargeError, RecordConflictError
+from continuum.record import (
+    ErrorInfo,
+    Lease,
+    Status,
+    TaskRecord,
+    end_recovery,
+    note_death,
+    utcnow,
+)
+from continuum.records import Records
+from continuum.store import StoreError
+
+logger = logging.getLogger("continuum.claim")
+
+
+class Claim:
+    """This worker's hold on a record.
+
+    Example:
+        >>> claim = Claim.take(records, record, etag, owner="req-1", message_id="m-1",
+        ...                    remaining_s=900.0)  # doctest: +SKIP
+        >>> claim.suspend("budget", message_id="m-1")  # doctest: +SKIP
+    """
+
+    def __init__(self, records: Records, record: TaskRecord, etag: str, lease: Lease) -> None:
+        self.records = records
+        self.record = record
+        self.etag = etag
+        self.lease = lease
+
+    @classmethod
+    def take(
+        cls,
+        records: Records,
+        record: TaskRecord,
+        etag: str,
+        *,
+        owner: str,
+        message_id: str,
+        remaining_s: float,
+        send_s: float | None = None,
+    ) -> Claim:
+        """Claim: write the record ``running`` with a lease until this invocation's deadline.
+
+        Raises:
+            RecordConflictError: another worker moved the record first.
+        """
+        if record.status == Status.RUNNING:
+            note_death(record)  # the lease expired with the task running: its worker died
+        if send_s is not None:
+            # The send that suspended the task happened after its record was written: learn
+            # its duration now, when this worker (which made it) claims the continuation.
+            observe(record.send_stats, send_s)
+        lease = Lease(
+            owner=owner,
+            expires_at=utcnow() + timedelta(seconds=remaining_s),
+            message_id=message_id,
+        )
+        record.status = Status.RUNNING
+        record.lease = lease
+        record.counters.invocations += 1
+        record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
+        claim = cls(records, record, etag, lease)
+        claim._write(own_lease=False)
+        return claim
+
+    # -- saves while running -----------------------------------------------------------------
+
+    def save(self) -> None:
+        """Save the journal now (the persistence policy calls this between steps).
+
+        Raises:
+            Fenced: another worker moved the record; stop at once.
+            Abort: a value is over its size limit; the task must fail.
+        """
+        try:
+            self._write()
+        except RecordConflictError as exc:
+            raise Fenced from exc
+        except PayloadTooLargeError as exc:
+            raise Abort(error_info(exc, self.record)) from exc
+        except StoreError as exc:
+            # Saving the journal early only limits what a crash would redo. The journal
+            # stays in memory and is saved at the next chance (a later step, the
+            # suspension or the finish); failing the task here would lose it all.
+            logger.warning("could not save the journal; continuing: %s", exc)
+
+    # -- the end of this invocation's hold -----------------------------------------------------
+
+    def suspend(
+        self, reason: str, *, message_id: str, continuations: Continuations, delay_s: float = 0.0
+    ) -> float:
+        """Suspend: (1) write the record with generation + 1, (2) then send its continuation.
+        Never the other way round: a message must never name a record that does not exist.
+        Return how long the send took (the next claim learns the save cost from it).
+
+        Raises:
+            PayloadTooLargeError: the record cannot be saved (nothing was written).
+        """
+        record = self.record
+        record.status = Status.SUSPENDED
+        record.generation += 1
+        record.lease = None
+        record.suspend_reason = reason
+        record.counters.continuations += 1
+        end_recovery(record)
+        record.suspended_by = message_id
+        self._write()
+        started = time.monotonic()
+        continuations.send(
+            record.task_id,
+            generation=record.generation,
+            reason=reason,
+            delay_s=round(delay_s),
+        )
+        return time.monotonic() - started
+
+    def finish(self, status: Status, *, error: ErrorInfo | None = None) -> None:
+        """Finish: write the record succeeded, failed or cancelled (then its blobs are tagged
+        for expiry). A value too large to save fails the task, naming it, with a readable
+        record."""
+        record = self.record
+        record.status = status
+        record.error = error
+        record.lease = None
+        end_recovery(record)
+        record.finished_at = utcnow()
+        if status != Status.SUCCEEDED:
+            record.result = None
+        try:
+            self._write(finished=True)
+        except PayloadTooLargeError as exc:
+            # Keep the record readable: drop the oversized parts and say what they were.
+            record.status, record.result, record.journal = Status.FAILED, None, []
+            if "the state" in exc.message:
+                record.state = None
+            record.error = error_info(exc, record)
+            self._write(finished=True)
+
+    # -- the write ---------------------------------------------------------------------------
+
+    def _write(self, *, finished: bool = False, own_lease: bool = True) -> None:
+        """Compare-and-swap the record, knowing an earlier write of ours may have landed."""
+        started = time.monotonic()
+        records, record = self.records, self.record
+        lease_until = self.lease.expires_at if own_lease else None
+        try:
+            self.etag = records.replace(
+                record, etag=self.etag, finished=finished, lease_until=lease_until
+            )
+        except RecordConflictError:
+            if not own_lease:
+                raise
+            stored, stored_etag = records.load(record.task_id)
+            if stored.lease != self.lease:
+                raise
+            self.etag = records.replace(
+                record, etag=stored_etag, finished=finished, lease_until=lease_until
+            )
+        observe(record.save_stats, time.monotonic() - started)
+        record.counters.saves += 1
+        record.counters.bytes_saved += records.last_record_bytes
+
+
+def error_info(exc: ContinuumError, record: TaskRecord) -> ErrorInfo:
+    """The record's form of an error (type, message, step, turn)."""
+    return ErrorInfo(type=type(exc).__name__, message=exc.message, step=exc.step, turn=record.turn)

@@ -1,0 +1,58 @@
+"""The fence: may this continuation run its task now? A pure function of what it sees.
+
+SQS delivers at least once, late and out of order; the record decides. The verdict depends only
+on the record, the message, the message's SQS id and the time, so a table test covers every
+case (``tests/unit/test_fence.py``):
+
+- a finished task's message is acknowledged (FINISHED);
+- a message for a generation the record never reached is refused (FUTURE);
+- a message for an older generation is stale (STALE), except the very message whose worker
+  suspended the task: that worker may have died between its save and its send, so the
+  current continuation is sent again (RESEND; duplicates are fenced like any other);
+- a message for the current generation runs (RUN), unless a live lease holds the record: if
+  the lease was taken for this very message, SQS redelivered it early (RETRY_LATER); else it
+  is a duplicate that the holder's own message covers (DUPLICATE).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from continuum.continuation import Continuation
+from continuum.record import Status, TaskRecord
+
+
+class Verdict(StrEnum):
+    """What to do with a continuation (the values are the worker's logged outcomes)."""
+
+    RUN = "run"
+    FINISHED = "finished"
+    FUTURE = "rejected"
+    STALE = "stale"
+    RESEND = "stale-resent"
+    DUPLICATE = "duplicate"
+    RETRY_LATER = "lease-held"
+
+    @property
+    def acknowledged(self) -> bool:
+        """Whether the message is done with (deleted) after this verdict."""
+        return self is not Verdict.RETRY_LATER
+
+
+def fence(record: TaskRecord, message: Continuation, *, message_id: str, now: datetime) -> Verdict:
+    """The verdict on ``message`` (SQS id ``message_id``) for ``record`` at ``now``."""
+    if record.status.finished:
+        return Verdict.FINISHED
+    if message.generation > record.generation:
+        return Verdict.FUTURE
+    if message.generation < record.generation:
+        if record.status == Status.SUSPENDED and record.suspended_by == message_id:
+            return Verdict.RESEND
+        return Verdict.STALE
+    lease = record.lease
+    if record.status == Status.RUNNING and lease is not None and lease.expires_at > now:
+        if lease.message_id == message_id:
+            return Verdict.RETRY_LATER
+        return Verdict.DUPLICATE
+    return Verdict.RUN

@@ -1,0 +1,63 @@
+"""Settings: the budget policy, limits and margins of an app, in one frozen object.
+
+The worker, the client, the dead-letter handler and the local runtime each read what they
+need from it; a task may override the budget rule (``confidence``, ``safety_margin_s``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from continuum.budget import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PREEMPTIBLE_CONFIDENCE,
+    DEFAULT_STEP_S,
+    SAFETY_MARGIN_S,
+)
+from continuum.codec import DEFAULT_INLINE_LIMIT_BYTES
+from continuum.errors import ConfigurationError
+
+#: A task that continues more often than this fails: it is probably not making progress.
+DEFAULT_MAX_CONTINUATIONS = 10_000
+#: Save the journal at least this often (seconds of work) so a crash loses little.
+DEFAULT_PERSIST_EVERY_S = 60.0
+#: The largest state or result accepted, as JSON (blobs are compressed beyond the inline limit).
+DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024
+#: Suspensions in a row that complete no step before a task fails: it cannot make progress.
+DEFAULT_MAX_IDLE_SUSPENSIONS = 5
+#: Consecutive worker deaths at one step after which the task fails instead of trying again.
+DEFAULT_MAX_STEP_CRASHES = 3
+#: Seconds after an invocation's deadline at which its message reappears if the worker dies.
+DEFAULT_VISIBILITY_MARGIN_S = 5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How an app's tasks run. See :class:`continuum.Continuum` for each field."""
+
+    confidence: float = DEFAULT_CONFIDENCE
+    safety_margin_s: float = SAFETY_MARGIN_S
+    default_step_s: float = DEFAULT_STEP_S
+    preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
+    persist_every_s: float = DEFAULT_PERSIST_EVERY_S
+    inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES
+    max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
+    visibility_margin_s: int | None = DEFAULT_VISIBILITY_MARGIN_S
+    max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES
+    max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS
+    #: HMAC keys of continuation messages: the first signs, any verifies (empty: unsigned).
+    signing_keys: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("confidence", "preemptible_confidence"):
+            value = getattr(self, name)
+            if not 0.0 < value < 1.0:
+                raise ConfigurationError(f"{name} must be between 0 and 1 (exclusive), got {value}")
+        for name in ("safety_margin_s", "default_step_s", "persist_every_s"):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name} must not be negative, got {getattr(self, name)}")
+        for name in ("inline_limit_bytes", "max_state_bytes", "max_step_crashes"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.visibility_margin_s is not None and self.visibility_margin_s < 0:
+            raise ConfigurationError("visibility_margin_s must not be negative")

@@ -1,0 +1,83 @@
+"""Tasks and the registry: what an app defines, found by name when a continuation arrives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, TypeAdapter
+
+from continuum.context import TaskContext
+from continuum.errors import ConfigurationError, UnknownTaskError
+from continuum.settings import DEFAULT_MAX_CONTINUATIONS
+from continuum.steps import Step, check_callable, return_adapter
+
+S = TypeVar("S", bound=BaseModel)
+
+
+@dataclass
+class Task(Generic[S]):
+    """A decorated task: a function called turn after turn over a typed state.
+
+    Attributes:
+        version: the version of the state's schema this code expects. A record saved by a
+            newer version is not run by this code (it is left for the newer code).
+    """
+
+    fn: Callable[[TaskContext[S]], Any]
+    name: str
+    state_model: type[S]
+    version: int = 1
+    max_continuations: int = DEFAULT_MAX_CONTINUATIONS
+    confidence: float | None = None
+    safety_margin_s: float | None = None
+    _result_adapter: TypeAdapter[Any] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_callable(self.fn, what=f"task {self.name!r}")
+        if self.version < 1:
+            raise ConfigurationError(f"task {self.name!r}: version must be >= 1")
+
+    @property
+    def result_adapter(self) -> TypeAdapter[Any]:
+        """Converts the task's result to JSON, following its return annotation."""
+        if self._result_adapter is None:
+            self._result_adapter = return_adapter(self.fn, what=f"task {self.name!r}")[0]
+        return self._result_adapter
+
+    def __call__(self, ctx: TaskContext[S]) -> Any:
+        return self.fn(ctx)
+
+
+class Registry:
+    """The tasks and steps of one app, by name."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, Task[Any]] = {}
+        self.steps: dict[str, Step[Any, Any]] = {}
+
+    def add_task(self, task: Task[Any]) -> None:
+        if task.name in self.tasks:
+            raise ConfigurationError(f"two tasks are named {task.name!r}")
+        self.tasks[task.name] = task
+
+    def add_step(self, step: Step[Any, Any]) -> None:
+        if step.name in self.steps:
+            raise ConfigurationError(f"two steps are named {step.name!r}")
+        check_callable(step.fn, what=f"step {step.name!r}")
+        self.steps[step.name] = step
+
+    def task(self, name: str, *, task_id: str | None = None) -> Task[Any]:
+        """The task called ``name``.
+
+        Raises:
+            UnknownTaskError: this app defines no such task (the error lists those it does).
+        """
+        task = self.tasks.get(name)
+        if task is None:
+            known = ", ".join(sorted(self.tasks)) or "none"
+            raise UnknownTaskError(
+                f"unknown task {name!r}; this app defines: {known}", task_id=task_id
+            )
+        return task

@@ -1,0 +1,174 @@
+"""Control flow around steps: retries, suspension signals, explicit keys and nested steps.
+
+Issue "Harden the core", case 13 (retry attempts restart after a suspension) and surprises a
+(a bare ``except`` swallows the suspension), b (two calls with one explicit key) and c (a step
+inside a step ignores its own retries).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, Status, TaskContext
+from tests.conftest import ScriptedContext, drain
+from tests.support import LocalRuntime
+
+
+class Empty(BaseModel):
+    n: int = 0
+
+
+def run(app: Continuum, task: str, live: list, plan: list[int], task_id: str = "flow-1"):
+    """Start ``task``; invocation i may run plan[i] live step calls (then any); the status."""
+    runtime = LocalRuntime(app, budget_s=900)
+    app.client().start(task, {}, task_id=task_id)
+
+    def context(i: int) -> ScriptedContext:
+        return ScriptedContext(plan[i] if i < len(plan) else None, executed=lambda: len(live))
+
+    drain(runtime, task_id, context)
+    return app.client().status(task_id)
+
+
+# -- case 13: retries count across invocations -----------------------------------------------
+
+
+def test_a_step_with_one_retry_runs_twice_in_all_when_a_suspension_falls_between_attempts(aws):
+    app = Continuum()
+    live: list[str] = []
+
+    @app.step
+    def prepare() -> int:
+        live.append("prepare")
+        return 1
+
+    @app.step(retries=1, backoff_s=0)
+    def flaky_upload() -> str:
+        live.append("upload")
+        raise ConnectionError("the upload always breaks")
+
+    @app.task(state=Empty)
+    def upload(ctx: TaskContext[Empty]) -> str:
+        prepare()
+        return flaky_upload()
+
+    # The first invocation has time for prepare and the first attempt only: the budget check
+    # before the retry suspends the task.
+    status = run(app, "upload", live, [2])
+
+    assert live.count("upload") == 2, f"{live.count('upload')} attempts for retries=1"
+    assert status.status == Status.FAILED
+    assert "flaky_upload" in f"{status.error.step} {status.error.message}"
+    assert "the upload always breaks" in status.error.message
+
+
+# -- surprise a: a bare except must not swallow the suspension --------------------------------
+
+
+def careless_app(catch_all: str) -> tuple[Continuum, list[str]]:
+    app = Continuum()
+    live: list[str] = []
+
+    @app.step
+    def first() -> str:
+        live.append("first")
+        return "first"
+
+    @app.step
+    def second() -> str:
+        live.append("second")
+        return "second"
+
+    if catch_all == "bare":
+
+        @app.task(state=Empty)
+        def careless(ctx: TaskContext[Empty]) -> str:
+            first()
+            try:
+                value = second()
+            except:  # noqa: E722 - the point of the test
+                value = "fallback"
+            return value
+
+    else:
+
+        @app.task(state=Empty)
+        def careless(ctx: TaskContext[Empty]) -> str:
+            first()
+            try:
+                value = second()
+            except BaseException:
+                value = "fallback"
+            return value
+
+    return app, live
+
+
+@pytest.mark.parametrize("catch_all", ["bare", "BaseException"])
+def test_a_task_that_swallows_the_suspension_fails_saying_so(aws, catch_all):
+    app, live = careless_app(catch_all)
+
+    status = run(app, "careless", live, [1])  # suspends before `second`, inside the try
+
+    assert status.result != "fallback", "the suspension was swallowed and the fallback saved"
+    assert status.status == Status.FAILED
+    message = status.error.message
+    assert re.search(r"(?i)suspen", message), message
+    assert re.search(r"(?i)caught|swallow", message), message
+
+
+# -- surprise b: one explicit key, two calls --------------------------------------------------
+
+
+def test_two_step_calls_with_the_same_explicit_key_fail_the_task_naming_the_key(aws):
+    app = Continuum()
+    charged: list[int] = []
+
+    @app.step(effect=True)
+    def charge(cents: int) -> int:
+        charged.append(cents)
+        return cents
+
+    @app.task(state=Empty)
+    def checkout(ctx: TaskContext[Empty]) -> int:
+        a = ctx.step(charge, 100, key="order-7")
+        b = ctx.step(charge, 250, key="order-7")
+        return a + b
+
+    status = run(app, "checkout", charged, [])
+
+    assert status.status == Status.FAILED, f"{status.status} with result {status.result}"
+    assert "order-7" in f"{status.error.step} {status.error.message}"
+    assert charged == [100]  # the second call never ran
+
+
+# -- surprise c: a step inside a step keeps its own retries -----------------------------------
+
+
+def test_a_step_called_inside_a_step_applies_its_own_retries(aws):
+    app = Continuum()
+    attempts: list[int] = []
+
+    @app.step(retries=2, backoff_s=0, retry_on=(ConnectionError,))
+    def inner() -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise ConnectionError("reset by peer")
+        return "inner ok"
+
+    @app.step
+    def outer() -> str:
+        return "outer: " + inner()
+
+    @app.task(state=Empty)
+    def nested(ctx: TaskContext[Empty]) -> str:
+        return outer()
+
+    status = run(app, "nested", attempts, [])
+
+    assert status.status == Status.SUCCEEDED, status.error
+    assert status.result == "outer: inner ok"
+    assert len(attempts) == 3

@@ -1,0 +1,164 @@
+"""Apps of different ages and keys share one bucket and queue.
+
+Issue "Harden the core", case 6 (rotating the signing key strands tasks in flight) and
+surprises d (``state_version`` is stored but never checked) and f (an older worker rejects a
+newer record or message because of extra fields).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, Status, TaskContext
+from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+from tests.support import BUCKET, REGION, LocalRuntime, event_record
+
+
+class Job(BaseModel):
+    done: list[int] = []
+
+
+def job_app(ticks: list[int], *, version: int = 1, **options: Any) -> Continuum:
+    """An app whose task ``job`` takes three turns of one ``tick`` step each."""
+    app = Continuum(**options)
+
+    @app.step
+    def tick(i: int) -> int:
+        ticks.append(i)
+        return i
+
+    @app.task(state=Job, version=version)
+    def job(ctx: TaskContext[Job]) -> list[int] | None:
+        ctx.state.done.append(tick(len(ctx.state.done)))
+        return ctx.state.done if len(ctx.state.done) >= 3 else None
+
+    return app
+
+
+def share(app: Continuum, runtime: LocalRuntime) -> Continuum:
+    """Point ``app`` at the runtime's bucket and queue, with its own clients."""
+    options = {"region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    app.configure(
+        bucket=BUCKET,
+        queue_url=runtime.queue_url,
+        s3_client=boto3.client("s3", **options),
+        sqs_client=boto3.client("sqs", **options),
+    )
+    return app
+
+
+def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
+    """Receive one continuation from the shared queue and hand it to ``app``'s handler, as
+    the event source would hand it to whichever environment is free."""
+    messages = runtime.source.receive()
+    if not messages:
+        return None
+    message = messages[0]
+    result = app.handler({"Records": [event_record(message, runtime.queue_arn)]}, context)
+    failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+    if message.message_id not in failed:
+        runtime.source.delete(message.receipt_handle)
+    return result
+
+
+# -- case 6: signing key rotation ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("configured_by", ["argument", "environment"])
+def test_a_task_in_flight_survives_a_signing_key_rotation(aws, monkeypatch, configured_by):
+    ticks: list[int] = []
+    old = job_app(ticks, signing_key="old")
+    runtime = LocalRuntime(old, budget_s=900)
+    task_id = old.client().start("job", {}, task_id="rotated")
+    runtime.invoke_once(ScriptedContext(1, executed=lambda: len(ticks)))
+    assert old.client().status(task_id).generation == 1  # its continuation is signed "old"
+
+    # The deployment rotates: "new" signs, "old" is still accepted.
+    if configured_by == "argument":
+        rotating = share(job_app(ticks, signing_key="new,old"), runtime)
+    else:
+        monkeypatch.setenv("CONTINUUM_SIGNING_KEY", "new,old")
+        rotating = share(job_app(ticks), runtime)
+    deliver(rotating, runtime, ScriptedContext(1, executed=lambda: len(ticks)))
+    status = rotating.client().status(task_id)
+    assert status.generation == 2, f"the old-signed continuation was refused: {status.status}"
+
+    # Later "old" is retired: what the rotating app sent verifies with "new" alone.
+    monkeypatch.delenv("CONTINUUM_SIGNING_KEY", raising=False)
+    new_only = share(job_app(ticks, signing_key="new"), runtime)
+    for _ in range(5):
+        if new_only.client().status(task_id).status.finished:
+            break
+        if deliver(new_only, runtime, ScriptedContext(None, executed=lambda: len(ticks))) is None:
+            break
+    status = new_only.client().status(task_id)
+    assert status.status == Status.SUCCEEDED, f"{status.status} at generation {status.generation}"
+    assert status.result == [0, 1, 2]
+    assert ticks == [0, 1, 2]
+
+
+# -- surprise d: a record from a newer task version is not run by older code ------------------
+
+
+def test_a_record_from_a_newer_task_version_is_not_run_by_older_code(aws, caplog):
+    ticks: list[int] = []
+    newer = job_app(ticks, version=2)
+    runtime = LocalRuntime(newer, budget_s=900)
+    task_id = newer.client().start("job", {}, task_id="versioned")  # state_version 2
+
+    older = share(job_app(ticks, version=1), runtime)  # a worker still on the old code
+    before = snapshot_objects(runtime.s3, BUCKET)
+    result = deliver(older, runtime, ScriptedContext(None, executed=lambda: len(ticks)))
+
+    assert ticks == [], "version-1 code ran a version-2 record"
+    status = older.client().status(task_id)
+    if status.status == Status.FAILED:
+        assert "version" in status.error.message
+    else:  # left untouched, retried for a newer worker, with a clear error in the log
+        assert snapshot_objects(runtime.s3, BUCKET) == before
+        assert result["batchItemFailures"]
+        assert "state version" in caplog.text
+
+
+# -- surprise f: extra fields from newer writers are tolerated --------------------------------
+
+
+def test_a_record_with_an_unknown_top_level_field_runs_and_keeps_the_field(aws):
+    ticks: list[int] = []
+    app = job_app(ticks)
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="newer-record")
+    key = f"tasks/{task_id}/record.json"
+    raw = json.loads(runtime.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    raw["written_by_a_newer_worker"] = {"feature": "priorities", "priority": 3}
+    runtime.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(raw, indent=1).encode())
+
+    drain(runtime, task_id, lambda i: ScriptedContext(1, executed=lambda: len(ticks)))
+
+    assert app.client().result(task_id) == [0, 1, 2]
+    final = json.loads(runtime.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    assert final.get("written_by_a_newer_worker") == {"feature": "priorities", "priority": 3}
+
+
+def test_a_continuation_with_an_unknown_field_is_accepted(aws):
+    ticks: list[int] = []
+    app = job_app(ticks)
+    runtime = LocalRuntime(app, budget_s=900)
+    task_id = app.client().start("job", {}, task_id="newer-message")
+    runtime.sqs.purge_queue(QueueUrl=runtime.queue_url)  # only our message below remains
+
+    body = json.loads(continuation(task_id, 0, reason="start"))
+    body["trace_id"] = "1-5f84c7a9-6f1c2a3b4c5d6e7f8a9b0c1d"  # a newer sender's extra field
+    result = app.handler(
+        sqs_event(json.dumps(body)), ScriptedContext(None, executed=lambda: len(ticks))
+    )
+
+    assert result == {"batchItemFailures": []}
+    status = app.client().status(task_id)
+    assert status.status == Status.SUCCEEDED, f"{status.status}: the message was refused"
+    assert status.result == [0, 1, 2]

@@ -1,0 +1,396 @@
+"""Values through the journal and the snapshot: what a replayed turn sees is what the live turn
+saw (DESIGN.md, "Guarantees"), and values JSON cannot hold fail once, clearly.
+
+Issue "Harden the core", cases 2 (snapshot shares objects with the live state), 4 (NaN and
+infinity), 5 (live and replayed results differ in type) and 14 (Annotated serializers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer
+
+from continuum import Continuum, Status, TaskContext
+from tests.conftest import ScriptedContext, drain
+from tests.support import BUCKET, LocalRuntime, moto_backend
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+class Empty(BaseModel):
+    n: int = 0
+
+
+def run_plan(app: Continuum, live: list, task: str, plan: list[int], state: Any = None):
+    """Run ``task`` on a fresh bucket; invocation i may run plan[i] live steps, then any.
+
+    Returns the public status of the finished task and the raw record.json of every
+    suspension (as parsed JSON), in order.
+    """
+    suspended: list[dict] = []
+    with moto_backend():
+        runtime = LocalRuntime(app, budget_s=900)
+        task_id = app.client().start(task, state or {}, task_id="values-1")
+
+        def context(i: int) -> ScriptedContext:
+            if app.client().status(task_id).status == Status.SUSPENDED:
+                suspended.append(raw_record(runtime, task_id))
+            allowed = plan[i] if i < len(plan) else None
+            return ScriptedContext(allowed, executed=lambda: len(live))
+
+        drain(runtime, task_id, context)
+        status = app.client().status(task_id)
+    return status, suspended
+
+
+def raw_record(runtime: LocalRuntime, task_id: str) -> dict:
+    body = runtime.s3.get_object(Bucket=BUCKET, Key=f"tasks/{task_id}/record.json")["Body"]
+    return json.loads(body.read())
+
+
+def journal_entries(raw: Any) -> list[dict]:
+    """Every journal entry (a dict with a ``key`` and a ``name``) anywhere in a raw record."""
+    found: list[dict] = []
+    if isinstance(raw, dict):
+        if isinstance(raw.get("key"), str) and "name" in raw:
+            found.append(raw)
+        for value in raw.values():
+            found.extend(journal_entries(value))
+    elif isinstance(raw, list):
+        for value in raw:
+            found.extend(journal_entries(value))
+    return found
+
+
+# -- case 2: the snapshot must not share objects with the live state -------------------------
+
+TURNS = 3
+STEPS_PER_TURN = 3
+
+
+def _first_message() -> list[dict[str, Any]]:
+    return [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+
+
+class Chat(BaseModel):
+    messages: list[dict[str, Any]] = Field(default_factory=_first_message)
+    notes: list[dict] = []
+    meta: dict[str, Any] = Field(default_factory=lambda: {"tags": []})
+    turns: int = 0
+
+
+def chat_app() -> tuple[Continuum, list[str]]:
+    """An agent-like task that edits nested message content in place, and edits the dicts
+    its steps return in place too."""
+    app = Continuum()
+    live: list[str] = []
+
+    @app.step
+    def think(turn: int) -> dict[str, Any]:
+        live.append(f"think {turn}")
+        return {
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"answer {turn}"}],
+            "usage": {"tokens": [turn]},
+        }
+
+    @app.step
+    def tool(turn: int, which: str) -> str:
+        live.append(f"tool {which} {turn}")
+        return f"{which}@{turn}"
+
+    @app.task(state=Chat)
+    def chat(ctx: TaskContext[Chat]) -> dict[str, Any] | None:
+        s = ctx.state
+        s.messages[0]["content"].append({"type": "text", "text": f"turn {s.turns} begins"})
+        s.meta["tags"].append(s.turns)
+        reply = think(s.turns)
+        reply["content"].append({"type": "note", "text": "seen"})  # the step's dict, in place
+        reply["usage"]["tokens"].append(-1)
+        s.messages.append(reply)
+        a = tool(s.turns, "a")
+        s.messages[-1]["content"].append({"type": "tool", "text": a})
+        s.notes.append({"turn": s.turns, "log": [a]})
+        b = tool(s.turns, "b")
+        s.notes[-1]["log"].append(b)
+        s.turns += 1
+        return s.model_dump(mode="json") if s.turns >= TURNS else None
+
+    return app, live
+
+
+class Sizes(BaseModel):
+    sizes: list[int] = []
+
+
+def step_result_app() -> tuple[Continuum, list[str]]:
+    """A task that mutates the dict a step returned; only a number derived from it is kept."""
+    app = Continuum()
+    live: list[str] = []
+
+    @app.step
+    def fetch(turn: int) -> dict[str, Any]:
+        live.append(f"fetch {turn}")
+        return {"items": [1, 2], "page": {"seen": []}}
+
+    @app.step
+    def work(turn: int, i: int) -> int:
+        live.append(f"work {turn} {i}")
+        return i
+
+    @app.task(state=Sizes)
+    def sizes(ctx: TaskContext[Sizes]) -> list[int] | None:
+        page = fetch(len(ctx.state.sizes))
+        page["items"].append(99)
+        page["page"]["seen"].append(len(ctx.state.sizes))
+        work(len(ctx.state.sizes), 0)
+        work(len(ctx.state.sizes), 1)
+        ctx.state.sizes.append(len(page["items"]) * 10 + len(page["page"]["seen"]))
+        return ctx.state.sizes if len(ctx.state.sizes) >= TURNS else None
+
+    return app, live
+
+
+PLANS = [[k] for k in range(TURNS * STEPS_PER_TURN + 1)] + [[1] * 12, [2] * 8]
+PLAN_IDS = [f"suspend-after-{p[0]}" for p in PLANS[:-2]] + ["after-every-step", "every-2"]
+
+
+@pytest.fixture(scope="module")
+def chat_uninterrupted():
+    status, _ = run_plan(*chat_app(), "chat", [])
+    assert status.status == Status.SUCCEEDED
+    return status.result
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=PLAN_IDS)
+def test_in_place_edits_of_nested_state_give_the_uninterrupted_result(chat_uninterrupted, plan):
+    app, live = chat_app()
+    status, _ = run_plan(app, live, "chat", plan)
+
+    assert status.status == Status.SUCCEEDED, status.error
+    assert status.result == chat_uninterrupted
+    assert len(live) == len(set(live)) == TURNS * STEPS_PER_TURN  # nothing recorded ran again
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=PLAN_IDS)
+def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(plan):
+    app, live = step_result_app()
+    status, _ = run_plan(app, live, "sizes", plan)
+
+    assert status.status == Status.SUCCEEDED, status.error
+    # Each turn: [1, 2] plus 99 is 3 items; one "seen" mark. Never 4 items, never 2 marks.
+    assert status.result == [31] * TURNS
+    assert len(live) == len(set(live)) == TURNS * STEPS_PER_TURN
+
+
+# -- case 4: NaN and infinity ----------------------------------------------------------------
+
+
+def pass_the_deadline(runtime: LocalRuntime, task_id: str) -> None:
+    """A worker that gave its message back without finishing died by its deadline: what the
+    passing of that deadline does to the record's lease."""
+    key = f"tasks/{task_id}/record.json"
+    stored = runtime.s3.get_object(Bucket=BUCKET, Key=key)
+    raw = json.loads(stored["Body"].read())
+    if raw.get("status") == "running" and raw.get("lease"):
+        raw["lease"]["expires_at"] = "2000-01-01T00:00:00Z"
+        runtime.s3.put_object(
+            Bucket=BUCKET, Key=key, Body=json.dumps(raw, indent=1).encode(), IfMatch=stored["ETag"]
+        )
+
+
+def deliver_until_finished(app: Continuum, task_id: str, most: int = 12) -> int:
+    """Redeliver the task's message the way SQS would (a visibility timeout of 0: a message
+    the handler did not acknowledge comes straight back, after its worker's deadline);
+    return the number of handler invocations."""
+    runtime = LocalRuntime(app, budget_s=900)
+    runtime.sqs.set_queue_attributes(
+        QueueUrl=runtime.queue_url, Attributes={"VisibilityTimeout": "0"}
+    )
+    app.client().start("measured", {}, task_id=task_id)
+    for invocation in range(most):
+        if app.client().status(task_id).status.finished:
+            return invocation
+        if runtime.invoke_once(ScriptedContext(None, executed=lambda: 0)) is None:
+            return invocation
+        pass_the_deadline(runtime, task_id)
+    return most
+
+
+NOT_JSON = re.compile(r"(?i)\bnan\b|infinit|\binf\b|not (valid )?json")
+
+
+@pytest.mark.parametrize("effect", [False, True], ids=["plain", "effect"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_or_infinite_step_result_fails_the_task_once_naming_the_step(aws, effect, value):
+    app = Continuum(visibility_margin_s=None)
+    runs: list[int] = []
+
+    @app.step(effect=effect)
+    def measure() -> float:
+        runs.append(1)
+        return value
+
+    @app.task(state=Empty)
+    def measured(ctx: TaskContext[Empty]) -> str:
+        measure()
+        return "done"
+
+    invocations = deliver_until_finished(app, "nan-step")
+
+    status = app.client().status("nan-step")
+    seen = f"{status.status} after {invocations} invocations, step ran {len(runs)}x: {status.error}"
+    assert status.status == Status.FAILED, seen
+    assert NOT_JSON.search(status.error.message), seen
+    assert "measure" in f"{status.error.step} {status.error.message}"
+    assert len(runs) == 1  # no retry storm of the step
+    assert invocations <= 2
+    assert status.error.type != "StepCrashedWorker"  # no worker died
+
+
+class Scored(BaseModel):
+    score: float = 0.0
+    rounds: int = 0
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_nan_in_the_state_fails_the_task_once_naming_the_field(aws, value):
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Scored)
+    def measured(ctx: TaskContext[Scored]) -> str | None:
+        if ctx.state.rounds == 1:
+            return "done"
+        ctx.state.score = value  # the end of this turn saves it in the snapshot
+        ctx.state.rounds += 1
+        return None
+
+    invocations = deliver_until_finished(app, "nan-state")
+
+    status = app.client().status("nan-state")
+    assert status.status == Status.FAILED, f"{status.status} after {invocations} invocations"
+    assert NOT_JSON.search(status.error.message), status.error.message
+    assert "score" in status.error.message
+    assert invocations <= 2
+
+
+# -- case 5: live and replayed results have the same type ------------------------------------
+
+
+def unannotated_app(fn: Any) -> tuple[Continuum, list[str]]:
+    """A task that calls ``ctx.step(fn)`` (a library function with no return annotation),
+    then one more step, and returns the type name of what ``fn`` gave it."""
+    app = Continuum()
+    marks: list[str] = []  # one per step call, live or replayed: places the suspension
+
+    @app.step
+    def after() -> int:
+        return 1
+
+    @app.task(state=Empty)
+    def typed(ctx: TaskContext[Empty]) -> str:
+        value = ctx.step(fn)
+        marks.append("fn")
+        after()
+        marks.append("after")
+        return type(value).__name__
+
+    return app, marks
+
+
+@pytest.mark.parametrize("fn", [datetime.now, uuid.uuid4], ids=["datetime.now", "uuid.uuid4"])
+def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(fn):
+    outcomes = []
+    for plan in ([], [1]):  # never suspended; suspended right after the step
+        app, marks = unannotated_app(fn)
+        status, _ = run_plan(app, marks, "typed", plan)
+        outcomes.append(status)
+
+    if all(o.status == Status.FAILED for o in outcomes):
+        # A clear error at the first call, whatever the plan: no return type to replay with.
+        for o in outcomes:
+            assert re.search(r"(?i)return (type|annotation)|annotat|unknown type", o.error.message)
+            assert fn.__name__ in f"{o.error.step} {o.error.message}"
+    else:
+        assert [o.status for o in outcomes] == [Status.SUCCEEDED] * 2, [o.error for o in outcomes]
+        assert outcomes[0].result == outcomes[1].result, "live and replayed types differ"
+
+
+FIXED = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed():
+    results = []
+    for plan in ([], [1]):
+        app = Continuum()
+        marks: list[str] = []
+
+        @app.step
+        def now() -> datetime:
+            return FIXED
+
+        @app.step
+        def after() -> int:
+            return 1
+
+        @app.task(state=Empty)
+        def typed(ctx: TaskContext[Empty]) -> str:
+            value = now()
+            marks.append("now")
+            after()
+            marks.append("after")
+            return f"{type(value).__name__} {value == FIXED}"
+
+        status, _ = run_plan(app, marks, "typed", plan)
+        assert status.status == Status.SUCCEEDED, status.error
+        results.append(status.result)
+    assert results == ["datetime True", "datetime True"]
+
+
+# -- case 14: Annotated return types keep their serializers ----------------------------------
+
+
+def _parse_ticket(value: Any) -> Any:
+    return int(value.removeprefix("#")) if isinstance(value, str) else value
+
+
+Ticket = Annotated[
+    int,
+    PlainSerializer(lambda v: f"#{v}", return_type=str),
+    BeforeValidator(_parse_ticket),
+]
+
+
+def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips():
+    app = Continuum()
+    marks: list[str] = []
+
+    @app.step
+    def open_ticket() -> Ticket:
+        return 42
+
+    @app.step
+    def after() -> int:
+        return 1
+
+    @app.task(state=Empty)
+    def ticketing(ctx: TaskContext[Empty]) -> str:
+        ticket = open_ticket()
+        marks.append("open")
+        after()
+        marks.append("after")
+        return f"{type(ticket).__name__} {ticket!r}"
+
+    status, suspended = run_plan(app, marks, "ticketing", [1])  # suspended right after it
+
+    entries = [e for e in journal_entries(suspended[0]) if e["key"].startswith("open_ticket")]
+    assert len(entries) == 1
+    assert "#42" in entries[0].values(), entries[0]  # the serializer's output, not 42
+    assert status.status == Status.SUCCEEDED, status.error
+    assert status.result == "int 42"

@@ -1,0 +1,106 @@
+"""The one place tests reach past the public door (``continuum`` and ``continuum.testing``).
+
+Unit tests of internal modules, and functional tests that need the local runtime's plumbing,
+import those names from here, so that a change of the library's inside changes one file.
+"""
+
+from __future__ import annotations
+
+from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
+from continuum.claim import Claim
+from continuum.codec import decode_record, encode_record, pack_blob, unpack_blob
+from continuum.continuation import (
+    Continuation,
+    Continuations,
+    decode_continuation,
+    encode_continuation,
+)
+from continuum.control import Preempted
+from continuum.fence import Verdict, fence
+from continuum.journal import Journal
+from continuum.local import (
+    BUCKET,
+    REGION,
+    LocalLambdaContext,
+    LocalRuntime,
+    event_record,
+    moto_backend,
+)
+from continuum.record import (
+    JournalEntry,
+    Lease,
+    StepStats,
+    TaskRecord,
+    check_task_id,
+    end_recovery,
+    note_death,
+    utcnow,
+)
+from continuum.records import FINISHED_TAG, Records
+from continuum.scaffold import init_project, render_template
+from continuum.scaffold.project import module_name
+from continuum.scaffold.render import fill, keep_flavor
+from continuum.secrets import clear_cache, load_signing_keys
+from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
+from continuum.values import dump_json
+
+__all__ = [
+    "BUCKET",
+    "DEFAULT_STEP_S",
+    "FINISHED_TAG",
+    "REGION",
+    "Budget",
+    "Claim",
+    "Continuation",
+    "Continuations",
+    "Failed",
+    "Journal",
+    "JournalEntry",
+    "Lease",
+    "LocalLambdaContext",
+    "LocalRuntime",
+    "Lost",
+    "Preempted",
+    "Records",
+    "Returned",
+    "StepStats",
+    "Suspended",
+    "TaskRecord",
+    "TurnLoop",
+    "Verdict",
+    "check_task_id",
+    "clear_cache",
+    "decode_continuation",
+    "decode_message",
+    "decode_record",
+    "dump_json",
+    "encode_continuation",
+    "encode_message",
+    "encode_record",
+    "end_recovery",
+    "event_record",
+    "fence",
+    "fill",
+    "init_project",
+    "keep_flavor",
+    "load_signing_keys",
+    "module_name",
+    "moto_backend",
+    "note_death",
+    "observe",
+    "pack_blob",
+    "predict",
+    "render_template",
+    "unpack_blob",
+    "utcnow",
+]
+
+
+def encode_message(message: Continuation, *, signing_key: str | None = None) -> str:
+    """A continuation body (signed with ``signing_key`` if given)."""
+    return encode_continuation(message, keys=(signing_key,) if signing_key else ())
+
+
+def decode_message(body: str | bytes, *, signing_key: str | None = None) -> Continuation:
+    """Parse a continuation body (verified with ``signing_key`` if given)."""
+    return decode_continuation(body, keys=(signing_key,) if signing_key else ())
