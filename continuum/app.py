@@ -21,12 +21,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel
 
+from continuum.backends import Backends
 from continuum.batch import LambdaContext
 from continuum.budget import (
     DEFAULT_CONFIDENCE,
@@ -39,7 +39,6 @@ from continuum.codec import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.context import TaskContext
 from continuum.continuation import Continuations, parse_keys
 from continuum.dead_letter import DeadLetters
-from continuum.errors import ConfigurationError
 from continuum.queue import ContinuationQueue
 from continuum.records import Records
 from continuum.settings import (
@@ -138,9 +137,15 @@ class Continuum:
             signing_keys=parse_keys(signing_key),
         )
         self._keys_given = signing_key is not None
-        self._bucket, self._queue_url, self._prefix = bucket, queue_url, prefix
-        self._s3_client, self._sqs_client = s3_client, sqs_client
-        self._store, self._queue = store, queue
+        self._backends = Backends(
+            bucket=bucket,
+            queue_url=queue_url,
+            prefix=prefix,
+            s3_client=s3_client,
+            sqs_client=sqs_client,
+            store=store,
+            queue=queue,
+        )
         self._records: Records | None = None
         self._continuations: Continuations | None = None
         self._worker: Worker | None = None
@@ -268,17 +273,15 @@ class Continuum:
         queue: ContinuationQueue | None = None,
     ) -> None:
         """Point the app at a bucket and queue, or at a store and queue (local runs, tests)."""
-        if bucket or s3_client:
-            self._store = None
-        if queue_url or sqs_client:
-            self._queue = None
-        self._bucket = bucket or self._bucket
-        self._queue_url = queue_url or self._queue_url
-        self._prefix = prefix or self._prefix
-        self._s3_client = s3_client or self._s3_client
-        self._sqs_client = sqs_client or self._sqs_client
-        self._store = store or self._store
-        self._queue = queue or self._queue
+        self._backends.configure(
+            bucket=bucket,
+            queue_url=queue_url,
+            prefix=prefix,
+            s3_client=s3_client,
+            sqs_client=sqs_client,
+            store=store,
+            queue=queue,
+        )
         self._records = self._continuations = self._worker = None
 
     @property
@@ -286,10 +289,9 @@ class Continuum:
         """The task records (S3, or the store given)."""
         if self._records is None:
             settings = self.settings
-            prefix = self._prefix or os.environ.get("CONTINUUM_PREFIX") or "tasks"
             self._records = Records(
-                self._store or self._s3_store(),
-                prefix=prefix,
+                self._backends.store(),
+                prefix=self._backends.prefix,
                 inline_limit=settings.inline_limit_bytes,
                 max_value_bytes=settings.max_state_bytes,
             )
@@ -299,39 +301,9 @@ class Continuum:
     def continuations(self) -> Continuations:
         """Where continuations are sent (SQS, or the queue given), and their signing keys."""
         if self._continuations is None:
-            queue = self._queue or self._sqs_queue()
+            queue = self._backends.queue()
             self._continuations = Continuations(queue, keys=self.settings.signing_keys)
         return self._continuations
-
-    def _s3_store(self) -> RecordStore:
-        from continuum.s3 import S3RecordStore
-
-        bucket = self._bucket or os.environ.get("CONTINUUM_BUCKET")
-        if not bucket:
-            raise ConfigurationError(
-                "no bucket configured",
-                hint="pass Continuum(bucket=...) or set CONTINUUM_BUCKET",
-            )
-        if self._s3_client is None:
-            import boto3
-
-            self._s3_client = boto3.client("s3")
-        return S3RecordStore(self._s3_client, bucket)
-
-    def _sqs_queue(self) -> ContinuationQueue:
-        from continuum.sqs import SQSContinuationQueue
-
-        queue_url = self._queue_url or os.environ.get("CONTINUUM_QUEUE_URL")
-        if not queue_url:
-            raise ConfigurationError(
-                "no continuation queue configured",
-                hint="pass Continuum(queue_url=...) or set CONTINUUM_QUEUE_URL",
-            )
-        if self._sqs_client is None:
-            import boto3
-
-            self._sqs_client = boto3.client("sqs")
-        return SQSContinuationQueue(self._sqs_client, queue_url)
 
     # -- entry points ------------------------------------------------------------------------
 

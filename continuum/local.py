@@ -10,85 +10,40 @@ timeouts apply, so continuations, retries and redeliveries really happen.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import threading
 import time
-import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from continuum.app import Continuum
+from continuum.emulation import ACCOUNT, REGION, LocalLambdaContext, event_record
 from continuum.errors import ContinuumError
-from continuum.queue import ContinuationQueue, QueueMessage
+from continuum.metering import CallCounter, Uncounted
+from continuum.queue import ContinuationQueue
 from continuum.record import Status, TaskRecord
 from continuum.records import Records
 from continuum.store import RecordStore
 
-REGION = "us-east-1"
+__all__ = [
+    "BUCKET",
+    "QUEUE",
+    "REGION",
+    "Invocation",
+    "LocalLambdaContext",
+    "LocalRuntime",
+    "RunSummary",
+    "event_record",
+    "moto_backend",
+]
+
 BUCKET = "continuum-local"
 QUEUE = "continuum-local"
-ACCOUNT = "123456789012"
 #: How long the emulated event source waits before polling an empty queue again.
 POLL_INTERVAL_S = 0.02
 
 Backend = Literal["moto", "memory"]
-
-
-class LocalLambdaContext:
-    """The parts of Lambda's context object that continuum reads, with a chosen deadline."""
-
-    def __init__(self, budget_s: float, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._deadline = clock() + budget_s
-        self.aws_request_id = uuid.uuid4().hex
-        self.function_name = "continuum-local"
-        self.function_version = "$LATEST"
-        self.memory_limit_in_mb = 256
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:continuum-local"
-        self.log_group_name = "/aws/lambda/continuum-local"
-        self.log_stream_name = "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - self._clock()) * 1000))
-
-
-class CallCounter:
-    """Counts the AWS API calls (or their in-memory equivalents) the framework makes."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-
-    def attach(self, client: Any) -> None:
-        """Count the calls of a boto3 client."""
-        client.meta.events.register("after-call", self._count)
-
-    def _count(self, event_name: str, **_kwargs: Any) -> None:
-        # event_name is "after-call.<service>.<Operation>"
-        _hook, service, operation = event_name.split(".", 2)
-        self.calls[f"{service}:{operation}"] += 1
-
-    def total(self, service: str) -> int:
-        return sum(n for key, n in self.calls.items() if key.startswith(f"{service}:"))
-
-
-#: The S3 and SQS operation each in-memory call stands for, so both backends count alike.
-_S3_NAMES = {
-    "get": "GetObject",
-    "put": "PutObject",
-    "delete": "DeleteObject",
-    "tag": "PutObjectTagging",
-    "list": "ListObjectsV2",
-    "versions": "ListObjectVersions",
-}
-_SQS_NAMES = {
-    "send": "SendMessage",
-    "set_visibility": "ChangeMessageVisibility",
-    "receive": "ReceiveMessage",
-    "delete": "DeleteMessage",
-}
 
 
 @dataclass
@@ -180,23 +135,15 @@ class LocalRuntime:
         from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
 
         quiet = self._quiet
-
-        def count(names: dict[str, str], service: str) -> Callable[[str, str], None]:
-            def hook(operation: str, _key: str) -> None:
-                if not getattr(quiet, "on", False):
-                    self.counter.calls[f"{service}:{names[operation]}"] += 1
-
-            return hook
-
-        store = InMemoryRecordStore(on_call=count(_S3_NAMES, "s3"))
+        store = InMemoryRecordStore(on_call=self.counter.hook("s3", quiet))
         queue = InMemoryContinuationQueue(
-            visibility_timeout_s=self.visibility_timeout_s, on_call=count(_SQS_NAMES, "sqs")
+            visibility_timeout_s=self.visibility_timeout_s, on_call=self.counter.hook("sqs", quiet)
         )
         self.store, self.queue = store, queue
         self.app.configure(store=store, queue=queue)
         # The event source and the observer see the same objects without being counted.
-        self.source: ContinuationQueue = _Uncounted(queue, quiet)
-        self.observer_store: RecordStore = _Uncounted(store, quiet)
+        self.source: ContinuationQueue = Uncounted(queue, quiet)
+        self.observer_store: RecordStore = Uncounted(store, quiet)
         self.queue_url = "memory://continuum-local"
 
     def _setup_moto(self, endpoint_url: str | None) -> None:
@@ -312,46 +259,3 @@ class LocalRuntime:
             sqs_calls=self.counter.total("sqs"),
             aws_calls=dict(sorted(self.counter.calls.items())),
         )
-
-
-class _Uncounted:
-    """A view of a fake whose calls the runtime's counter skips (the runtime's own calls)."""
-
-    def __init__(self, fake: Any, quiet: threading.local) -> None:
-        self._fake = fake
-        self._quiet = quiet
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._fake, name)
-        if not callable(method):
-            return method
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._quiet.on = True
-            try:
-                return method(*args, **kwargs)
-            finally:
-                self._quiet.on = False
-
-        return call
-
-
-def event_record(message: QueueMessage, queue_arn: str) -> dict[str, Any]:
-    """One record of the SQS event Lambda builds from a received message."""
-    now_ms = str(int(time.time() * 1000))
-    return {
-        "messageId": message.message_id,
-        "receiptHandle": message.receipt_handle,
-        "body": message.body,
-        "attributes": {
-            "ApproximateReceiveCount": str(message.receive_count),
-            "SentTimestamp": now_ms,
-            "SenderId": "AIDAEXAMPLE",
-            "ApproximateFirstReceiveTimestamp": now_ms,
-        },
-        "messageAttributes": {},
-        "md5OfBody": hashlib.md5(message.body.encode()).hexdigest(),  # noqa: S324 - SQS's digest
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": REGION,
-    }

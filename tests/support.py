@@ -6,6 +6,7 @@ import those names from here, so that a change of the library's inside changes o
 
 from __future__ import annotations
 
+from continuum.blobs import FINISHED_TAG
 from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
 from continuum.claim import Claim
 from continuum.codec import decode_record, encode_record, pack_blob, unpack_blob
@@ -36,7 +37,7 @@ from continuum.record import (
     note_death,
     utcnow,
 )
-from continuum.records import FINISHED_TAG, Records
+from continuum.records import Records
 from continuum.scaffold import init_project, render_template
 from continuum.scaffold.project import module_name
 from continuum.scaffold.render import fill, keep_flavor

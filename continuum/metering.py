@@ -1,0 +1,81 @@
+"""Counting the AWS calls the framework makes, on moto's boto3 clients or on the fakes.
+
+The local runtime and the benchmarks report the S3 and SQS calls a task cost; both backends
+count alike: a boto3 client through its ``after-call`` events, a fake through its ``on_call``
+hook (each fake operation stands for the S3 or SQS operation named below).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+#: The S3 and SQS operation each in-memory call stands for, so both backends count alike.
+S3_NAMES = {
+    "get": "GetObject",
+    "put": "PutObject",
+    "delete": "DeleteObject",
+    "tag": "PutObjectTagging",
+    "list": "ListObjectsV2",
+    "versions": "ListObjectVersions",
+}
+SQS_NAMES = {
+    "send": "SendMessage",
+    "set_visibility": "ChangeMessageVisibility",
+    "receive": "ReceiveMessage",
+    "delete": "DeleteMessage",
+}
+
+
+class CallCounter:
+    """Counts the AWS API calls (or their in-memory equivalents) the framework makes."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def attach(self, client: Any) -> None:
+        """Count the calls of a boto3 client."""
+        client.meta.events.register("after-call", self._count)
+
+    def _count(self, event_name: str, **_kwargs: Any) -> None:
+        # event_name is "after-call.<service>.<Operation>"
+        _hook, service, operation = event_name.split(".", 2)
+        self.calls[f"{service}:{operation}"] += 1
+
+    def total(self, service: str) -> int:
+        return sum(n for key, n in self.calls.items() if key.startswith(f"{service}:"))
+
+    def hook(self, service: str, quiet: threading.local) -> Callable[[str, str], None]:
+        """An ``on_call`` hook for a fake of ``service`` ("s3" or "sqs") that counts its calls,
+        except while ``quiet.on`` is set in the calling thread."""
+        names = S3_NAMES if service == "s3" else SQS_NAMES
+
+        def count(operation: str, _key: str) -> None:
+            if not getattr(quiet, "on", False):
+                self.calls[f"{service}:{names[operation]}"] += 1
+
+        return count
+
+
+class Uncounted:
+    """A view of a fake whose calls the runtime's counter skips (the runtime's own calls)."""
+
+    def __init__(self, fake: Any, quiet: threading.local) -> None:
+        self._fake = fake
+        self._quiet = quiet
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._fake, name)
+        if not callable(method):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._quiet.on = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._quiet.on = False
+
+        return call

@@ -1,0 +1,23 @@
+"""Clocks for the fakes: time that moves only when a test says so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: Returns epoch seconds.
+Clock = Callable[[], float]
+#: A fault hook: called with an operation's name and its key before it runs; raise to fail it.
+Hook = Callable[[str, str], None]
+
+
+class ManualClock:
+    """A clock that moves only when told: ``clock.advance(30)``."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -1,0 +1,141 @@
+"""An SQS standard queue in memory, behind the ContinuationQueue protocol."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from continuum.queue import MAX_DELAY_S, QueueMessage
+from continuum.testing.clock import Clock, Hook
+
+
+@dataclass
+class _Message:
+    message_id: str
+    body: str
+    visible_at: float
+    receive_count: int = 0
+    receipt_handle: str | None = None
+
+
+class InMemoryContinuationQueue:
+    """An SQS standard queue in memory, behind the ContinuationQueue protocol.
+
+    Args:
+        clock: epoch seconds (default: the real clock).
+        visibility_timeout_s: how long a received message stays hidden.
+        max_receive_count: with ``dead_letter``, a message received more often moves there.
+        dead_letter: the dead-letter queue.
+        on_call: a fault hook, called with ``(operation, message id or "")``.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = time.time,
+        visibility_timeout_s: float = 30.0,
+        max_receive_count: int | None = None,
+        dead_letter: InMemoryContinuationQueue | None = None,
+        on_call: Hook | None = None,
+    ) -> None:
+        self.clock = clock
+        self.visibility_timeout_s = visibility_timeout_s
+        self.max_receive_count = max_receive_count
+        self.dead_letter = dead_letter
+        self.on_call = on_call
+        self._messages: list[_Message] = []
+        self._lock = threading.Condition()
+
+    def send(self, body: str, *, delay_s: int = 0) -> str:
+        self._hook("send", "")
+        delay = max(0, min(MAX_DELAY_S, int(delay_s)))
+        message = _Message(uuid.uuid4().hex, body, self.clock() + delay)
+        with self._lock:
+            self._messages.append(message)
+            self._lock.notify_all()
+        return message.message_id
+
+    def set_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self._hook("set_visibility", receipt_handle)
+        with self._lock:
+            message = self._by_receipt(receipt_handle)
+            if message is not None:
+                message.visible_at = self.clock() + max(0, seconds)
+
+    def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
+        self._hook("receive", "")
+        deadline = time.monotonic() + wait_s
+        with self._lock:
+            while True:
+                got = self._take(max_messages)
+                if got or time.monotonic() >= deadline or self.clock is not time.time:
+                    return got
+                self._lock.wait(timeout=min(0.05, max(0.0, deadline - time.monotonic())))
+
+    def delete(self, receipt_handle: str) -> None:
+        self._hook("delete", receipt_handle)
+        with self._lock:
+            message = self._by_receipt(receipt_handle)
+            if message is not None:
+                self._messages.remove(message)
+
+    # -- for tests -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Messages in the queue, visible or not."""
+        with self._lock:
+            return len(self._messages)
+
+    def bodies(self) -> list[str]:
+        """The bodies of every message in the queue, visible or not, oldest first."""
+        with self._lock:
+            return [m.body for m in self._messages]
+
+    def next_visible_at(self) -> float | None:
+        """When the next message becomes visible (None: the queue is empty)."""
+        with self._lock:
+            return min((m.visible_at for m in self._messages), default=None)
+
+    def _take(self, most: int) -> list[QueueMessage]:
+        now = self.clock()
+        got: list[QueueMessage] = []
+        for message in list(self._messages):
+            if len(got) >= most:
+                break
+            if message.visible_at > now:
+                continue
+            if (
+                self.dead_letter is not None
+                and self.max_receive_count is not None
+                and message.receive_count >= self.max_receive_count
+            ):
+                self._messages.remove(message)
+                self.dead_letter._adopt(message)
+                continue
+            message.receive_count += 1
+            message.receipt_handle = uuid.uuid4().hex
+            message.visible_at = now + self.visibility_timeout_s
+            got.append(
+                QueueMessage(
+                    body=message.body,
+                    message_id=message.message_id,
+                    receipt_handle=message.receipt_handle,
+                    receive_count=message.receive_count,
+                )
+            )
+        return got
+
+    def _adopt(self, message: _Message) -> None:
+        with self._lock:
+            self._messages.append(
+                _Message(message.message_id, message.body, self.clock(), message.receive_count)
+            )
+
+    def _by_receipt(self, receipt_handle: str) -> _Message | None:
+        return next((m for m in self._messages if m.receipt_handle == receipt_handle), None)
+
+    def _hook(self, operation: str, key: str) -> None:
+        if self.on_call is not None:
+            self.on_call(operation, key)
