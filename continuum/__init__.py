@@ -11,6 +11,10 @@ from continuum.context import TaskContext, current_context
 from continuum.errors import (
     BadMessageError,
     BlobMissingError,
+    CallbackError,
+    CallbackFailedError,
+    CallbackTimeoutError,
+    ConditionNotMetError,
     ConfigurationError,
     ContinuumError,
     InvalidInputError,
@@ -25,7 +29,10 @@ from continuum.errors import (
     RecordNotFoundError,
     RecordTooNewError,
     StepError,
+    StepInterruptedError,
+    TaskCancelledError,
     TaskFailedError,
+    TaskFinishedError,
     TaskNotFinishedError,
     UnknownTaskError,
     UnserializableValueError,
@@ -36,11 +43,18 @@ from continuum.settings import Settings
 from continuum.steps import Step, StepOptions
 from continuum.store import RecordStore
 from continuum.tasks import Task
+from continuum.waiters import Signal, Waiter, WaitKind
+from continuum.waits import Callback
 
 __all__ = [
     "BadMessageError",
     "BlobMissingError",
+    "Callback",
+    "CallbackError",
+    "CallbackFailedError",
+    "CallbackTimeoutError",
     "Client",
+    "ConditionNotMetError",
     "ConfigurationError",
     "ContinuationQueue",
     "Continuum",
@@ -59,17 +73,23 @@ __all__ = [
     "RecordStore",
     "RecordTooNewError",
     "Settings",
+    "Signal",
     "Status",
     "Step",
     "StepError",
+    "StepInterruptedError",
     "StepOptions",
     "Task",
+    "TaskCancelledError",
     "TaskContext",
     "TaskFailedError",
+    "TaskFinishedError",
     "TaskNotFinishedError",
     "TaskRecord",
     "TaskStatus",
     "UnknownTaskError",
     "UnserializableValueError",
+    "WaitKind",
+    "Waiter",
     "current_context",
 ]

@@ -206,6 +206,7 @@ class Continuum:
         backoff_s: float = 0.5,
         retry_on: tuple[type[BaseException], ...] = (Exception,),
         preemptible: bool = False,
+        at_most_once: bool = False,
     ) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]  # mypy cannot match a ParamSpec overload implementation
@@ -219,6 +220,7 @@ class Continuum:
         backoff_s: float = 0.5,
         retry_on: tuple[type[BaseException], ...] = (Exception,),
         preemptible: bool = False,
+        at_most_once: bool = False,
     ) -> Step[P, R] | StepDecorator:
         """Register a step, bare (``@app.step``) or with options (``@app.step(effect=True)``).
 
@@ -233,6 +235,7 @@ class Continuum:
                 backoff_s=backoff_s,
                 retry_on=retry_on,
                 preemptible=preemptible,
+                at_most_once=at_most_once,
             )
             step = Step(fn=f, options=options)
             self.registry.add_step(step)

@@ -54,17 +54,22 @@ class Backends:
         queue: ContinuationQueue | None = None,
     ) -> None:
         """Change what is given; a bucket or S3 client replaces a store, and likewise SQS."""
-        if bucket or s3_client:
+        # ``is not None``: a fake may be falsy (an empty queue has len 0).
+        if bucket or s3_client is not None:
             self._store = None
-        if queue_url or sqs_client:
+        if queue_url or sqs_client is not None:
             self._queue = None
         self.bucket = bucket or self.bucket
         self.queue_url = queue_url or self.queue_url
         self._prefix = prefix or self._prefix
-        self.s3_client = s3_client or self.s3_client
-        self.sqs_client = sqs_client or self.sqs_client
-        self._store = store or self._store
-        self._queue = queue or self._queue
+        if s3_client is not None:
+            self.s3_client = s3_client
+        if sqs_client is not None:
+            self.sqs_client = sqs_client
+        if store is not None:
+            self._store = store
+        if queue is not None:
+            self._queue = queue
 
     @property
     def prefix(self) -> str:

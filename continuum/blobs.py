@@ -17,23 +17,19 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
 from datetime import datetime, timedelta
 
 from continuum.codec import PutBlob, pack_blob, unpack_blob
 from continuum.errors import RecordCorruptError
 from continuum.record import BlobRef, TaskRecord, utcnow
-from continuum.store import NoSuchKey, RecordStore, TransientStoreError
+from continuum.store import NoSuchKey, RecordStore, put_with_retries
 
 logger = logging.getLogger("continuum.blobs")
 
 #: Finished tasks' objects carry this tag, so a lifecycle rule can expire them.
 FINISHED_TAGS = {"continuum-finished": "true"}
 FINISHED_TAG = "continuum-finished=true"
-#: Transient store errors are tried again this often, with this backoff doubling from here.
-WRITE_RETRIES = 3
-WRITE_BACKOFF_S = 0.05
 #: A lease holder removes superseded blobs only with at least this much lease left, so a
 #: removal can never land after another worker took over (and reused the blob).
 GC_LEASE_MARGIN_S = 5.0
@@ -52,32 +48,6 @@ class BlobGone(Exception):
     def __init__(self, key: str, ref: BlobRef) -> None:
         self.key, self.ref = key, ref
         super().__init__(key)
-
-
-def put_with_retries(
-    store: RecordStore,
-    key: str,
-    body: bytes,
-    *,
-    if_match: str | None = None,
-    if_none_match: bool = False,
-    content_encoding: str | None = None,
-) -> str:
-    """``store.put``, tried again on transient errors (S3's 409, 5xx, throttling)."""
-    for attempt in range(WRITE_RETRIES + 1):
-        try:
-            return store.put(
-                key,
-                body,
-                if_match=if_match,
-                if_none_match=if_none_match,
-                content_encoding=content_encoding,
-            )
-        except TransientStoreError:
-            if attempt == WRITE_RETRIES:
-                raise
-            time.sleep(WRITE_BACKOFF_S * 2**attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class Blobs:

@@ -8,75 +8,23 @@ invocations), turn its result into JSON, journal it, and save by policy.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-from continuum.budget import Budget, Preemptor, alarm_preemptor, observe
-from continuum.control import Abort, ControlFlow, Paused, Preempted, Suspend
-from continuum.errors import ContinuumError, StepError, UnserializableValueError
-from continuum.journal import Journal
-from continuum.record import ErrorInfo, JournalEntry, StepStats, TaskRecord
+from continuum.budget import observe
+from continuum.control import Abort, Paused, Preempted, Suspend
+from continuum.errors import StepError, UnserializableValueError
+from continuum.record import ErrorInfo, JournalEntry, StepStats
 from continuum.steps import Step
+from continuum.turnstate import TurnState
 from continuum.values import from_json, to_json
 
 #: Longest error message kept in the journal.
 MAX_ERROR_CHARS = 2000
 
 
-class StepCalls:
-    """The step-calling half of a turn loop (``turns.TurnLoop`` is the other half)."""
-
-    def __init__(
-        self,
-        record: TaskRecord,
-        budget: Budget,
-        save: Callable[[], None],
-        *,
-        persist_every_s: float,
-        max_step_crashes: int,
-        preemptor: Preemptor = alarm_preemptor,
-    ) -> None:
-        self.record = record
-        self.budget = budget
-        self.save = save
-        # In recovery (after a worker died), save after every step so a death names its step.
-        self.persist_every_s = 0.0 if record.recovering else persist_every_s
-        self.max_step_crashes = max_step_crashes
-        self.preemptor = preemptor
-        self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
-        self.thread_id = threading.get_ident()
-        self.active_key: str | None = None
-        self.active_cursor: Any = None
-        #: a step ran, a step failed or a turn completed in this invocation.
-        self.progress = False
-        self.last_save = time.monotonic()
-        #: the control-flow exception unwinding this turn (a swallowed one is detected).
-        self.unwinding: BaseException | None = None
-        #: an error that fails this turn whatever user code does with it.
-        self.refused: ContinuumError | None = None
-
-    @property
-    def task_id(self) -> str:
-        return self.record.task_id
-
-    @property
-    def turn(self) -> int:
-        return self.record.turn
-
-    def remaining(self) -> float:
-        return self.budget.remaining()
-
-    def refuse(self, error: ContinuumError) -> ContinuumError:
-        if self.refused is None:
-            self.refused = error
-        return error
-
-    def unwind(self, exc: ControlFlow) -> ControlFlow:
-        """Remember that ``exc`` unwinds this turn, and return it to be raised."""
-        self.unwinding = exc
-        return exc
+class StepCalls(TurnState):
+    """The step-calling half of a turn loop (``waits.WaitCalls`` is the other half)."""
 
     # -- one call ----------------------------------------------------------------------------
 
@@ -87,6 +35,7 @@ class StepCalls:
             raise self.unwinding  # user code caught it: it still unwinds, and is noticed
         if self.active_key is not None:
             return self._nested(step, args, kwargs)
+        self.replay_cancel()
         key = self.journal.key_for(step.name, key)
         entry = self.journal.replay(step.name, key)
         if entry is not None and not entry.partial:
@@ -94,6 +43,7 @@ class StepCalls:
             if not entry.ok:
                 raise self._step_error(entry.error, key)
             return from_json(step.adapter, entry.result)
+        self.boundary(reopen=entry is not None)
         return self._run_live(step, key, args, kwargs, entry)
 
     def _run_live(
@@ -112,7 +62,11 @@ class StepCalls:
         # A step that is not done (paused, or between attempts) keeps its journal entry until
         # its next attempt starts, so a suspension before then loses neither.
         pending = resume
-        if resume is not None:
+        if resume is not None and resume.started:
+            # An at_most_once step whose worker died after it started: never run it again.
+            pending = self._interrupted(step, key, stats, resume)
+            attempt = resume.attempts
+        elif resume is not None:
             if resume.retry_at is not None:
                 attempt = resume.attempts
                 self._await_retry(key, stats, resume)
@@ -126,6 +80,11 @@ class StepCalls:
             if record.recovering:
                 self._mark_start(key)
             attempt += 1
+            if options.at_most_once:
+                # Saved before the step runs: if its worker dies inside it, it is not rerun.
+                pending = JournalEntry(key, step.name, attempts=attempt, partial=True, started=True)
+                self._append(pending)
+                self.save_strict()
             self.active_key = f"{record.task_id}/{record.turn}/{key}"
             self.active_cursor = cursor
             started = time.monotonic()
@@ -139,6 +98,8 @@ class StepCalls:
                 self._preempted(key, stats, started)
             except Paused as pause:
                 elapsed = self._timed(stats, started)
+                self._unmark(pending)
+                pending = None
                 self._append(
                     JournalEntry(
                         key,
@@ -152,6 +113,8 @@ class StepCalls:
                 raise self.unwind(Suspend(f"step {key!r} paused itself; it continues")) from None
             except Exception as exc:
                 elapsed = self._timed(stats, started)
+                self._unmark(pending)
+                pending = None
                 error = ErrorInfo(
                     type=type(exc).__name__,
                     message=str(exc)[:MAX_ERROR_CHARS],
@@ -180,6 +143,7 @@ class StepCalls:
                 record.running_step = None
             break
         elapsed = self._timed(stats, started)
+        self._unmark(pending)
         try:
             result = to_json(
                 step.adapter,
@@ -203,6 +167,43 @@ class StepCalls:
         return from_json(step.adapter, result)
 
     # -- pieces --------------------------------------------------------------------------------
+
+    def _unmark(self, marker: JournalEntry | None) -> None:
+        """Take back an at_most_once step's started-marker before recording its outcome."""
+        if marker is not None and marker.started:
+            self.journal.reopen()
+
+    def _interrupted(
+        self, step: Step[Any, Any], key: str, stats: StepStats, marker: JournalEntry
+    ) -> JournalEntry:
+        """An at_most_once step was started and not recorded: its worker died in it. With
+        retries left, schedule a new attempt (returned, to be reopened when it starts); else
+        fail the step with StepInterruptedError."""
+        options = step.options
+        self.journal.reopen()
+        error = ErrorInfo(
+            type="StepInterruptedError",
+            message=(
+                f"step {key!r} is at_most_once and its worker died while it ran (attempt "
+                f"{marker.attempts}); it is not run again, as it may have done its work"
+            ),
+            step=key,
+            turn=self.record.turn,
+        )
+        if marker.attempts > options.retries:
+            raise self._failed(step, key, marker.attempts, 0.0, error)
+        retry = JournalEntry(
+            key,
+            step.name,
+            ok=False,
+            partial=True,
+            error=error,
+            attempts=marker.attempts,
+            retry_at=time.time() + options.backoff_s * 2 ** (marker.attempts - 1),
+        )
+        self._append(retry)
+        self._await_retry(key, stats, retry)
+        return retry
 
     def _timed(self, stats: StepStats, started: float) -> float:
         elapsed = time.monotonic() - started

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from continuum.budget import observe
 from continuum.continuation import Continuations
-from continuum.control import Abort, Fenced
+from continuum.control import Abort, Fenced, Suspend
 from continuum.errors import ContinuumError, PayloadTooLargeError, RecordConflictError
 from continuum.record import (
     ErrorInfo,
@@ -27,6 +27,7 @@ from continuum.record import (
 )
 from continuum.records import Records
 from continuum.store import StoreError
+from continuum.waiters import Waiter
 
 logger = logging.getLogger("continuum.claim")
 
@@ -76,6 +77,7 @@ class Claim:
         )
         record.status = Status.RUNNING
         record.lease = lease
+        record.waiting_for, record.wake_at = [], None
         record.counters.invocations += 1
         record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
         claim = cls(records, record, etag, lease)
@@ -103,7 +105,44 @@ class Claim:
             # suspension or the finish); failing the task here would lose it all.
             logger.warning("could not save the journal; continuing: %s", exc)
 
+    def save_strict(self) -> None:
+        """Save now, or stop this invocation: for what must be stored before the task goes on.
+
+        Raises:
+            Fenced: another worker moved the record.
+            Abort: a value is over its size limit.
+            Suspend: the store failed; the task continues in a fresh invocation (whose
+                suspension write saves what this one could not).
+        """
+        try:
+            self._write()
+        except RecordConflictError as exc:
+            raise Fenced from exc
+        except PayloadTooLargeError as exc:
+            raise Abort(error_info(exc, self.record)) from exc
+        except StoreError as exc:
+            raise Suspend(f"could not save the record ({exc}); continuing afresh") from exc
+
     # -- the end of this invocation's hold -----------------------------------------------------
+
+    def wait(self, waiters: list[Waiter], reason: str, *, message_id: str) -> None:
+        """Wait: write the record ``waiting`` with generation + 1, what it waits for and until
+        when. The caller then looks at the inbox and sends the timer (``waiting.after_wait``).
+
+        Raises:
+            PayloadTooLargeError: the record cannot be saved (nothing was written).
+        """
+        record = self.record
+        record.status = Status.WAITING
+        record.generation += 1
+        record.lease = None
+        record.suspend_reason = reason
+        record.suspended_by = message_id
+        record.waiting_for = waiters
+        record.wake_at = min((w.deadline for w in waiters if w.deadline), default=None)
+        record.counters.waits += 1
+        end_recovery(record)
+        self._write()
 
     def suspend(
         self, reason: str, *, message_id: str, continuations: Continuations, delay_s: float = 0.0

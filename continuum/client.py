@@ -19,11 +19,13 @@ from continuum.errors import (
     TaskNotFinishedError,
     describe_errors,
 )
+from continuum.mail import Mail
 from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id, utcnow
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.tasks import Registry, Task
 from continuum.values import dump_json, model_to_json
+from continuum.waiters import Waiter, WaitKind
 
 
 class TaskStatus(BaseModel):
@@ -38,12 +40,15 @@ class TaskStatus(BaseModel):
     error: ErrorInfo | None = None
     suspend_reason: str | None = None
     counters: Counters
+    #: what the task waits for now, and every callback it created and has not taken an
+    #: answer for (with the id to answer it by).
+    waiting_for: list[Waiter] = []
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
 
 
-class Client:
+class Client(Mail):
     """Starts tasks and reads them back.
 
     Args:
@@ -116,7 +121,11 @@ class Client:
     def status(self, task_id: str) -> TaskStatus:
         """The task's status, counters, and its result or error once finished."""
         record, _ = self.records.load(check_task_id(task_id))
-        return TaskStatus.model_validate(record.model_dump(include=set(TaskStatus.model_fields)))
+        status = TaskStatus.model_validate(
+            record.model_dump(include=set(TaskStatus.model_fields) - {"waiting_for"})
+        )
+        status.waiting_for = waiting_for(record)
+        return status
 
     def resume(self, task_id: str) -> int:
         """Send the continuation of the task's current generation again; return it.
@@ -185,3 +194,21 @@ class Client:
                 task_id=task_id,
             ) from exc
         return model_to_json(model, what=f"the input of task {task.name!r}", task_id=task_id)
+
+
+def waiting_for(record: TaskRecord) -> list[Waiter]:
+    """What a task waits for now, then each open callback not among those."""
+    found = list(record.waiting_for) if record.status == Status.WAITING else []
+    ids = {w.id for w in found if w.id}
+    for token, callback in record.callbacks.items():
+        callback_id = f"{record.task_id}.{token}"
+        if callback_id not in ids:
+            found.append(
+                Waiter(
+                    kind=WaitKind.CALLBACK,
+                    name=callback.name,
+                    id=callback_id,
+                    deadline=callback.deadline(),
+                )
+            )
+    return found

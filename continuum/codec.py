@@ -22,7 +22,7 @@ from continuum.errors import (
     RecordTooNewError,
     describe_errors,
 )
-from continuum.record import RECORD_FORMAT, BlobRef, JournalEntry, TaskRecord
+from continuum.record import BASE_RECORD_FORMAT, RECORD_FORMAT, BlobRef, JournalEntry, TaskRecord
 from continuum.values import dump_json
 
 DEFAULT_INLINE_LIMIT_BYTES = 32 * 1024
@@ -91,6 +91,7 @@ def encode_record(
     """
     out = _Externalizer(put_blob, inline_limit, max_value_bytes, record.task_id)
     stored = record.model_copy(deep=False)
+    stored.format = RECORD_FORMAT if record.uses_waits() else BASE_RECORD_FORMAT
     stored.state, stored.state_ref = out(record.state, "the state")
     stored.result, stored.result_ref = out(record.result, "the result")
     stored.journal = [_encode_entry(entry, out) for entry in record.journal]

@@ -12,10 +12,13 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from continuum.control import Paused
-from continuum.errors import ContinuumError
-from continuum.steps import Runner, active_runner, as_step
+from continuum.errors import ConditionNotMetError, ContinuumError
+from continuum.steps import Runner, active_runner, as_step, stable_name
+from continuum.waiters import Signal
+from continuum.waits import Callback, Duration
 
 S = TypeVar("S", bound=BaseModel)
+T = TypeVar("T")
 
 
 class TaskContext(Generic[S]):
@@ -58,6 +61,96 @@ class TaskContext(Generic[S]):
     def remaining(self) -> float:
         """Seconds left in this invocation."""
         return self._runner.remaining()
+
+    # -- waits ---------------------------------------------------------------------------------
+
+    def sleep(self, duration: Duration, *, name: str | None = None) -> None:
+        """Wait ``duration`` (seconds or a timedelta) without compute: hours or months.
+
+        The deadline is computed when the sleep is first reached and journaled; a sleep of a
+        second or less that fits in the invocation is slept in place.
+
+        Example:
+            >>> ctx.sleep(timedelta(days=3))  # doctest: +SKIP
+        """
+        self._runner.sleep(duration, name)
+
+    def create_callback(
+        self,
+        name: str | None = None,
+        *,
+        timeout: Duration | None = None,
+        heartbeat_timeout: Duration | None = None,
+    ) -> Callback:
+        """Create a callback: hand ``cb.id`` to a person or a service, then ``cb.result()``.
+
+        ``client.complete_callback(id, result)`` or ``fail_callback`` answers it;
+        ``heartbeat_callback`` keeps it alive when ``heartbeat_timeout`` is set. The id is
+        unguessable and saved in the record before it is returned.
+        """
+        return self._runner.create_callback(name, timeout, heartbeat_timeout)
+
+    def wait_for_callback(
+        self,
+        submitter: Callable[[str], Any],
+        *,
+        name: str | None = None,
+        timeout: Duration | None = None,
+        heartbeat_timeout: Duration | None = None,
+        retries: int = 0,
+        backoff_s: float = 1.0,
+    ) -> Any:
+        """Create a callback, run ``submitter(callback_id)`` as a step (with ``retries``), and
+        wait for the callback's result.
+
+        Example:
+            >>> approved = ctx.wait_for_callback(ask_a_person, timeout=3600)  # doctest: +SKIP
+        """
+        callback = self.create_callback(name, timeout=timeout, heartbeat_timeout=heartbeat_timeout)
+        submit = as_step(
+            submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
+        )
+        self._runner.call_step(submit, (callback.id,), {}, None)
+        return callback.result()
+
+    def wait_for_signal(self, name: str, *, timeout: Duration | None = None) -> Signal | None:
+        """Take the oldest signal ``name`` from the task's mailbox, waiting for one without
+        compute; None if ``timeout`` passes first. A signal sent before the wait is kept."""
+        return self._runner.wait_for_signal(name, timeout)
+
+    def wait_for_condition(
+        self,
+        check: Callable[[T], T],
+        *,
+        initial: T,
+        done: Callable[[T], bool],
+        delay_s: float = 5.0,
+        max_attempts: int | None = None,
+        name: str | None = None,
+    ) -> T:
+        """Poll: ``state = check(state)`` as a step, until ``done(state)``, sleeping ``delay_s``
+        between checks without compute. Returns the last state.
+
+        Raises:
+            ConditionNotMetError: ``max_attempts`` checks ran and ``done`` never held.
+        """
+        if max_attempts is not None and max_attempts < 1:
+            raise ContinuumError("max_attempts must be at least 1", task_id=self.task_id)
+        label = name or stable_name(check)
+        step = as_step(check, name=label)
+        state, attempts = initial, 0
+        while True:
+            attempts += 1
+            state = self._runner.call_step(step, (state,), {}, None)
+            if done(state):
+                return state
+            if max_attempts is not None and attempts >= max_attempts:
+                raise ConditionNotMetError(
+                    f"condition {label!r} did not hold after {attempts} checks",
+                    task_id=self.task_id,
+                    step=label,
+                )
+            self.sleep(delay_s, name=f"{label}.delay")
 
     @property
     def idempotency_key(self) -> str:

@@ -14,6 +14,7 @@ import hmac
 import json
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +28,9 @@ MESSAGE_FORMAT = 1
 MAX_MESSAGE_BYTES = 8 * 1024
 
 
+MessageKind = Literal["continue", "timer", "wake"]
+
+
 class Continuation(BaseModel):
     """The SQS message that says "run generation N of task T". Nothing the record holds."""
 
@@ -38,11 +42,16 @@ class Continuation(BaseModel):
     generation: int = Field(ge=0)
     reason: str = Field(max_length=200)
     sent_at: float
+    #: "continue" (run the generation), "timer" (a waiting task's deadline, or the next hop
+    #: of a long sleep) or "wake" (something arrived in the task's inbox).
+    kind: MessageKind = "continue"
     #: HMAC-SHA256 of the other fields, when the app has signing keys.
     sig: str | None = Field(default=None, max_length=64)
 
     def signature(self, key: str) -> str:
         payload = f"{self.v}|{self.task_id}|{self.generation}|{self.reason}|{self.sent_at!r}"
+        if self.kind != "continue":  # messages of the previous release still verify
+            payload += f"|{self.kind}"
         return hmac.new(key.encode(), payload.encode(), hashlib.sha256).hexdigest()
 
 
@@ -118,10 +127,22 @@ class Continuations:
         self.queue = queue
         self.keys = tuple(keys)
 
-    def send(self, task_id: str, *, generation: int, reason: str, delay_s: int = 0) -> str:
+    def send(
+        self,
+        task_id: str,
+        *,
+        generation: int,
+        reason: str,
+        delay_s: int = 0,
+        kind: MessageKind = "continue",
+    ) -> str:
         """Send the continuation for ``generation`` of ``task_id``; return the message id."""
         message = Continuation(
-            task_id=task_id, generation=generation, reason=reason[:200], sent_at=time.time()
+            task_id=task_id,
+            generation=generation,
+            reason=reason[:200],
+            sent_at=time.time(),
+            kind=kind,
         )
         return self.queue.send(encode_continuation(message, keys=self.keys), delay_s=delay_s)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuum.record import ErrorInfo
+from continuum.waiters import Waiter
 
 
 class ControlFlow(BaseException):
@@ -22,6 +23,15 @@ class Suspend(ControlFlow):
     def __init__(self, reason: str, *, delay_s: float = 0.0) -> None:
         self.reason = reason
         self.delay_s = delay_s
+        super().__init__(reason)
+
+
+class Wait(ControlFlow):
+    """Unwinds a task function that waits: the worker writes the record ``waiting``."""
+
+    def __init__(self, waiters: list[Waiter], reason: str) -> None:
+        self.waiters = waiters
+        self.reason = reason
         super().__init__(reason)
 
 

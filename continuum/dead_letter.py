@@ -19,6 +19,7 @@ from typing import Any
 
 from continuum.batch import Delivery, LambdaContext, logger, process_sqs_batch
 from continuum.continuation import Continuations
+from continuum.endings import resend
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
@@ -77,10 +78,8 @@ class DeadLetters:
             match verdict:
                 case Verdict.FUTURE:
                     return DeadLetterOutcome.REJECTED
-                case Verdict.STALE | Verdict.RESEND:
-                    self.continuations.send(
-                        record.task_id, generation=record.generation, reason="dead-letter-resend"
-                    )
+                case Verdict.STALE | Verdict.RESEND | Verdict.CHECK_INBOX:
+                    resend(record, self.records, self.continuations, reason="dead-letter-resend")
                     logger.warning(
                         "dead letter of an older generation: sent the current continuation",
                         extra={"task_id": record.task_id, "generation": record.generation},

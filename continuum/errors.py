@@ -151,3 +151,57 @@ def describe_errors(exc: ValidationError, *, most: int = 3) -> str:
         parts.append(f"{where}: {err['msg']}")
     more = exc.error_count() - most
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+# -- waits ------------------------------------------------------------------------------------
+
+
+class CallbackTimeoutError(ContinuumError):
+    """A callback was not completed before its timeout, or its heartbeats stopped.
+
+    Raised into the task by ``cb.result()``; the task may catch it.
+    """
+
+
+class CallbackFailedError(ContinuumError):
+    """The outside world failed a callback (``client.fail_callback``).
+
+    Attributes:
+        error_type: the error type the outside world gave.
+    """
+
+    def __init__(self, message: str, *, error_type: str, **facts: object) -> None:
+        self.error_type = error_type
+        super().__init__(message, **facts)  # type: ignore[arg-type]
+
+
+class ConditionNotMetError(ContinuumError):
+    """``ctx.wait_for_condition`` ran out of attempts before its condition held."""
+
+
+class TaskCancelledError(ContinuumError):
+    """The task was cancelled (``client.cancel``). Raised into the task at its next step,
+    wait or turn boundary; it may catch it and run cleanup steps, but it ends ``cancelled``.
+
+    Attributes:
+        reason: the reason the first cancel request gave, if any.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None, **facts: object) -> None:
+        self.reason = reason
+        super().__init__(message, **facts)  # type: ignore[arg-type]
+
+
+class StepInterruptedError(ContinuumError):
+    """An ``at_most_once`` step was started and its worker died before it was recorded: it
+    is not run again (it may or may not have done its work)."""
+
+
+class CallbackError(ContinuumError):
+    """A callback id the client cannot answer: unknown, forged, already answered, or its
+    task is finished. ``complete_callback``, ``fail_callback`` and ``heartbeat_callback``
+    raise it; nothing was written."""
+
+
+class TaskFinishedError(ContinuumError):
+    """A signal or cancel request for a task that already finished; nothing was written."""

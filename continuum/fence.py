@@ -7,8 +7,10 @@ case (``tests/unit/test_fence.py``):
 - a finished task's message is acknowledged (FINISHED);
 - a message for a generation the record never reached is refused (FUTURE);
 - a message for an older generation is stale (STALE), except the very message whose worker
-  suspended the task: that worker may have died between its save and its send, so the
-  current continuation is sent again (RESEND; duplicates are fenced like any other);
+  suspended the task or made it wait: that worker may have died between its save and its
+  send, so the current continuation is sent again (RESEND; duplicates are fenced like any
+  other); and a wake for a waiting task, which is a hint whatever its generation: its sender
+  read the record before the task's last hop, so the task's inbox is looked at (CHECK_INBOX);
 - a message for the current generation runs (RUN), unless a live lease holds the record: if
   the lease was taken for this very message, SQS redelivered it early (RETRY_LATER); else it
   is a duplicate that the holder's own message covers (DUPLICATE).
@@ -33,6 +35,7 @@ class Verdict(StrEnum):
     RESEND = "stale-resent"
     DUPLICATE = "duplicate"
     RETRY_LATER = "lease-held"
+    CHECK_INBOX = "check-inbox"
 
     @property
     def acknowledged(self) -> bool:
@@ -47,8 +50,11 @@ def fence(record: TaskRecord, message: Continuation, *, message_id: str, now: da
     if message.generation > record.generation:
         return Verdict.FUTURE
     if message.generation < record.generation:
-        if record.status == Status.SUSPENDED and record.suspended_by == message_id:
+        parked = record.status in (Status.SUSPENDED, Status.WAITING)
+        if parked and record.suspended_by == message_id:
             return Verdict.RESEND
+        if record.status == Status.WAITING and message.kind == "wake":
+            return Verdict.CHECK_INBOX
         return Verdict.STALE
     lease = record.lease
     if record.status == Status.RUNNING and lease is not None and lease.expires_at > now:

@@ -66,6 +66,19 @@ class Journal:
         self.position += 1
         return entry
 
+    def peek(self) -> JournalEntry | None:
+        """The entry at the replay position, if the journal has one there."""
+        return self.entries[self.position] if self.position < len(self.entries) else None
+
+    def skip(self) -> None:
+        """Move past the entry at the replay position (one the caller handled itself)."""
+        self.position += 1
+
+    @property
+    def live(self) -> bool:
+        """Whether the next call runs live (the journal has nothing recorded for it)."""
+        return self.position >= len(self.entries)
+
     def reopen(self) -> JournalEntry:
         """Take back the entry just replayed: a step that is not done (paused, retrying)."""
         self.position -= 1

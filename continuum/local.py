@@ -18,13 +18,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from continuum.app import Continuum
+from continuum.clocks import DueTimes, RealTime, VirtualTime, real_monotonic
 from continuum.emulation import ACCOUNT, REGION, LocalLambdaContext, event_record
 from continuum.errors import ContinuumError
 from continuum.metering import CallCounter, Uncounted
-from continuum.queue import ContinuationQueue
+from continuum.queue import MAX_DELAY_S, ContinuationQueue
 from continuum.record import Status, TaskRecord
 from continuum.records import Records
 from continuum.store import RecordStore
+from continuum.waiters import WaitKind
 
 __all__ = [
     "BUCKET",
@@ -58,6 +60,8 @@ class Invocation:
     seconds: float
     overran: bool
     reason: str | None = None
+    #: the invocation only moved a long wait's timer on (no user code ran).
+    hop: bool = False
 
 
 @dataclass
@@ -103,6 +107,9 @@ class LocalRuntime:
             "memory" (``continuum.testing``'s fakes).
         endpoint_url: an S3/SQS endpoint (a moto server); None for in-process moto.
         visibility_timeout_s: the queue's visibility timeout (default: six budgets).
+        virtual_time: run on a virtual clock that jumps to the next due message whenever
+            nothing can run (freezegun); False: the real clock.
+        max_delay_s: the longest delay of the in-memory queue (SQS's 900 s by default).
     """
 
     def __init__(
@@ -114,8 +121,12 @@ class LocalRuntime:
         backend: Backend = "moto",
         endpoint_url: str | None = None,
         visibility_timeout_s: int | None = None,
+        virtual_time: bool = False,
+        max_delay_s: int = MAX_DELAY_S,
     ) -> None:
         self.app = app
+        self.time: RealTime | VirtualTime = VirtualTime() if virtual_time else RealTime()
+        self.max_delay_s = max_delay_s
         self.budget_s = budget_s
         self.batch_size = batch_size
         self.backend = backend
@@ -137,7 +148,9 @@ class LocalRuntime:
         quiet = self._quiet
         store = InMemoryRecordStore(on_call=self.counter.hook("s3", quiet))
         queue = InMemoryContinuationQueue(
-            visibility_timeout_s=self.visibility_timeout_s, on_call=self.counter.hook("sqs", quiet)
+            visibility_timeout_s=self.visibility_timeout_s,
+            on_call=self.counter.hook("sqs", quiet),
+            max_delay_s=self.max_delay_s,
         )
         self.store, self.queue = store, queue
         self.app.configure(store=store, queue=queue)
@@ -167,9 +180,9 @@ class LocalRuntime:
         self.queue_url = self.sqs.create_queue(
             QueueName=QUEUE, Attributes={"VisibilityTimeout": str(self.visibility_timeout_s)}
         )["QueueUrl"]
-        self.app.configure(
-            bucket=BUCKET, queue_url=self.queue_url, s3_client=self.s3, sqs_client=self.sqs
-        )
+        # The app's queue remembers when what it sends becomes visible (for the virtual clock).
+        self.due = DueTimes(SQSContinuationQueue(self.sqs, self.queue_url))
+        self.app.configure(store=S3RecordStore(self.s3, BUCKET), queue=self.due)
         # The event source and the observer use their own clients, so that the counter
         # sees only the calls the framework makes.
         self.source = SQSContinuationQueue(boto3.client("sqs", **options), self.queue_url)
@@ -187,6 +200,8 @@ class LocalRuntime:
         messages = self.source.receive(max_messages=self.batch_size)
         if not messages:
             return None
+        if self.backend != "memory":  # unless deleted, they come back after the visibility
+            self.due.note(time.time() + self.visibility_timeout_s)
         event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
         self.invocations += 1
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
@@ -205,41 +220,60 @@ class LocalRuntime:
         on_invocation: Callable[[Invocation], None] | None = None,
         timeout_s: float = 600.0,
     ) -> RunSummary:
-        """Start a task and run invocations until it finishes; return the summary."""
-        started = time.monotonic()
-        task_id = self.app.client().start(task_name, input, task_id=task_id)
+        """Start a task and run invocations until it finishes, or waits for the outside
+        world with nothing else due; return the summary."""
+        with self.time.running():
+            task_id = self.app.client().start(task_name, input, task_id=task_id)
+            return self.drive(task_id, on_invocation=on_invocation, timeout_s=timeout_s)
+
+    def drive(
+        self,
+        task_id: str,
+        *,
+        on_invocation: Callable[[Invocation], None] | None = None,
+        timeout_s: float = 600.0,
+        stop_when_waiting: bool = True,
+    ) -> RunSummary:
+        """Run invocations until the task finishes, or waits for the outside world.
+
+        Args:
+            task_id: the task.
+            on_invocation: called after each invocation with what it did.
+            timeout_s: give up after this long (wall time).
+            stop_when_waiting: return as soon as the task waits for something other than
+                time (a callback, a signal), before the virtual clock could jump to its
+                timeout: answer it, then drive again. False: go on (deadlines fire).
+        """
+        started = real_monotonic()
         overruns = 0
-        before = self.record(task_id)
-        while not before.status.finished:
-            if time.monotonic() - started > timeout_s:
-                raise ContinuumError(
-                    f"the task did not finish within {timeout_s:.0f}s", task_id=task_id
-                )
-            t0 = time.monotonic()
-            if self.invoke_once() is None:
-                time.sleep(POLL_INTERVAL_S)
-                continue
-            seconds = time.monotonic() - t0
-            after = self.record(task_id)
-            overran = seconds > self.budget_s
-            overruns += int(overran)
-            if on_invocation is not None:
-                on_invocation(
-                    Invocation(
-                        number=self.invocations,
-                        status=after.status.value,
-                        turn=after.turn,
-                        steps_executed=after.counters.steps_executed
-                        - before.counters.steps_executed,
-                        steps_replayed=after.counters.steps_replayed
-                        - before.counters.steps_replayed,
-                        seconds=seconds,
-                        overran=overran,
-                        reason=after.suspend_reason if after.status == Status.SUSPENDED else None,
+        with self.time.running():
+            before = self.record(task_id)
+            while not before.status.finished:
+                if real_monotonic() - started > timeout_s:
+                    raise ContinuumError(
+                        f"the task did not finish within {timeout_s:.0f}s", task_id=task_id
                     )
-                )
-            before = after
-        return self.summary(before, overruns=overruns, seconds=time.monotonic() - started)
+                t0 = real_monotonic()
+                if self.invoke_once() is None:
+                    due = self.next_due()
+                    if due is None or (stop_when_waiting and _waits_for_outside(before)):
+                        break  # nothing will ever arrive unless the outside world sends it
+                    self.time.wait_until(due, poll_s=POLL_INTERVAL_S)
+                    continue
+                seconds = real_monotonic() - t0
+                after = self.record(task_id)
+                overran = seconds > self.budget_s
+                overruns += int(overran)
+                if on_invocation is not None:
+                    on_invocation(_invocation(self.invocations, before, after, seconds, overran))
+                before = after
+            return self.summary(before, overruns=overruns, seconds=real_monotonic() - started)
+
+    def next_due(self) -> float | None:
+        """When the next message becomes visible (epoch s); None if none is in the queue."""
+        if self.backend == "memory":
+            return self.queue.next_visible_at()
+        return self.due.next_due(time.time())
 
     def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
         """A run's summary from the task's record and the calls counted so far."""
@@ -259,3 +293,26 @@ class LocalRuntime:
             sqs_calls=self.counter.total("sqs"),
             aws_calls=dict(sorted(self.counter.calls.items())),
         )
+
+
+def _invocation(
+    number: int, before: TaskRecord, after: TaskRecord, seconds: float, overran: bool
+) -> Invocation:
+    parked = after.status in (Status.SUSPENDED, Status.WAITING)
+    return Invocation(
+        number=number,
+        status=after.status.value,
+        turn=after.turn,
+        steps_executed=after.counters.steps_executed - before.counters.steps_executed,
+        steps_replayed=after.counters.steps_replayed - before.counters.steps_replayed,
+        seconds=seconds,
+        overran=overran,
+        reason=after.suspend_reason if parked else None,
+        hop=after.counters.hops > before.counters.hops,
+    )
+
+
+def _waits_for_outside(record: TaskRecord) -> bool:
+    return record.status == Status.WAITING and any(
+        waiter.kind != WaitKind.TIME for waiter in record.waiting_for
+    )

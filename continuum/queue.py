@@ -33,7 +33,14 @@ class QueueMessage:
 
 
 class ContinuationQueue(Protocol):
-    """Bodies in a standard queue."""
+    """Bodies in a standard queue.
+
+    Attributes:
+        max_delay_s: the longest delay ``send`` honours (SQS: 900 s; a wait longer than this
+            is a chain of timer hops).
+    """
+
+    max_delay_s: int
 
     def send(self, body: str, *, delay_s: int = 0) -> str:
         """Send a message, visible after ``delay_s`` seconds; return its id."""

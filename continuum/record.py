@@ -11,18 +11,23 @@ not know in a record of its own format are kept as they are when it writes the r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serializer
 
 from continuum.errors import InvalidTaskIdError
+from continuum.waiters import CancelState, OpenCallback, Waiter
 
-#: The record semantics this code writes. 2: retries and cursors are journaled (1 is read).
-RECORD_FORMAT = 2
+#: The record semantics this code understands. 2: retries and cursors are journaled (1 is
+#: read). 3: waits (sleeps, callbacks, signals, cancel). A record is written as format 2 unless
+#: it uses waits, so that a worker of the previous release can still run it in a rolling deploy.
+RECORD_FORMAT = 3
+BASE_RECORD_FORMAT = 2
 MAX_TASK_ID_LENGTH = 128
 _TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -125,6 +130,9 @@ class Counters:
     recoveries: int = 0
     preemptions: int = 0
     preempted_s: float = 0.0
+    #: times the task went ``waiting``, and timer hops of its long waits (no user code ran).
+    waits: int = 0
+    hops: int = 0
 
 
 class ErrorInfo(_Model):
@@ -158,12 +166,38 @@ class JournalEntry:
     cursor_ref: BlobRef | None = None
     #: a failed attempt with retries left: the next one may start at this time (epoch s).
     retry_at: float | None = None
+    #: what the entry records: a step, or a wait (``EntryKind``).
+    kind: str = "step"
+    #: a wait's deadline (epoch s), computed once, when the wait was first reached.
+    deadline: float | None = None
+    #: what a wait is about: a callback's token, the inbox key of the signal it took.
+    ref: str | None = None
+    #: an ``at_most_once`` step was started here and has not been recorded as done.
+    started: bool = False
+
+
+class EntryKind(StrEnum):
+    """What a journal entry records."""
+
+    STEP = "step"
+    SLEEP = "sleep"
+    CALLBACK = "callback"  # a callback was created (ref: its token)
+    CALLBACK_RESULT = "callback_result"  # a callback's answer was awaited (ref: its token)
+    SIGNAL = "signal"  # a signal was awaited (ref: the signal taken)
+    CANCEL = "cancel"  # TaskCancelledError was raised here
+
+
+#: JournalEntry fields left out of the stored record when they hold their default, so that
+#: an entry shows what happened and nothing else.
+_ENTRY_DEFAULTS = {
+    f.name: f.default for f in dataclasses.fields(JournalEntry) if f.name not in ("key", "name")
+}
 
 
 class TaskRecord(_Model):
     """The record of one task: everything the next worker must know, readable by a person."""
 
-    format: int = RECORD_FORMAT
+    format: int = BASE_RECORD_FORMAT
     task_id: str
     task_name: str
     status: Status = Status.PENDING
@@ -200,6 +234,36 @@ class TaskRecord(_Model):
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
+    #: what a ``waiting`` task waits for, and when the earliest deadline falls.
+    waiting_for: list[Waiter] = Field(default_factory=list)
+    wake_at: datetime | None = None
+    #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
+    callbacks: dict[str, OpenCallback] = Field(default_factory=dict)
+    #: inbox keys of the signals the task took (a signal is taken once).
+    signals_taken: list[str] = Field(default_factory=list)
+    #: a cancel request the worker saw.
+    cancel: CancelState | None = None
+    #: when a worker last listed the task's inbox (epoch seconds).
+    inbox_checked_at: float | None = None
+
+    @field_serializer("journal", mode="wrap")
+    def _drop_entry_defaults(self, journal: list[JournalEntry], handler: Any) -> Any:
+        dumped = handler(journal)
+        return [
+            {k: v for k, v in entry.items() if k not in _ENTRY_DEFAULTS or v != _ENTRY_DEFAULTS[k]}
+            for entry in dumped
+        ]
+
+    def uses_waits(self) -> bool:
+        """Whether the record holds anything only a worker that knows waits understands."""
+        return bool(
+            self.status == Status.WAITING
+            or self.waiting_for
+            or self.callbacks
+            or self.signals_taken
+            or self.cancel
+            or any(entry.kind != EntryKind.STEP or entry.started for entry in self.journal)
+        )
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""

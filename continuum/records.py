@@ -14,7 +14,7 @@ import logging
 import threading
 from datetime import datetime
 
-from continuum.blobs import FINISHED_TAGS, BlobGone, BlobKeys, Blobs, put_with_retries
+from continuum.blobs import FINISHED_TAGS, BlobGone, BlobKeys, Blobs
 from continuum.codec import (
     DEFAULT_INLINE_LIMIT_BYTES,
     encode_record,
@@ -27,8 +27,9 @@ from continuum.errors import (
     RecordExistsError,
     RecordNotFoundError,
 )
+from continuum.inbox import Inbox
 from continuum.record import TaskRecord, utcnow
-from continuum.store import NoSuchKey, PreconditionFailed, RecordStore
+from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 
 logger = logging.getLogger("continuum.records")
 
@@ -60,6 +61,7 @@ class Records:
         self.inline_limit = inline_limit
         self.max_value_bytes = max_value_bytes
         self.blobs = Blobs(store, prefix=self.prefix)
+        self.inbox = Inbox(store, prefix=self.prefix)
         self._local = threading.local()
 
     @property
@@ -194,10 +196,17 @@ class Records:
         )
 
     def _tag_finished(self, task_id: str) -> None:
+        """Tag the finished record and its inbox objects for the lifecycle rule's expiry."""
         try:
-            self.store.tag(self.record_key(task_id), FINISHED_TAGS)
-        except Exception as exc:  # only the lifecycle rule's expiry depends on it
-            logger.warning("could not tag finished record %s: %s", task_id, exc)
+            keys = self.store.list_keys(self.inbox.key(task_id, ""))
+        except Exception as exc:
+            logger.warning("could not list the inbox of finished task %s: %s", task_id, exc)
+            keys = []
+        for key in [*keys, self.record_key(task_id)]:
+            try:
+                self.store.tag(key, FINISHED_TAGS)
+            except Exception as exc:  # only the lifecycle rule's expiry depends on it
+                logger.warning("could not tag finished object %s: %s", key, exc)
 
     def _landed(self, key: str, body: bytes) -> str | None:
         """After a 412: did our own write land (an earlier attempt whose answer was lost)?

@@ -27,6 +27,9 @@ DEFAULT_MAX_STATE_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_IDLE_SUSPENSIONS = 5
 #: Consecutive worker deaths at one step after which the task fails instead of trying again.
 DEFAULT_MAX_STEP_CRASHES = 3
+#: While a task runs, its inbox is listed this often (one LIST), so a cancel request takes
+#: effect within this long; a waiting task's inbox is listed when a wake or timer arrives.
+DEFAULT_INBOX_POLL_S = 60.0
 #: Seconds after an invocation's deadline at which its message reappears if the worker dies.
 DEFAULT_VISIBILITY_MARGIN_S = 5
 
@@ -45,6 +48,7 @@ class Settings:
     visibility_margin_s: int | None = DEFAULT_VISIBILITY_MARGIN_S
     max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES
     max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS
+    inbox_poll_s: float = DEFAULT_INBOX_POLL_S
     #: HMAC keys of continuation messages: the first signs, any verifies (empty: unsigned).
     signing_keys: tuple[str, ...] = ()
 
@@ -53,7 +57,7 @@ class Settings:
             value = getattr(self, name)
             if not 0.0 < value < 1.0:
                 raise ConfigurationError(f"{name} must be between 0 and 1 (exclusive), got {value}")
-        for name in ("safety_margin_s", "default_step_s", "persist_every_s"):
+        for name in ("safety_margin_s", "default_step_s", "persist_every_s", "inbox_poll_s"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must not be negative, got {getattr(self, name)}")
         for name in ("inline_limit_bytes", "max_state_bytes", "max_step_crashes"):

@@ -19,6 +19,8 @@ class SQSContinuationQueue:
         >>> queue = SQSContinuationQueue(boto3.client("sqs"), queue_url)  # doctest: +SKIP
     """
 
+    max_delay_s = MAX_DELAY_S
+
     def __init__(self, sqs_client: SQSClient, queue_url: str) -> None:
         self.sqs_client = sqs_client
         self.queue_url = queue_url

@@ -26,6 +26,8 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 from pydantic import TypeAdapter
 
 from continuum.errors import ConfigurationError, ContinuumError
+from continuum.waiters import Signal
+from continuum.waits import Callback, Duration
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -46,6 +48,9 @@ class StepOptions:
         preemptible: the step may be interrupted when it overruns and the deadline nears; its
             partial work is discarded and it runs again in the next invocation. Only for
             steps whose interruption harms nothing (a model call, a read).
+        at_most_once: a started-marker is saved before the step runs; if its worker dies
+            inside it, it is not run again: it fails with StepInterruptedError or, with
+            retries left, a new attempt is scheduled (after its backoff).
     """
 
     name: str
@@ -54,8 +59,14 @@ class StepOptions:
     retries: int = 0
     backoff_s: float = 0.5
     retry_on: tuple[type[BaseException], ...] = (Exception,)
+    at_most_once: bool = False
 
     def __post_init__(self) -> None:
+        if self.at_most_once and self.preemptible:
+            raise ConfigurationError(
+                f"step {self.name!r} cannot be both at_most_once and preemptible",
+                hint="a preempted step runs again; an at_most_once step never does",
+            )
         if self.retries < 0:
             raise ConfigurationError(f"step {self.name!r}: retries must be >= 0")
         if self.backoff_s < 0:
@@ -80,6 +91,14 @@ class Runner(Protocol):
     ) -> Any: ...
 
     def remaining(self) -> float: ...
+
+    def sleep(self, duration: Duration, name: str | None) -> None: ...
+
+    def create_callback(
+        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+    ) -> Callback: ...
+
+    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None: ...
 
     def refuse(self, error: ContinuumError) -> ContinuumError:
         """Remember an error that must fail the turn even if user code catches it."""
@@ -214,17 +233,20 @@ def return_adapter(fn: Callable[..., Any], *, what: str) -> tuple[TypeAdapter[An
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
-def as_step(fn: Callable[..., Any]) -> Step[Any, Any]:
-    """The Step for ``fn``: itself if decorated, else an ad-hoc step with a stable name.
+def as_step(fn: Callable[..., Any], *, name: str | None = None, **options: Any) -> Step[Any, Any]:
+    """The Step for ``fn``: itself if decorated (and no name or options are given), else an
+    ad-hoc step named ``name`` or, by default, by a name that is stable across processes.
 
     The name must be the same in every process, since a replay matches it against the
     journal: a function's qualified name, a partial's function, a callable object's class.
+    ``options`` are :class:`StepOptions` fields (``retries``, ``backoff_s``, ...).
     """
-    if isinstance(fn, Step):
+    if isinstance(fn, Step) and name is None and not options:
         return fn
-    check_callable(fn, what=f"step {stable_name(fn)!r}")
-    step = Step(fn=fn, options=StepOptions(name=stable_name(fn)))
-    step._adapter = return_adapter(fn, what=f"step {step.name!r}")
+    label = name or stable_name(fn)
+    check_callable(fn, what=f"step {label!r}")
+    step = Step(fn=fn, options=StepOptions(name=label, **options))
+    step._adapter = return_adapter(fn, what=f"step {label!r}")
     return step
 
 

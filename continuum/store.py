@@ -10,10 +10,15 @@ blobs, compare-and-swap, garbage collection) is written once, in ``records.py``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+#: Transient store errors are tried again this often, with this backoff doubling from here.
+WRITE_RETRIES = 3
+WRITE_BACKOFF_S = 0.05
 
 
 class StoreError(Exception):
@@ -87,3 +92,29 @@ class RecordStore(Protocol):
     def versions(self, key: str) -> list[ObjectVersion]:
         """Every stored version of ``key``, newest first (empty without versioning)."""
         ...
+
+
+def put_with_retries(
+    store: RecordStore,
+    key: str,
+    body: bytes,
+    *,
+    if_match: str | None = None,
+    if_none_match: bool = False,
+    content_encoding: str | None = None,
+) -> str:
+    """``store.put``, tried again on transient errors (S3's 409, 5xx, throttling)."""
+    for attempt in range(WRITE_RETRIES + 1):
+        try:
+            return store.put(
+                key,
+                body,
+                if_match=if_match,
+                if_none_match=if_none_match,
+                content_encoding=content_encoding,
+            )
+        except TransientStoreError:
+            if attempt == WRITE_RETRIES:
+                raise
+            time.sleep(WRITE_BACKOFF_S * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -16,16 +16,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from continuum.budget import Budget, Preemptor, alarm_preemptor
+from continuum.budget import Budget
 from continuum.calls import StepCalls
 from continuum.context import TaskContext
-from continuum.control import Abort, ControlFlow, Fenced, Suspend
+from continuum.control import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum.errors import ContinuumError, InvalidInputError, StepError, describe_errors
 from continuum.record import ErrorInfo, TaskRecord
-from continuum.settings import DEFAULT_MAX_STEP_CRASHES
 from continuum.steps import active_runner, running
 from continuum.tasks import Task
 from continuum.values import dump_json, model_to_json, to_json
+from continuum.waiters import Waiter
+from continuum.waits import WaitCalls
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,29 @@ class Suspended:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """The task waits (for time, a callback, a signal) in no invocation at all."""
+
+    waiters: list[Waiter]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """A cancel request ended the task (after any cleanup it ran)."""
+
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class Lost:
     """Another worker moved the record: stop, write nothing."""
 
 
-TurnOutcome = Returned | Failed | Suspended | Lost
+TurnOutcome = Returned | Failed | Suspended | Waiting | Cancelled | Lost
 
 
-class TurnLoop(StepCalls):
+class TurnLoop(StepCalls, WaitCalls):
     """Runs one task's turns inside one invocation; the record is updated in memory.
 
     Args:
@@ -77,18 +93,9 @@ class TurnLoop(StepCalls):
         budget: Budget,
         save: Callable[[], None],
         persist_every_s: float,
-        *,
-        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
-        preemptor: Preemptor = alarm_preemptor,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            record,
-            budget,
-            save,
-            persist_every_s=persist_every_s,
-            max_step_crashes=max_step_crashes,
-            preemptor=preemptor,
-        )
+        super().__init__(record, budget, save, persist_every_s=persist_every_s, **options)
         self.task = task
         self.ctx: TaskContext[Any] | None = None
 
@@ -126,16 +133,22 @@ class TurnLoop(StepCalls):
             self.journal.check_complete()
         except Suspend as signal:
             return Suspended(signal.reason, signal.delay_s)
+        except Wait as wait:
+            return Waiting(wait.waiters, wait.reason)
         except Fenced:
             return Lost()
         except Abort as abort:
             return Failed(abort.error)
         except Exception as exc:
+            if self._cancel_delivered():
+                return Cancelled(record.cancel.reason if record.cancel else None)
             return self._turn_failed(exc)
         finally:
             active_runner.reset(token)
             running.pop(threading.get_ident(), None)
             self.ctx = None
+        if self._cancel_delivered():
+            return Cancelled(record.cancel.reason if record.cancel else None)
         try:
             if out is not None:
                 record.result = to_json(
@@ -159,6 +172,12 @@ class TurnLoop(StepCalls):
                 return Failed(abort.error)
             self.last_save = time.monotonic()
         return None
+
+    def _cancel_delivered(self) -> bool:
+        """Whether a cancel request ends this turn's task: once one is seen, it is raised at
+        the next step or wait, and however the turn then ends (or if it reaches none), the
+        task ends cancelled."""
+        return self.record.cancel is not None
 
     def _check_unwinding(self) -> None:
         """After the task function returned (or raised something else): was a control-flow

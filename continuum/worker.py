@@ -1,15 +1,17 @@
-"""One continuation in: parse, fence, claim, run turns, then suspend or finish.
+"""One continuation in: parse, fence, claim, run turns, then suspend, wait or finish.
 
 The protocol (DESIGN.md, "The continuation message"):
 
 1. Read the record (or, in a warm worker, remember the one it just suspended) and fence the
    message against it (``fence.py``): stale, duplicate, finished and forged messages are
-   acknowledged without running anything.
+   acknowledged without running anything. A message for a waiting task is judged against its
+   inbox (``waiting.py``): answered or due, it runs; an early timer hops; else it is ignored.
 2. Claim: compare-and-swap the record to ``running`` with a lease until this invocation's
    deadline (``claim.py``). Losing the swap means another worker has it: acknowledge.
 3. Run turns (``turns.py``), saving the journal by policy.
-4. Suspend: write the record (generation + 1) first, then send the continuation, then
-   acknowledge. Finish: write ``succeeded`` or ``failed`` and acknowledge.
+4. End (``endings.py``): suspend (write the record with generation + 1, then send the
+   continuation), wait (write ``waiting``, look at the inbox, send a wake or the timer), or
+   finish (write ``succeeded``, ``failed`` or ``cancelled``); then acknowledge.
 
 A worker that dies anywhere leaves its message in flight; it reappears after its visibility
 timeout, which the claim shortened to just past this invocation's deadline.
@@ -19,19 +21,18 @@ from __future__ import annotations
 
 import math
 import time
-from enum import StrEnum
 from typing import Any
 
 from continuum.batch import Delivery, LambdaContext, OutcomeMetrics, logger, process_sqs_batch
 from continuum.budget import Budget
 from continuum.claim import Claim, error_info
 from continuum.continuation import Continuation, Continuations
+from continuum.endings import Endings, Outcome
 from continuum.errors import (
     BadMessageError,
     ContinuumError,
     InvalidTaskIdError,
     LeaseHeldError,
-    PayloadTooLargeError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
@@ -39,27 +40,17 @@ from continuum.errors import (
     UnknownTaskError,
 )
 from continuum.fence import Verdict, fence
+from continuum.inbox import Listing, TaskInbox
 from continuum.queue import QueueError
 from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord, utcnow
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.tasks import Registry, Task
-from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
+from continuum.turns import Cancelled, Failed, Lost, Returned, Suspended, TurnLoop, Waiting
+from continuum.waiting import Decision, decide, refresh_deadlines
 
-
-class Outcome(StrEnum):
-    """What happened to one message (logged, and counted as a metric)."""
-
-    SUSPENDED = "suspended"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    FENCED = "fenced"
-    REJECTED = "rejected"
-    FINISHED = "finished"
-    STALE = "stale"
-    RESENT = "stale-resent"
-    DUPLICATE = "duplicate"
+__all__ = ["Outcome", "Worker"]
 
 
 class _StaleMemory(Exception):
@@ -88,6 +79,7 @@ class Worker:
         self.continuations = continuations
         self.settings = settings
         self.recent = RecentRecords()
+        self.endings = Endings(records, continuations, settings, self.recent)
         self.metrics = OutcomeMetrics()
 
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -158,11 +150,11 @@ class Worker:
         *,
         from_memory: bool,
     ) -> Outcome:
-        # 1. The fence.
+        # 1. The fence (and, for a waiting task, its inbox).
         verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
         self._last_task = record.task_name
         match verdict:
-            case Verdict.RUN:
+            case Verdict.RUN | Verdict.CHECK_INBOX:
                 pass
             case Verdict.RETRY_LATER:
                 raise LeaseHeldError(
@@ -171,11 +163,9 @@ class Worker:
                     generation=record.generation,
                 )
             case Verdict.RESEND:
-                # The worker that suspended the task may have died before sending; send
-                # again (a duplicate is fenced like any other).
-                self.continuations.send(
-                    record.task_id, generation=record.generation, reason="resend"
-                )
+                # The worker that suspended the task (or made it wait) may have died before
+                # sending; send again (a duplicate is fenced like any other).
+                self.endings.resend(record)
                 return Outcome.RESENT
             case Verdict.FUTURE:
                 logger.error(
@@ -185,6 +175,15 @@ class Worker:
                 return Outcome.REJECTED
             case _:
                 return Outcome(verdict.value)
+        listing = self._listing(record, message)
+        if record.status == Status.WAITING:
+            assert listing is not None
+            timer = verdict is Verdict.RUN and message.kind == "timer"
+            match decide(record, listing, timer=timer, now=time.time()):
+                case Decision.IGNORE:
+                    return Outcome.IGNORED
+                case Decision.HOP:
+                    return self.endings.hop(record, etag, message_id=delivery.message_id)
 
         # 2. The claim.
         remaining_s = _remaining_s(context)
@@ -219,12 +218,56 @@ class Worker:
                 raise _StaleMemory from None
             raise
         if task is None:
-            claim.finish(Status.FAILED, error=error_info(unknown, record))
-            return Outcome.FAILED
+            return self.endings.finish(claim, Status.FAILED, error_info(unknown, record))
         self._shorten_visibility(delivery, remaining_s)
 
         # 3. The turns.
-        settings = self.settings
+        loop = self._turns(task, claim, context, listing)
+        outcome = loop.run()
+
+        # 4. The ending.
+        endings, message_id = self.endings, delivery.message_id
+        match outcome:
+            case Lost():
+                logger.info("another worker moved the record; stopping")
+                return Outcome.FENCED
+            case Failed(error):
+                return endings.finish(claim, Status.FAILED, error)
+            case Returned():
+                return endings.finish(claim, Status.SUCCEEDED)
+            case Cancelled(reason):
+                text = f"the task was cancelled{f': {reason}' if reason else ''}"
+                error = ErrorInfo(type="TaskCancelledError", message=text, turn=record.turn)
+                return endings.finish(claim, Status.CANCELLED, error)
+            case Waiting(waiters, reason):
+                return endings.wait(claim, waiters, reason, message_id=message_id)
+            case Suspended(reason, delay_s):
+                if loop.progress or delay_s > 0:
+                    record.idle_suspensions = 0
+                else:
+                    record.idle_suspensions += 1
+                limit = task.max_continuations
+                return endings.suspend(
+                    claim, reason, delay_s=delay_s, message_id=message_id, limit=limit
+                )
+        raise AssertionError(f"unknown outcome {outcome!r}")  # pragma: no cover
+
+    def _listing(self, record: TaskRecord, message: Continuation) -> Listing | None:
+        """List the task's inbox if this message needs it: a waiting or new task, a wake, or
+        a running task whose inbox was not looked at for ``inbox_poll_s``."""
+        checked = record.inbox_checked_at
+        due = checked is None or time.time() - checked >= self.settings.inbox_poll_s
+        if record.status in (Status.WAITING, Status.PENDING) or message.kind == "wake" or due:
+            listing = self.records.inbox.list(record.task_id)
+            if record.status == Status.WAITING:
+                refresh_deadlines(record, self.records.inbox, listing)
+            return listing
+        return None
+
+    def _turns(
+        self, task: Task[Any], claim: Claim, context: LambdaContext, listing: Listing | None
+    ) -> TurnLoop:
+        settings, record = self.settings, claim.record
         budget = Budget(
             remaining=lambda: _remaining_s(context),
             confidence=task.confidence if task.confidence is not None else settings.confidence,
@@ -235,73 +278,21 @@ class Worker:
             preemptible_confidence=settings.preemptible_confidence,
             send_stats=record.send_stats,
         )
+        checked = record.inbox_checked_at or record.created_at.timestamp()
         loop = TurnLoop(
             task,
             record,
             budget,
             claim.save,
             settings.persist_every_s,
+            save_strict=claim.save_strict,
+            inbox=TaskInbox(self.records.inbox, record.task_id, checked_at=checked),
             max_step_crashes=settings.max_step_crashes,
+            inbox_poll_s=settings.inbox_poll_s,
         )
-        outcome = loop.run()
-
-        # 4. The suspension or the finish.
-        match outcome:
-            case Lost():
-                logger.info("another worker moved the record; stopping")
-                return Outcome.FENCED
-            case Failed(error):
-                logger.warning(f"task failed: {error.message}", extra={"error": error.model_dump()})
-                claim.finish(Status.FAILED, error=error)
-                return Outcome.FAILED
-            case Returned():
-                claim.finish(Status.SUCCEEDED)
-                logger.info("task succeeded")
-                return Outcome.SUCCEEDED
-            case Suspended(reason, delay_s):
-                if loop.progress or delay_s > 0:
-                    record.idle_suspensions = 0
-                else:
-                    record.idle_suspensions += 1
-                return self._suspend(claim, task, reason, delay_s, delivery.message_id)
-        raise AssertionError(f"unknown outcome {outcome!r}")  # pragma: no cover
-
-    def _suspend(
-        self, claim: Claim, task: Task[Any], reason: str, delay_s: float, message_id: str
-    ) -> Outcome:
-        record = claim.record
-        limit = task.max_continuations
-        if record.counters.continuations >= limit:
-            return self._give_up(
-                claim,
-                "MaxContinuationsExceeded",
-                f"the task continued {record.counters.continuations} times; the limit is {limit}",
-            )
-        if record.idle_suspensions >= self.settings.max_idle_suspensions:
-            return self._give_up(
-                claim,
-                "NoProgress",
-                f"the task suspended {record.idle_suspensions} times in a row "
-                f"without completing a step; last: {reason}",
-            )
-        try:
-            send_s = claim.suspend(
-                reason, message_id=message_id, continuations=self.continuations, delay_s=delay_s
-            )
-        except PayloadTooLargeError as exc:
-            return self._give_up(claim, "PayloadTooLargeError", exc.message)
-        self.recent.keep(record, claim.etag, send_s=send_s)
-        logger.info(
-            f"task suspended: {reason}",
-            extra={"turn": record.turn, "next_generation": record.generation},
-        )
-        return Outcome.SUSPENDED
-
-    def _give_up(self, claim: Claim, kind: str, message: str) -> Outcome:
-        error = ErrorInfo(type=kind, message=message, turn=claim.record.turn)
-        logger.warning(f"task failed: {message}")
-        claim.finish(Status.FAILED, error=error)
-        return Outcome.FAILED
+        if listing is not None:
+            loop.note_inbox(listing)
+        return loop
 
     def _shorten_visibility(self, delivery: Delivery, remaining_s: float) -> None:
         """If this invocation dies, its message should come back just after its deadline,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 #: Returns epoch seconds.
 Clock = Callable[[], float]
 #: A fault hook: called with an operation's name and its key before it runs; raise to fail it.
 Hook = Callable[[str, str], None]
+
+
+def wall_clock() -> float:
+    """``time.time()``, looked up at each call (so a frozen or virtual clock applies)."""
+    return time.time()
 
 
 class ManualClock:

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 
 from continuum.queue import MAX_DELAY_S, QueueMessage
-from continuum.testing.clock import Clock, Hook
+from continuum.testing.clock import Clock, Hook, wall_clock
 
 
 @dataclass
@@ -29,18 +29,22 @@ class InMemoryContinuationQueue:
         max_receive_count: with ``dead_letter``, a message received more often moves there.
         dead_letter: the dead-letter queue.
         on_call: a fault hook, called with ``(operation, message id or "")``.
+        max_delay_s: the longest delay honoured (SQS's 900 s by default; a virtual-time test
+            runner may lift it so that a month-long sleep is one message, not 2,880 hops).
     """
 
     def __init__(
         self,
         *,
-        clock: Clock = time.time,
+        clock: Clock | None = None,
         visibility_timeout_s: float = 30.0,
         max_receive_count: int | None = None,
         dead_letter: InMemoryContinuationQueue | None = None,
         on_call: Hook | None = None,
+        max_delay_s: int = MAX_DELAY_S,
     ) -> None:
-        self.clock = clock
+        self.clock = clock or wall_clock
+        self.max_delay_s = max_delay_s
         self.visibility_timeout_s = visibility_timeout_s
         self.max_receive_count = max_receive_count
         self.dead_letter = dead_letter
@@ -50,7 +54,7 @@ class InMemoryContinuationQueue:
 
     def send(self, body: str, *, delay_s: int = 0) -> str:
         self._hook("send", "")
-        delay = max(0, min(MAX_DELAY_S, int(delay_s)))
+        delay = max(0, min(self.max_delay_s, int(delay_s)))
         message = _Message(uuid.uuid4().hex, body, self.clock() + delay)
         with self._lock:
             self._messages.append(message)
@@ -70,7 +74,7 @@ class InMemoryContinuationQueue:
         with self._lock:
             while True:
                 got = self._take(max_messages)
-                if got or time.monotonic() >= deadline or self.clock is not time.time:
+                if got or time.monotonic() >= deadline or self.clock is not wall_clock:
                     return got
                 self._lock.wait(timeout=min(0.05, max(0.0, deadline - time.monotonic())))
 

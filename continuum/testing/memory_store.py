@@ -5,14 +5,13 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import threading
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from continuum.store import NoSuchKey, ObjectVersion, PreconditionFailed, StoredObject
-from continuum.testing.clock import Clock, Hook
+from continuum.testing.clock import Clock, Hook, wall_clock
 
 
 @dataclass
@@ -27,8 +26,8 @@ class _Version:
 class InMemoryRecordStore:
     """A versioned bucket in memory, behind the RecordStore protocol."""
 
-    def __init__(self, *, clock: Clock = time.time, on_call: Hook | None = None) -> None:
-        self.clock = clock
+    def __init__(self, *, clock: Clock | None = None, on_call: Hook | None = None) -> None:
+        self.clock = clock or wall_clock
         self.on_call = on_call
         self._objects: dict[str, list[_Version]] = {}
         self._lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""The fence, as a table: every status x generation x lease x message id gets one verdict.
+"""The fence, as a table: every status x generation x lease x message id x kind: one verdict.
 
 The fence is a pure function of (record, message, message id, now), so the whole protocol's
 first step is checked here without AWS: each row of the table below is one case of DESIGN.md's
@@ -23,17 +23,20 @@ SUSPENDER, OTHER = "m-suspender", "m-other"
 GENERATIONS = {"older": RECORD_GENERATION - 1, "current": RECORD_GENERATION, "newer": 4}
 LEASES = ("none", "live-same-message", "live-other-message", "expired")
 MESSAGE_IDS = (SUSPENDER, OTHER)
+KINDS = ("continue", "timer", "wake")
 
 
-def expected(status: Status, generation: str, lease: str, message_id: str) -> Verdict:
+def expected(status: Status, generation: str, lease: str, message_id: str, kind: str) -> Verdict:
     """The protocol, written out once more independently of ``fence.py``."""
     if status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED):
         return Verdict.FINISHED
     if generation == "newer":
         return Verdict.FUTURE
     if generation == "older":
-        if status == Status.SUSPENDED and message_id == SUSPENDER:
+        if status in (Status.SUSPENDED, Status.WAITING) and message_id == SUSPENDER:
             return Verdict.RESEND
+        if status == Status.WAITING and kind == "wake":
+            return Verdict.CHECK_INBOX
         return Verdict.STALE
     if status == Status.RUNNING and lease.startswith("live"):
         lease_message = message_id if lease == "live-same-message" else "m-holder"
@@ -56,21 +59,21 @@ def record_for(status: Status, lease: str, message_id: str) -> TaskRecord:
     return record
 
 
-CASES = list(itertools.product(Status, GENERATIONS, LEASES, MESSAGE_IDS))
+CASES = list(itertools.product(Status, GENERATIONS, LEASES, MESSAGE_IDS, KINDS))
 
 
 def test_the_table_covers_every_combination():
-    assert len(CASES) == len(Status) * 3 * 4 * 2 == 168
+    assert len(CASES) == len(Status) * 3 * 4 * 2 * 3 == 504
 
 
-@pytest.mark.parametrize(("status", "generation", "lease", "message_id"), CASES)
-def test_the_fence_gives_each_combination_its_verdict(status, generation, lease, message_id):
+@pytest.mark.parametrize(("status", "generation", "lease", "message_id", "kind"), CASES)
+def test_the_fence_gives_each_combination_its_verdict(status, generation, lease, message_id, kind):
     record = record_for(status, lease, message_id)
     message = Continuation(
-        task_id="t", generation=GENERATIONS[generation], reason="test", sent_at=0.0
+        task_id="t", generation=GENERATIONS[generation], reason="test", sent_at=0.0, kind=kind
     )
     verdict = fence(record, message, message_id=message_id, now=NOW)
-    assert verdict is expected(status, generation, lease, message_id)
+    assert verdict is expected(status, generation, lease, message_id, kind)
 
 
 def test_only_a_live_lease_for_this_very_message_keeps_it_in_the_queue():

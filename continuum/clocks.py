@@ -1,0 +1,137 @@
+"""Time for the local runtime: the real clock, or a virtual one that jumps to the next due message.
+
+Locally nothing else happens while a task waits, so waiting in real time is only waiting. With
+the virtual clock (freezegun, which moves moto's clocks too) the runtime jumps to the moment
+the next message becomes visible whenever nothing can run now: a task that sleeps 30 days
+finishes in seconds, and its timers, hops and deadlines all fire as they would on AWS.
+
+:class:`DueTimes` wraps the app's continuation queue to learn when each message it sent will
+become visible (moto does not say); the in-memory queue knows it exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from continuum.errors import ConfigurationError
+from continuum.queue import ContinuationQueue, QueueMessage
+
+#: The real monotonic clock, kept where freezegun does not patch it (a dict, not a module
+#: attribute), so run timeouts are measured in wall time even while time is virtual.
+_REAL_MONOTONIC: dict[str, Callable[[], float]] = {"monotonic": time.monotonic}
+#: After a jump, land this far past the due time, so the message is surely visible.
+JUMP_PAST_S = 0.001
+
+
+def real_monotonic() -> float:
+    return _REAL_MONOTONIC["monotonic"]()
+
+
+class DueTimes:
+    """A ContinuationQueue that remembers when the messages sent through it become visible."""
+
+    def __init__(self, queue: ContinuationQueue) -> None:
+        self.queue = queue
+        self.max_delay_s = queue.max_delay_s
+        self._due: list[float] = []
+        self._lock = threading.Lock()
+
+    def note(self, at: float) -> None:
+        """Something becomes visible at ``at`` (epoch s)."""
+        with self._lock:
+            heapq.heappush(self._due, at)
+
+    def next_due(self, after: float) -> float | None:
+        """The earliest known time after ``after`` at which a message becomes visible."""
+        with self._lock:
+            while self._due and self._due[0] <= after:
+                heapq.heappop(self._due)
+            return self._due[0] if self._due else None
+
+    def send(self, body: str, *, delay_s: int = 0) -> str:
+        message_id = self.queue.send(body, delay_s=delay_s)
+        self.note(time.time() + min(max(0, delay_s), self.max_delay_s))
+        return message_id
+
+    def set_visibility(self, receipt_handle: str, seconds: int) -> None:
+        self.queue.set_visibility(receipt_handle, seconds)
+        self.note(time.time() + seconds)
+
+    def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
+        return self.queue.receive(max_messages=max_messages, wait_s=wait_s)
+
+    def delete(self, receipt_handle: str) -> None:
+        self.queue.delete(receipt_handle)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
+
+
+class RealTime:
+    """The wall clock: waiting means sleeping."""
+
+    virtual = False
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        yield
+
+    def wait_until(self, due: float, *, poll_s: float) -> None:
+        time.sleep(max(0.0, min(poll_s, due - time.time())))
+
+
+class VirtualTime:
+    """A virtual clock from ``start`` (default: now): ticks with the wall clock, and jumps.
+
+    Requires freezegun (``pip install 'continuum[local]'``).
+    """
+
+    virtual = True
+
+    def __init__(self, start: datetime | None = None) -> None:
+        try:
+            from freezegun import freeze_time
+        except ImportError as exc:  # pragma: no cover - freezegun is in the local extra
+            raise ConfigurationError(
+                "the virtual clock needs freezegun",
+                hint="pip install 'continuum[local]', or run with --real-time",
+            ) from exc
+        self._freeze_time = freeze_time
+        self._resume_at = start or datetime.now(UTC)
+        self._freezer: Any = None
+        self._factory: Any = None
+        self._depth = 0
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Run the block on the virtual clock (re-entrant). Between blocks the virtual clock
+        stands still: the next block resumes where the last one left it."""
+        if self._depth == 0:
+            self._freezer = self._freeze_time(self._resume_at, tick=True)
+            self._factory = self._freezer.start()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self._resume_at = datetime.now(UTC)
+                self._freezer.stop()
+                self._freezer = self._factory = None
+
+    def wait_until(self, due: float, *, poll_s: float) -> None:
+        """Jump to ``due`` at once (only inside ``running``)."""
+        ahead = due + JUMP_PAST_S - time.time()
+        if ahead > 0 and self._factory is not None:
+            self._factory.tick(ahead)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock ``seconds`` forward (only inside ``running``)."""
+        if self._factory is not None and seconds > 0:
+            self._factory.tick(seconds)

@@ -1,0 +1,166 @@
+"""How one invocation's hold on a task ends: suspended, waiting, hopped, or finished.
+
+Each ending writes the record first and sends the continuation after (``claim.py`` makes the
+writes), never the other way round, so a message never names a record that does not exist:
+
+- **suspend**: generation + 1, ``suspended``; then the continuation (delayed for a retry's
+  backoff). A task over its limits (continuations, suspensions without progress) fails instead.
+- **wait**: generation + 1, ``waiting`` with what it waits for; then one more look at the
+  inbox, and a wake now or the timer for the earliest deadline (``waiting.after_wait``).
+- **hop**: a waiting task's timer came before its deadline (a long sleep): generation + 1,
+  still ``waiting``, and the next timer. No user code runs; no lease is taken.
+- **finish**: ``succeeded``, ``failed`` or ``cancelled``; blobs and inbox tagged for expiry.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from continuum.batch import logger
+from continuum.claim import Claim
+from continuum.continuation import Continuations
+from continuum.errors import PayloadTooLargeError, RecordConflictError
+from continuum.recent import RecentRecords
+from continuum.record import ErrorInfo, Status, TaskRecord
+from continuum.records import Records
+from continuum.settings import Settings
+from continuum.waiters import Waiter
+from continuum.waiting import after_wait
+
+
+class Outcome(StrEnum):
+    """What happened to one message (logged, and counted as a metric)."""
+
+    SUSPENDED = "suspended"
+    WAITING = "waiting"
+    HOPPED = "hopped"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    FENCED = "fenced"
+    REJECTED = "rejected"
+    FINISHED = "finished"
+    STALE = "stale"
+    RESENT = "stale-resent"
+    DUPLICATE = "duplicate"
+    IGNORED = "wake-ignored"
+
+
+class Endings:
+    """The endings of invocations: the writes and sends that hand a task on.
+
+    Args:
+        records: where the records (and their inboxes) are.
+        continuations: where continuations are sent.
+        settings: the limits (idle suspensions).
+        recent: the records this worker suspended last (a warm claim skips their GET).
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        continuations: Continuations,
+        settings: Settings,
+        recent: RecentRecords,
+    ) -> None:
+        self.records = records
+        self.continuations = continuations
+        self.settings = settings
+        self.recent = recent
+
+    def suspend(
+        self, claim: Claim, reason: str, *, delay_s: float, message_id: str, limit: int
+    ) -> Outcome:
+        record = claim.record
+        if record.counters.continuations >= limit:
+            return self.give_up(
+                claim,
+                "MaxContinuationsExceeded",
+                f"the task continued {record.counters.continuations} times; the limit is {limit}",
+            )
+        if record.idle_suspensions >= self.settings.max_idle_suspensions:
+            return self.give_up(
+                claim,
+                "NoProgress",
+                f"the task suspended {record.idle_suspensions} times in a row "
+                f"without completing a step; last: {reason}",
+            )
+        try:
+            send_s = claim.suspend(
+                reason, message_id=message_id, continuations=self.continuations, delay_s=delay_s
+            )
+        except PayloadTooLargeError as exc:
+            return self.give_up(claim, "PayloadTooLargeError", exc.message)
+        self.recent.keep(record, claim.etag, send_s=send_s)
+        logger.info(
+            f"task suspended: {reason}",
+            extra={"turn": record.turn, "next_generation": record.generation},
+        )
+        return Outcome.SUSPENDED
+
+    def wait(self, claim: Claim, waiters: list[Waiter], reason: str, *, message_id: str) -> Outcome:
+        record = claim.record
+        record.idle_suspensions = 0
+        try:
+            claim.wait(waiters, reason, message_id=message_id)
+        except PayloadTooLargeError as exc:
+            return self.give_up(claim, "PayloadTooLargeError", exc.message)
+        sent = self.resume_waiting(record)
+        logger.info(
+            f"task waiting: {reason}",
+            extra={"next_generation": record.generation, "wake_at": str(record.wake_at)},
+        )
+        logger.debug(f"after waiting: {sent}")
+        return Outcome.WAITING
+
+    def hop(self, record: TaskRecord, etag: str, *, message_id: str) -> Outcome:
+        """The timer of a long wait came early: move the record on one generation, send the
+        next timer."""
+        record.generation += 1
+        record.suspended_by = message_id
+        record.counters.hops += 1
+        try:
+            self.records.replace(record, etag=etag)
+        except RecordConflictError:
+            return Outcome.FENCED
+        self.resume_waiting(record)
+        return Outcome.HOPPED
+
+    def resume_waiting(self, record: TaskRecord) -> str:
+        """Send what continues a waiting record: a wake, its timer, or nothing."""
+        return resume_waiting(record, self.records, self.continuations)
+
+    def resend(self, record: TaskRecord) -> None:
+        """Send the record's current continuation again (its last sender may have died)."""
+        resend(record, self.records, self.continuations)
+
+    def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
+        claim.finish(status, error=error)
+        if error is not None:
+            logger.warning(
+                f"task {status.value}: {error.message}", extra={"error": error.model_dump()}
+            )
+        else:
+            logger.info(f"task {status.value}")
+        return Outcome(status.value)
+
+    def give_up(self, claim: Claim, kind: str, message: str) -> Outcome:
+        error = ErrorInfo(type=kind, message=message, turn=claim.record.turn)
+        return self.finish(claim, Status.FAILED, error)
+
+
+def resume_waiting(record: TaskRecord, records: Records, continuations: Continuations) -> str:
+    """Send what continues a waiting record: a wake, its timer, or nothing."""
+    return after_wait(
+        record, records.inbox, continuations, max_delay_s=continuations.queue.max_delay_s
+    )
+
+
+def resend(
+    record: TaskRecord, records: Records, continuations: Continuations, *, reason: str = "resend"
+) -> None:
+    """Send the current continuation of a suspended, waiting or pending record again."""
+    if record.status == Status.WAITING:
+        resume_waiting(record, records, continuations)
+    else:
+        continuations.send(record.task_id, generation=record.generation, reason=reason)

@@ -1,0 +1,234 @@
+"""A task's inbox: what the outside world sends it, as small objects beside its record.
+
+Nothing from outside writes the record: a write there would fence the worker that holds it.
+Instead each callback answer, heartbeat, signal and cancel request is its own object under
+``{prefix}/{task_id}/inbox/``, followed by a wake message::
+
+    inbox/callbacks/{token}.json        one answer per callback (If-None-Match: the first wins)
+    inbox/heartbeats/{token}.json       the latest heartbeat of a callback (overwritten)
+    inbox/signals/{name}/{id}.json      one object per signal (If-None-Match: an id is sent once)
+    inbox/cancel.json                   the first cancel request (If-None-Match: the first wins)
+
+The worker lists the inbox (one LIST) when a wait needs it, when a wake arrives, and every
+``inbox_poll_s`` while the task runs, so that a cancel request is seen. No wake-up is lost:
+the worker writes ``waiting`` and then lists; a sender writes its object and then reads the
+record and wakes the generation it finds; one of the two always sees the other.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
+from continuum.values import dump_json
+from continuum.waiters import Signal
+
+M = TypeVar("M", bound=BaseModel)
+
+#: The largest callback result or signal payload accepted, as JSON.
+MAX_INBOX_VALUE_BYTES = 256 * 1024
+#: The longest error message a failed callback keeps.
+MAX_INBOX_MESSAGE_CHARS = 2000
+
+
+def _now() -> datetime:
+    return datetime.fromtimestamp(time.time(), UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class CallbackAnswer(_Model):
+    """A callback's answer: a result, or an error type and message."""
+
+    ok: bool
+    result: Any = None
+    error_type: str | None = None
+    message: str | None = None
+    answered_at: datetime
+
+
+class Heartbeat(_Model):
+    at: datetime
+
+
+class CancelRequest(_Model):
+    reason: str | None = None
+    requested_at: datetime
+
+
+@dataclass
+class Listing:
+    """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``)."""
+
+    keys: frozenset[str] = frozenset()
+    listed_at: float = field(default_factory=time.time)
+
+    def has_answer(self, token: str) -> bool:
+        return f"callbacks/{token}.json" in self.keys
+
+    def has_heartbeat(self, token: str) -> bool:
+        return f"heartbeats/{token}.json" in self.keys
+
+    @property
+    def has_cancel(self) -> bool:
+        return "cancel.json" in self.keys
+
+    def signal_keys(self, name: str) -> list[str]:
+        return sorted(k for k in self.keys if k.startswith(f"signals/{name}/"))
+
+
+class Inbox:
+    """The inboxes of the tasks under one prefix of a store.
+
+    Args:
+        store: the bytes (S3, or the in-memory fake).
+        prefix: inboxes live at ``{prefix}/{task_id}/inbox/``.
+    """
+
+    def __init__(self, store: RecordStore, *, prefix: str) -> None:
+        self.store = store
+        self.prefix = prefix
+
+    def key(self, task_id: str, relative: str) -> str:
+        return f"{self.prefix}/{task_id}/inbox/{relative}"
+
+    # -- reading (the worker) ------------------------------------------------------------------
+
+    def list(self, task_id: str) -> Listing:
+        """Every key in the task's inbox (one LIST)."""
+        base = self.key(task_id, "")
+        keys = self.store.list_keys(base)
+        return Listing(keys=frozenset(k[len(base) :] for k in keys))
+
+    def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
+        return self._read(task_id, f"callbacks/{token}.json", CallbackAnswer)
+
+    def heartbeat(self, task_id: str, token: str) -> datetime | None:
+        beat = self._read(task_id, f"heartbeats/{token}.json", Heartbeat)
+        return beat.at if beat is not None else None
+
+    def cancel(self, task_id: str) -> CancelRequest | None:
+        return self._read(task_id, "cancel.json", CancelRequest)
+
+    def signal(self, task_id: str, relative: str) -> Signal | None:
+        return self._read(task_id, relative, Signal)
+
+    def oldest_signal(
+        self, task_id: str, name: str, listing: Listing, taken: set[str]
+    ) -> tuple[str, Signal] | None:
+        """The oldest signal called ``name`` not yet taken, with its inbox key."""
+        found = []
+        for relative in listing.signal_keys(name):
+            if relative in taken:
+                continue
+            signal = self.signal(task_id, relative)
+            if signal is not None:
+                found.append((signal.sent_at, signal.id, relative, signal))
+        if not found:
+            return None
+        _, _, relative, signal = min(found, key=lambda item: item[:3])
+        return relative, signal
+
+    def _read(self, task_id: str, relative: str, model: type[M]) -> M | None:
+        try:
+            body = self.store.get(self.key(task_id, relative)).body
+        except NoSuchKey:
+            return None
+        try:
+            return model.model_validate_json(body)
+        except ValidationError:
+            return None  # nothing but continuum writes here; an object it cannot read is no one's
+
+    # -- writing (the client) ------------------------------------------------------------------
+
+    def put_answer(self, task_id: str, token: str, answer: CallbackAnswer) -> bool:
+        """Write a callback's answer; False if it already had one (nothing written)."""
+        return self._create(task_id, f"callbacks/{token}.json", answer)
+
+    def put_heartbeat(self, task_id: str, token: str) -> None:
+        body = Heartbeat(at=_now()).model_dump_json().encode()
+        put_with_retries(self.store, self.key(task_id, f"heartbeats/{token}.json"), body)
+
+    def put_signal(self, task_id: str, signal: Signal) -> bool:
+        """Write a signal; False if one with its name and id was sent before (a no-op)."""
+        return self._create(task_id, f"signals/{signal.name}/{signal.id}.json", signal)
+
+    def put_cancel(self, task_id: str, reason: str | None) -> bool:
+        """Write a cancel request; False if there was one already (the first reason wins)."""
+        return self._create(
+            task_id, "cancel.json", CancelRequest(reason=reason, requested_at=_now())
+        )
+
+    def _create(self, task_id: str, relative: str, model: BaseModel) -> bool:
+        body = dump_json(model.model_dump(mode="json"))
+        key = self.key(task_id, relative)
+        try:
+            put_with_retries(self.store, key, body, if_none_match=True)
+        except PreconditionFailed:
+            # A retried PUT whose first attempt landed finds its own object: the body is
+            # unique (it carries a timestamp), so an equal body means the write was ours.
+            try:
+                return self.store.get(key).body == body
+            except NoSuchKey:
+                return False
+        return True
+
+
+class TaskInbox:
+    """One task's inbox as a running turn sees it: the last listing, and reads through it.
+
+    Args:
+        inbox: the store's inboxes (None: a turn loop without a store, as in unit tests).
+        task_id: the task.
+        checked_at: when the inbox was last listed (epoch s; from the record).
+    """
+
+    def __init__(self, inbox: Inbox | None, task_id: str, *, checked_at: float) -> None:
+        self._inbox = inbox
+        self.task_id = task_id
+        self.listed_at = checked_at
+        self._listing: Listing | None = None
+
+    @property
+    def listing(self) -> Listing:
+        """The latest listing of this invocation (listed now if there is none yet)."""
+        if self._listing is None:
+            return self.refresh()
+        return self._listing
+
+    def refresh(self) -> Listing:
+        """List the inbox now (one LIST)."""
+        listing = Listing() if self._inbox is None else self._inbox.list(self.task_id)
+        self._listing, self.listed_at = listing, listing.listed_at
+        return listing
+
+    def adopt(self, listing: Listing) -> None:
+        """Use a listing the worker made at the claim."""
+        self._listing, self.listed_at = listing, listing.listed_at
+
+    def answer(self, token: str) -> CallbackAnswer | None:
+        if self._inbox is None or not self.listing.has_answer(token):
+            return None
+        return self._inbox.answer(self.task_id, token)
+
+    def heartbeat(self, token: str) -> datetime | None:
+        if self._inbox is None or not self.listing.has_heartbeat(token):
+            return None
+        return self._inbox.heartbeat(self.task_id, token)
+
+    def cancel(self) -> CancelRequest | None:
+        if self._inbox is None or not self.listing.has_cancel:
+            return None
+        return self._inbox.cancel(self.task_id)
+
+    def oldest_signal(self, name: str, taken: set[str]) -> tuple[str, Signal] | None:
+        if self._inbox is None:
+            return None
+        return self._inbox.oldest_signal(self.task_id, name, self.listing, taken)

@@ -1,0 +1,186 @@
+"""What the outside world sends a task: callback answers and heartbeats, signals, cancel.
+
+Each is written to the task's inbox (``inbox.py``) and never to its record; then the sender
+reads the record again and wakes the generation it finds (a continuation of kind ``wake``),
+so that a waiting task runs as soon as what it waits for is there. Bad input changes nothing:
+an unknown or forged callback id, a finished task, a payload JSON cannot hold or over
+``MAX_INBOX_VALUE_BYTES``, a malformed name; each is a clear error before anything is written.
+
+Defined results of repeated sends:
+
+- a second answer of one callback raises CallbackError ("already answered"), and the task
+  keeps the first; a heartbeat after the answer raises the same;
+- a signal with a ``signal_id`` already sent under that name is a no-op (the id is returned);
+- a second cancel request is a no-op: the first reason wins.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from continuum.continuation import Continuations
+from continuum.errors import CallbackError, PayloadTooLargeError, TaskFinishedError
+from continuum.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES, CallbackAnswer
+from continuum.record import TaskRecord, check_task_id, utcnow
+from continuum.records import Records
+from continuum.values import dump_json, to_json
+from continuum.waiters import Signal, check_name
+
+#: A callback token: 32 hex digits (``secrets.token_hex(16)``).
+_TOKEN_LENGTH = 32
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+class Mail:
+    """The sending half of the client (``client.Client`` mixes it in)."""
+
+    records: Records
+    continuations: Continuations
+
+    # -- callbacks -------------------------------------------------------------------------------
+
+    def complete_callback(self, callback_id: str, result: Any = None) -> None:
+        """Answer a callback with ``result`` (JSON); the waiting task takes it.
+
+        Raises:
+            CallbackError: the id is unknown or forged, already answered, or its task is
+                finished; or the result is not JSON or too large. Nothing was written.
+        """
+        task_id, token, _ = self._open_callback(callback_id)
+        value = _json_value(result, what="the callback result", task_id=task_id)
+        self._answer(task_id, token, CallbackAnswer(ok=True, result=value, answered_at=utcnow()))
+
+    def fail_callback(self, callback_id: str, error_type: str, message: str) -> None:
+        """Fail a callback: ``cb.result()`` raises CallbackFailedError(error_type, message).
+
+        Raises:
+            CallbackError: as for ``complete_callback``.
+        """
+        task_id, token, _ = self._open_callback(callback_id)
+        answer = CallbackAnswer(
+            ok=False,
+            error_type=str(error_type)[:200] or "CallbackFailed",
+            message=str(message)[:MAX_INBOX_MESSAGE_CHARS],
+            answered_at=utcnow(),
+        )
+        self._answer(task_id, token, answer)
+
+    def heartbeat_callback(self, callback_id: str) -> None:
+        """Tell a callback's task that the outside world still works on it (moves its
+        heartbeat deadline). No wake: the task looks at it when the old deadline comes.
+
+        Raises:
+            CallbackError: as for ``complete_callback``.
+        """
+        task_id, token, _ = self._open_callback(callback_id)
+        self.records.inbox.put_heartbeat(task_id, token)
+
+    def _open_callback(self, callback_id: str) -> tuple[str, str, TaskRecord]:
+        task_id, _, token = str(callback_id).rpartition(".")
+        forged = CallbackError(
+            f"unknown callback id {str(callback_id)[:200]!r}",
+            hint="use the id exactly as cb.id gave it (task id, a dot, 32 hex digits)",
+        )
+        if len(token) != _TOKEN_LENGTH or not all(c in "0123456789abcdef" for c in token):
+            raise forged
+        try:
+            check_task_id(task_id)
+        except Exception:
+            raise forged from None
+        record, _ = self.records.load(task_id)
+        if record.status.finished:
+            raise CallbackError(
+                f"the task of this callback is {record.status.value}",
+                task_id=task_id,
+                hint="a finished task takes no callback answers",
+            )
+        if self.records.inbox.answer(task_id, token) is not None:
+            raise CallbackError(
+                "this callback was already answered; the task keeps the first answer",
+                task_id=task_id,
+            )
+        if token not in record.callbacks:
+            forged.task_id = task_id
+            raise forged
+        return task_id, token, record
+
+    def _answer(self, task_id: str, token: str, answer: CallbackAnswer) -> None:
+        if not self.records.inbox.put_answer(task_id, token, answer):
+            raise CallbackError(
+                "this callback was already answered; the task keeps the first answer",
+                task_id=task_id,
+            )
+        self._wake(task_id)
+
+    # -- signals and cancel ----------------------------------------------------------------------
+
+    def signal(
+        self, task_id: str, name: str, payload: Any = None, *, signal_id: str | None = None
+    ) -> str:
+        """Send signal ``name`` with a JSON ``payload`` to the task's mailbox; return its id.
+
+        It is kept until a ``ctx.wait_for_signal(name)`` takes it (the oldest first). Sending
+        the same ``signal_id`` again under the same name is a no-op.
+
+        Raises:
+            TaskFinishedError: the task finished (nothing was written).
+            RecordNotFoundError: there is no such task.
+            ContinuumError: a malformed name or id, or a payload that is not JSON or too large.
+        """
+        check_task_id(task_id)
+        check_name(name, what="signal name", task_id=task_id)
+        signal_id = check_name(signal_id or uuid.uuid4().hex, what="signal id", task_id=task_id)
+        value = _json_value(payload, what="the signal payload", task_id=task_id)
+        self._unfinished(task_id, "signal")
+        signal = Signal(id=signal_id, name=name, payload=value, sent_at=utcnow())
+        if self.records.inbox.put_signal(task_id, signal):
+            self._wake(task_id)
+        return signal_id
+
+    def cancel(self, task_id: str, reason: str | None = None) -> None:
+        """Ask the task to stop: it sees TaskCancelledError at its next step, wait or turn
+        boundary (a waiting or suspended task is woken for it), may run cleanup steps, and
+        ends ``cancelled``. A second request is a no-op (the first reason wins).
+
+        Raises:
+            TaskFinishedError: the task already finished (nothing was written).
+            RecordNotFoundError: there is no such task.
+        """
+        check_task_id(task_id)
+        self._unfinished(task_id, "cancel")
+        reason = None if reason is None else str(reason)[:MAX_INBOX_MESSAGE_CHARS]
+        self.records.inbox.put_cancel(task_id, reason)
+        self._wake(task_id)
+
+    def _unfinished(self, task_id: str, what: str) -> TaskRecord:
+        record, _ = self.records.load(task_id)
+        if record.status.finished:
+            raise TaskFinishedError(
+                f"cannot {what} a task that is {record.status.value}",
+                task_id=task_id,
+                hint="start a new task instead",
+            )
+        return record
+
+    def _wake(self, task_id: str) -> None:
+        """After writing to the inbox: read the record, wake the generation it has now."""
+        record, _ = self.records.load(task_id)
+        if not record.status.finished:
+            self.continuations.send(
+                task_id, generation=record.generation, reason="wake", kind="wake"
+            )
+
+
+def _json_value(value: Any, *, what: str, task_id: str) -> Any:
+    json_value = to_json(_ANY, value, what=what, task_id=task_id, typed=False)
+    size = len(dump_json(json_value))
+    if size > MAX_INBOX_VALUE_BYTES:
+        raise PayloadTooLargeError(
+            f"{what} is {size} bytes as JSON; the limit is {MAX_INBOX_VALUE_BYTES}",
+            task_id=task_id,
+            hint="store large data elsewhere (your own S3 object) and send a reference",
+        )
+    return json_value

@@ -1,0 +1,116 @@
+"""What a waiting task waits for, as the record keeps it and ``client.status`` shows it.
+
+A wait is journaled like a step (its key is its name and ordinal in the turn) and its deadline
+is computed once, when it is first reached. When the task cannot go on, the record says what
+it waits for (``Waiter``: a time, a callback, a signal, a child task) and until when, and keeps
+every callback the task created and has not yet taken an answer for (``OpenCallback``), so
+that the client can refuse an id the task never made.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from continuum.errors import ContinuumError
+
+#: Signal names and callback names are S3 key segments (they appear in inbox keys).
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_name(name: object, *, what: str, task_id: str | None = None) -> str:
+    """Return ``name`` if it may name a signal or a wait, else raise ContinuumError."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ContinuumError(
+            f"{what} {name!r} is not a valid name",
+            task_id=task_id,
+            hint="use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        )
+    return name
+
+
+def epoch_to_datetime(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class WaitKind(StrEnum):
+    """What a waiter waits for."""
+
+    TIME = "time"
+    CALLBACK = "callback"
+    SIGNAL = "signal"
+    CHILD = "child"
+
+
+class Waiter(_Model):
+    """One thing a task waits for: its kind, its name, its id (a callback's id, a child's task
+    id) and until when (None: no deadline)."""
+
+    kind: WaitKind
+    name: str
+    id: str | None = None
+    deadline: datetime | None = None
+
+
+class OpenCallback(_Model):
+    """A callback the task created and has not taken an answer for.
+
+    Attributes:
+        key: the journal key of its creation.
+        name: its name (the key unless given).
+        timeout_at: when it times out (None: never).
+        heartbeat_timeout_s: heartbeats must come at least this often (None: not required).
+        heartbeat_at: when the last heartbeat the worker has seen came (or its creation).
+    """
+
+    key: str
+    name: str
+    created_at: datetime
+    timeout_at: datetime | None = None
+    heartbeat_timeout_s: float | None = None
+    heartbeat_at: datetime | None = None
+
+    def deadline(self) -> datetime | None:
+        """The earliest of its timeout and its heartbeat deadline."""
+        times = [self.timeout_at]
+        if self.heartbeat_timeout_s is not None and self.heartbeat_at is not None:
+            times.append(
+                epoch_to_datetime(self.heartbeat_at.timestamp() + self.heartbeat_timeout_s)
+            )
+        found = [t for t in times if t is not None]
+        return min(found) if found else None
+
+
+class CancelState(_Model):
+    """A cancel request the worker has seen (the first reason wins)."""
+
+    reason: str | None = None
+    requested_at: datetime
+    #: TaskCancelledError was raised into the task (journaled where).
+    delivered: bool = False
+
+
+class Signal(BaseModel):
+    """A signal a task took from its mailbox: ``ctx.wait_for_signal`` returns it.
+
+    Attributes:
+        id: the signal's id (given to ``client.signal`` or made there); unique per name.
+        name: its name.
+        payload: its JSON payload.
+        sent_at: when the client sent it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    payload: Any = None
+    sent_at: datetime = Field(default_factory=lambda: datetime.now(UTC))

@@ -1,0 +1,128 @@
+"""A waiting task, as the worker sees it: is it due, was it answered, and what to send.
+
+A ``waiting`` record says what its task waits for (``record.waiting_for``) and when the
+earliest deadline falls (``record.wake_at``). No invocation runs while it waits. A message for
+it is one of three things, and the worker (``worker.py``) acts on what this module decides:
+
+- **RUN**: a deadline passed, or the inbox holds what a waiter waits for (a callback's answer,
+  a signal of its name, a cancel request): claim the record and run the turn; the waits in it
+  replay and take what arrived.
+- **HOP**: a timer arrived before the deadline (SQS delays a message 900 s at most, so a long
+  sleep is a chain of hops): write the record with generation + 1 (the fence: a duplicated
+  hop is stale) and send the next timer. No user code runs.
+- **IGNORE**: a wake that answers nothing (a signal of another name, a duplicate): acknowledge,
+  write nothing.
+
+After writing ``waiting`` the worker looks at the inbox once more (:func:`after_wait`): a sender
+writes its object and then reads the record, so whatever it wrote before that read, this look
+sees, and whatever it wrote after, its wake names the new generation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime
+from enum import StrEnum
+
+from continuum.continuation import Continuations
+from continuum.inbox import Inbox, Listing
+from continuum.queue import MAX_DELAY_S
+from continuum.record import TaskRecord
+from continuum.waiters import Waiter, WaitKind, epoch_to_datetime
+
+#: A timer may come this much before its deadline and still count as due (clock skew between
+#: SQS and the worker); the wait itself sleeps what is left in place.
+EARLY_S = 0.5
+
+
+class Decision(StrEnum):
+    RUN = "run"
+    HOP = "hop"
+    IGNORE = "ignore"
+
+
+def token_of(callback_id: str | None) -> str:
+    return (callback_id or "").rsplit(".", 1)[-1]
+
+
+def answered(record: TaskRecord, listing: Listing) -> bool:
+    """Whether the inbox holds something a waiter of ``record`` waits for (or a cancel)."""
+    if listing.has_cancel and (record.cancel is None or not record.cancel.delivered):
+        return True
+    taken = set(record.signals_taken)
+    for waiter in record.waiting_for:
+        if waiter.kind == WaitKind.CALLBACK and listing.has_answer(token_of(waiter.id)):
+            return True
+        if waiter.kind == WaitKind.SIGNAL and any(
+            key not in taken for key in listing.signal_keys(waiter.name)
+        ):
+            return True
+    return False
+
+
+def refresh_deadlines(record: TaskRecord, inbox: Inbox, listing: Listing) -> None:
+    """Move callback deadlines by the heartbeats that came, and recompute ``wake_at``."""
+    for waiter in record.waiting_for:
+        if waiter.kind != WaitKind.CALLBACK:
+            continue
+        token = token_of(waiter.id)
+        callback = record.callbacks.get(token)
+        if callback is None or callback.heartbeat_timeout_s is None:
+            continue
+        if listing.has_heartbeat(token):
+            beat = inbox.heartbeat(record.task_id, token)
+            if beat is not None and (callback.heartbeat_at is None or beat > callback.heartbeat_at):
+                callback.heartbeat_at = beat
+                waiter.deadline = callback.deadline()
+    record.wake_at = earliest(record.waiting_for)
+
+
+def earliest(waiters: list[Waiter]) -> datetime | None:
+    deadlines = [w.deadline for w in waiters if w.deadline is not None]
+    return min(deadlines) if deadlines else None
+
+
+def decide(record: TaskRecord, listing: Listing, *, timer: bool, now: float) -> Decision:
+    """What to do with a message for a waiting record, given its inbox."""
+    if answered(record, listing):
+        return Decision.RUN
+    wake_at = record.wake_at
+    if wake_at is not None and now >= wake_at.timestamp() - EARLY_S:
+        return Decision.RUN
+    if timer and wake_at is not None:
+        return Decision.HOP
+    return Decision.IGNORE
+
+
+def timer_delay_s(record: TaskRecord, *, now: float, max_delay_s: int = MAX_DELAY_S) -> int:
+    """Seconds to delay the next timer: to the deadline, at most one SQS delay, rounded up so
+    that it never comes early."""
+    assert record.wake_at is not None
+    return max(0, min(max_delay_s, math.ceil(record.wake_at.timestamp() - now)))
+
+
+def after_wait(
+    record: TaskRecord,
+    inbox: Inbox,
+    continuations: Continuations,
+    *,
+    max_delay_s: int = MAX_DELAY_S,
+) -> str:
+    """After the record was written ``waiting`` (or hopped): look at the inbox and send what
+    continues the task: a wake now if it was answered meanwhile, else its timer (if it has a
+    deadline; a wait without one needs no message until something arrives). Returns what was
+    sent ("wake", "timer" or "nothing")."""
+    listing = inbox.list(record.task_id)
+    generation = record.generation
+    if answered(record, listing):
+        continuations.send(record.task_id, generation=generation, reason="wake", kind="wake")
+        return "wake"
+    if record.wake_at is None:
+        return "nothing"
+    delay = timer_delay_s(record, now=time.time(), max_delay_s=max_delay_s)
+    reason = f"timer for {epoch_to_datetime(record.wake_at.timestamp()):%Y-%m-%dT%H:%M:%SZ}"
+    continuations.send(
+        record.task_id, generation=generation, reason=reason, delay_s=delay, kind="timer"
+    )
+    return "timer"
