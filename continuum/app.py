@@ -42,6 +42,7 @@ from continuum.dead_letter import DeadLetters
 from continuum.queue import ContinuationQueue
 from continuum.records import Records
 from continuum.settings import (
+    DEFAULT_INBOX_POLL_S,
     DEFAULT_MAX_CONTINUATIONS,
     DEFAULT_MAX_IDLE_SUSPENSIONS,
     DEFAULT_MAX_STATE_BYTES,
@@ -94,6 +95,8 @@ class Continuum:
         preemptible_confidence: the confidence of the budget rule for preemptible steps.
         max_step_crashes: consecutive worker deaths at one step after which the task fails.
         max_idle_suspensions: consecutive suspensions without progress after which it fails.
+        inbox_poll_s: while a task runs, its inbox is listed this often (one S3 LIST), so a
+            cancel request takes effect within this long.
         signing_key: sign continuation messages with HMAC-SHA256 and refuse unsigned or
             forged ones. Several keys (a list, or a comma-separated string) rotate: the first
             signs, any verifies. Default: ``continuum.secrets.load_signing_keys()`` (from
@@ -120,6 +123,7 @@ class Continuum:
         preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
         max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
         max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS,
+        inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
         signing_key: str | Sequence[str] | None = None,
     ) -> None:
         self.registry = Registry()
@@ -134,6 +138,7 @@ class Continuum:
             preemptible_confidence=preemptible_confidence,
             max_step_crashes=max_step_crashes,
             max_idle_suspensions=max_idle_suspensions,
+            inbox_poll_s=inbox_poll_s,
             signing_keys=parse_keys(signing_key),
         )
         self._keys_given = signing_key is not None

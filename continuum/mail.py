@@ -22,7 +22,12 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from continuum.continuation import Continuations
-from continuum.errors import CallbackError, PayloadTooLargeError, TaskFinishedError
+from continuum.errors import (
+    CallbackError,
+    PayloadTooLargeError,
+    RecordNotFoundError,
+    TaskFinishedError,
+)
 from continuum.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES, CallbackAnswer
 from continuum.record import TaskRecord, check_task_id, utcnow
 from continuum.records import Records
@@ -90,7 +95,10 @@ class Mail:
             check_task_id(task_id)
         except Exception:
             raise forged from None
-        record, _ = self.records.load(task_id)
+        try:
+            record, _ = self.records.load(task_id)
+        except RecordNotFoundError:
+            raise forged from None
         if record.status.finished:
             raise CallbackError(
                 f"the task of this callback is {record.status.value}",

@@ -6,6 +6,7 @@ import those names from here, so that a change of the library's inside changes o
 
 from __future__ import annotations
 
+from continuum.batch import logger as worker_logger
 from continuum.blobs import FINISHED_TAG
 from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
 from continuum.claim import Claim
@@ -94,6 +95,7 @@ __all__ = [
     "render_template",
     "unpack_blob",
     "utcnow",
+    "worker_logger",
 ]
 
 

@@ -1,0 +1,114 @@
+"""Durable sleep: no user code runs while a task sleeps, and its deadline is journaled once."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from pydantic import BaseModel
+
+from continuum import Continuum, Status, TaskContext
+
+
+class Nap(BaseModel):
+    days: float = 30.0
+    woke_at: float | None = None
+
+
+def sleepy_app() -> tuple[Continuum, list[str]]:
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    def note(what: str) -> float:
+        ran.append(what)
+        return time.time()
+
+    @app.task(state=Nap)
+    def nap(ctx: TaskContext[Nap]) -> float:
+        note("before")
+        ctx.sleep(timedelta(days=ctx.state.days))
+        return note("after")
+
+    return app, ran
+
+
+def test_a_long_sleep_is_a_chain_of_hops_that_run_no_user_code(make_runtime):
+    app, ran = sleepy_app()
+    runtime = make_runtime(app)
+    days = 30 if runtime.backend == "memory" else 1  # moto is slower per hop
+    summary = runtime.run("nap", {"days": days})
+    record = runtime.record(summary.task_id)
+    assert summary.status == "succeeded"
+    assert ran == ["before", "after"]  # each step once, none while it slept
+    assert record.counters.invocations == 2  # the claims: the start, and the wake
+    assert record.counters.hops == days * 24 * 4 - 1  # one timer per 900 s, the last one wakes
+    assert record.counters.waits == 1
+
+
+def test_the_task_wakes_at_the_deadline_it_computed_when_the_sleep_was_first_reached(
+    make_runtime,
+):
+    app, _ = sleepy_app()
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("nap", {"days": 1 / 24})  # an hour
+        runtime.invoke_once()
+        waiting = runtime.record(task_id)
+        assert waiting.status == Status.WAITING
+        deadline = waiting.journal[-1].deadline
+        assert deadline is not None
+        runtime.time.advance(1000)  # past the first hop
+        runtime.invoke_once()
+        assert runtime.record(task_id).journal[-1].deadline == deadline  # not recomputed
+        summary = runtime.drive(task_id)
+    assert summary.status == "succeeded"
+    assert deadline <= summary.result < deadline + 5
+
+
+def test_a_sleep_that_fits_in_the_invocation_is_slept_in_place(make_runtime):
+    app, ran = sleepy_app()
+    runtime = make_runtime(app)
+    summary = runtime.run("nap", {"days": 0.2 / 86400})  # 0.2 s
+    record = runtime.record(summary.task_id)
+    assert summary.status == "succeeded"
+    assert record.counters.waits == 0
+    assert record.counters.invocations == 1
+
+
+def test_steps_after_a_sleep_run_once_across_budget_suspensions(make_runtime):
+    app = Continuum(default_step_s=0.05, safety_margin_s=0.05)
+    ran: list[int] = []
+
+    @app.step
+    def work(i: int) -> int:
+        ran.append(i)
+        time.sleep(0.05)
+        return i
+
+    @app.task(state=Nap)
+    def nap_then_work(ctx: TaskContext[Nap]) -> list[int]:
+        ctx.sleep(3600)
+        return [work(i) for i in range(12)]
+
+    runtime = make_runtime(app, budget_s=0.35)
+    summary = runtime.run("nap_then_work", {})
+    assert summary.status == "succeeded"
+    assert summary.result == list(range(12))
+    assert ran == list(range(12))  # every step once
+    assert summary.continuations >= 2  # the steps after the wait spanned invocations
+
+
+def test_a_negative_or_absurd_duration_fails_the_task_naming_the_call(make_runtime):
+    app = Continuum()
+
+    @app.task(state=Nap)
+    def bad(ctx: TaskContext[Nap]) -> None:
+        ctx.sleep(ctx.state.days)
+
+    runtime = make_runtime(app)
+    for days, shown in ((-1, "-1"), (1e12, "1000000000000")):
+        summary = runtime.run("bad", {"days": days})
+        assert summary.status == "failed"
+        assert "ctx.sleep" in summary.error
+        assert shown in summary.error
