@@ -277,8 +277,9 @@ class Continuum:
         self._prefix = prefix or self._prefix
         self._s3_client = s3_client or self._s3_client
         self._sqs_client = sqs_client or self._sqs_client
-        self._store = store or self._store
-        self._queue = queue or self._queue
+        # `is not None`: an empty in-memory queue is falsy (it has a length).
+        self._store = store if store is not None else self._store
+        self._queue = queue if queue is not None else self._queue
         self._records = self._continuations = self._worker = None
 
     @property
@@ -288,7 +289,7 @@ class Continuum:
             settings = self.settings
             prefix = self._prefix or os.environ.get("CONTINUUM_PREFIX") or "tasks"
             self._records = Records(
-                self._store or self._s3_store(),
+                self._store if self._store is not None else self._s3_store(),
                 prefix=prefix,
                 inline_limit=settings.inline_limit_bytes,
                 max_value_bytes=settings.max_state_bytes,
@@ -299,7 +300,7 @@ class Continuum:
     def continuations(self) -> Continuations:
         """Where continuations are sent (SQS, or the queue given), and their signing keys."""
         if self._continuations is None:
-            queue = self._queue or self._sqs_queue()
+            queue = self._queue if self._queue is not None else self._sqs_queue()
             self._continuations = Continuations(queue, keys=self.settings.signing_keys)
         return self._continuations
 
