@@ -167,7 +167,8 @@ class Stack:
 
     bucket: str | None
     queue_url: str | None
-    prefix: str
+    #: None: the app's own prefix when there is an app, else DEFAULT_PREFIX.
+    prefix: str | None
     endpoint_url: str | None
     region: str | None
 
@@ -179,7 +180,7 @@ class Stack:
             queue_url=getattr(args, "queue_url", None)
             or os.environ.get("CONTINUUM_QUEUE_URL")
             or None,
-            prefix=args.prefix or os.environ.get("CONTINUUM_PREFIX") or DEFAULT_PREFIX,
+            prefix=args.prefix or os.environ.get("CONTINUUM_PREFIX") or None,
             endpoint_url=args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None,
             region=args.region,
         )
@@ -236,7 +237,7 @@ class Stack:
             queue = SQSContinuationQueue(self.boto_client("sqs"), self.need_queue())
         keys = load_signing_keys()
         return Client(
-            Records(store, prefix=self.prefix),
+            Records(store, prefix=self.prefix or DEFAULT_PREFIX),
             Continuations(queue, keys=keys),
             settings=Settings(signing_keys=keys),
         )

@@ -242,3 +242,33 @@ def test_a_plain_install_runs_everything_but_the_local_runtime(tmp_path):
 
 def _queue() -> str:
     return boto3.client("sqs").create_queue(QueueName="continuations")["QueueUrl"]
+
+
+@pytest.mark.parametrize("source", ["CONTINUUM_SIGNING_KEY", "CONTINUUM_SIGNING_KEY_PARAMETER"])
+def test_the_cli_signs_with_the_key_the_functions_read(capsys, bucket, monkeypatch, source):
+    """resume needs no app, and still signs: the key comes from the environment, or SSM."""
+    from tests.support import clear_cache, decode_message
+
+    if source == "CONTINUUM_SIGNING_KEY":
+        monkeypatch.setenv(source, "k-new, k-old")
+    else:
+        boto3.client("ssm").put_parameter(
+            Name="/continuum/signing-key", Value="k-new,k-old", Type="SecureString"
+        )
+        monkeypatch.setenv(source, "/continuum/signing-key")
+    clear_cache()
+    queue_url = _queue()
+    app.configure(bucket=bucket, queue_url=queue_url)
+    app.client().start("count", {"n": 1, "ledger": "/dev/null"}, task_id="signed")
+    sqs = boto3.client("sqs")
+    sqs.purge_queue(QueueUrl=queue_url)
+    code, out, err = run_main(
+        capsys, "resume", "signed", "--bucket", bucket, "--queue-url", queue_url
+    )
+    assert (code, err) == (0, "")
+    assert out == "sent the continuation of generation 0 of signed\n"
+    (body,) = [m["Body"] for m in sqs.receive_message(QueueUrl=queue_url)["Messages"]]
+    assert decode_message(body, signing_key="k-new").task_id == "signed"
+    with pytest.raises(Exception, match="signature"):
+        decode_message(body, signing_key="someone-else")
+    clear_cache()
