@@ -2,7 +2,7 @@
 
 The app is found by ``CONTINUUM_APP`` (``module:attribute``); its bucket and queue come from
 ``CONTINUUM_BUCKET`` and ``CONTINUUM_QUEUE_URL``. Importing this module imports only what a
-worker needs: no moto, no rich, no CLI.
+worker needs: no moto, no CLI.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ FILES = [
     "src/requirements.txt",
     "template.yaml",
     f"tests/test_{MODULE}.py",
+    "pyproject.toml",
     "README.md",
     ".gitignore",
 ]
@@ -54,19 +55,22 @@ def test_the_projects_own_tests_pass_in_a_fresh_interpreter(project: Path) -> No
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(project),
-        # The project's code, and this checkout's continuum (what `pip install` would give).
-        "PYTHONPATH": os.pathsep.join([str(project / "src"), str(ROOT)]),
+        # This checkout's continuum (what `pip install` would give); the project's
+        # pyproject.toml puts src/ on the path, so a bare `pytest` works as its README says.
+        "PYTHONPATH": str(ROOT),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert "2 passed" in result.stdout
     test = (project / "tests" / f"test_{MODULE}.py").read_text()
-    assert "from continuum.local import LocalRuntime, moto_backend" in test
-    assert "# continuum.testing helpers replace this" in test
+    # continuum's test helpers: the in-memory S3 and SQS, under the local runtime.
+    assert "from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore" in test
+    assert 'LocalRuntime(app, budget_s=5, backend="memory")' in test
+    assert "moto_backend" not in test
 
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed beside this Python")
@@ -81,7 +85,12 @@ def test_the_projects_python_is_lint_clean_and_formatted(project: Path) -> None:
 
 def test_the_readme_names_the_commands_and_the_handlers_the_entry_points(project: Path) -> None:
     readme = (project / "README.md").read_text()
-    for command in ("continuum dev", "continuum start", "continuum status", "sam build"):
+    for command in (
+        f"continuum dev {MODULE}:app",
+        "continuum start word_count",
+        "continuum status TASK_ID",
+        "sam build",
+    ):
         assert command in readme
     assert "sam deploy --guided" in readme
     handlers = (project / "src" / "handlers.py").read_text()

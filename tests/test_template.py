@@ -511,12 +511,12 @@ def test_alarms_watch_dead_letters_and_failed_tasks_unless_turned_off(
 ) -> None:
     alarms = resources(cfn, "AWS::CloudWatch::Alarm")
     assert set(alarms) == {"DeadLetterAlarm", "TaskFailedAlarm"}
-    assert cfn["Conditions"]["CreateAlarms"] == {"Fn::Equals": [{"Ref": "EnableAlarms"}, "true"]}
-    assert cfn["Parameters"]["EnableAlarms"]["AllowedValues"] == ["true", "false"]
+    assert cfn["Conditions"]["Monitoring"] == {"Fn::Equals": [{"Ref": "EnableMonitoring"}, "true"]}
+    assert cfn["Parameters"]["EnableMonitoring"]["AllowedValues"] == ["true", "false"]
     notify = {"Fn::If": ["NotifyAlarmTopic", [{"Ref": "AlarmTopicArn"}], NO_VALUE]}
     for alarm in alarms.values():
         props = alarm["Properties"]
-        assert alarm["Condition"] == "CreateAlarms"
+        assert alarm["Condition"] == "Monitoring"
         assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0)
         assert props["TreatMissingData"] == "notBreaching"
         assert props["AlarmActions"] == props["OKActions"] == notify
@@ -536,6 +536,14 @@ def test_alarms_watch_dead_letters_and_failed_tasks_unless_turned_off(
     # The metric's service dimension is the one Powertools Metrics writes: the service name.
     service = stack.globals["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
     assert failed["Dimensions"] == [{"Name": "service", "Value": service}]
+
+
+def test_the_same_parameter_turns_the_workers_metrics_off(stack: Stack) -> None:
+    """Without POWERTOOLS_METRICS_NAMESPACE the worker's OutcomeMetrics emit nothing."""
+    for function in FUNCTIONS:
+        assert stack.environment(function)["POWERTOOLS_METRICS_NAMESPACE"] == {
+            "Fn::If": ["Monitoring", {"Ref": "MetricsNamespace"}, NO_VALUE]
+        }
 
 
 def test_outputs_name_what_the_cli_and_an_operator_need(cfn: dict[str, Any]) -> None:

@@ -1,0 +1,67 @@
+"""The continuum command: start a project, run it locally, and operate its tasks.
+
+Each command group is a module of this package with a ``register(commands)`` function that
+adds its subcommands to the ``continuum`` parser; :data:`GROUPS` lists them in the order
+``continuum --help`` shows them. To add a group (``waits``: signal, cancel, callback), write
+``continuum/cli/waits.py`` with ``register`` and add it to :data:`GROUPS`. Its commands use
+``continuum.cli.common``: ``add_stack_options`` and ``Stack.from_args(args).client()`` for a
+client that needs no app, ``CliError`` for a one-line error.
+
+A command module imports what only it needs inside its functions, so ``continuum --help`` and
+the commands that talk to AWS work from a plain ``pip install continuum``; the local runtime
+(``run``, ``dev``) says to install ``continuum[local]`` when moto is missing.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+
+from continuum.cli import common, dev, project, run, tasks, worker
+from continuum.cli.common import CliError, Parser, explain
+from continuum.errors import ContinuumError
+
+#: The command groups, in the order the help lists them: the registration point.
+GROUPS: tuple[ModuleType, ...] = (project, run, dev, tasks, worker)
+
+__all__ = ["GROUPS", "build_parser", "common", "main"]
+
+
+def build_parser() -> Parser:
+    """The ``continuum`` parser with every group's commands."""
+    parser = Parser(
+        prog="continuum",
+        description="Long-running tasks on AWS Lambda: start a project (init), run it "
+        "locally (run, dev), operate its tasks (start, status, resume), or run its worker "
+        "outside Lambda (worker).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in GROUPS:
+        group.register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``continuum`` command; return its exit code (errors are one line on stderr)."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except (CliError, ContinuumError) as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from continuum.cli.common import Stack
+
+        stack = Stack.from_args(args) if hasattr(args, "bucket") else None
+        text = explain(exc, stack)
+        if text is None:
+            raise
+        return _fail(text)
+    return code
+
+
+def _fail(text: str) -> int:
+    print(f"error: {text}", file=sys.stderr)
+    return 2

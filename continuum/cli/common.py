@@ -1,0 +1,313 @@
+"""What every command shares: one-line errors, checked flags, and where the stack is.
+
+A command module imports the helpers it needs from here:
+
+- :class:`CliError`: raise it with one line for the user; ``main`` prints ``error: ...``, exit 2.
+- :func:`seconds` / :func:`count`: argparse types that refuse zero, negative and non-finite values.
+- :func:`add_stack_options` and :class:`Stack`: the bucket, queue, prefix, endpoint and region,
+  from flags or the environment that the stack's ``CliEnvironment`` output (or
+  ``continuum dev``) sets; :meth:`Stack.client` is a client that needs no app.
+- :func:`add_app_option` and :func:`load_app`: ``--app`` / ``CONTINUUM_APP``, for the commands
+  that need the tasks' code (``start``); others never import it.
+- :func:`explain`: the one line that says what an AWS error means (a missing bucket or queue,
+  no region, no credentials, an endpoint that does not answer) and what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from continuum.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from continuum.app import Continuum
+    from continuum.client import Client
+
+#: What creates a bucket and a queue, for errors that find one missing.
+CREATE_HINT = (
+    "deploy the stack (sam deploy --guided; its CliEnvironment output sets them) or run "
+    "`continuum dev` locally and paste the export line it prints"
+)
+#: The record prefix when neither --prefix nor CONTINUUM_PREFIX says otherwise (as the app).
+DEFAULT_PREFIX = "tasks"
+#: What a command that needs moto says when continuum was installed without it.
+LOCAL_HINT = "the local runtime needs moto: pip install 'continuum[local]'"
+NO_REGION = (
+    "no AWS region: pass --region or set AWS_REGION (the stack's CliEnvironment output and "
+    "`continuum dev` set AWS_DEFAULT_REGION)"
+)
+_MISSING_QUEUE = {"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"}
+_DENIED = {"AccessDenied", "AccessDeniedException", "403", "InvalidAccessKeyId"}
+
+
+class CliError(Exception):
+    """A mistake the user can fix, said in one line (no traceback)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line: ``continuum run: error: ... (see --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def grace_seconds(text: str) -> float:
+    """An argparse type: zero or a positive, finite number of seconds."""
+    return 0.0 if text.strip() in ("0", "0.0") else seconds(text)
+
+
+def count(text: str) -> int:
+    """An argparse type: a positive whole number."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
+def parse_input(text: str) -> Any:
+    """The value of ``--input``: JSON, or a one-line error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--input is not valid JSON: {exc}") from None
+
+
+def need_local_runtime() -> None:
+    """A one-line error unless moto (``continuum[local]``) is installed."""
+    try:
+        import moto  # noqa: F401
+    except ImportError:
+        raise CliError(LOCAL_HINT) from None
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+
+def add_app_argument(parser: argparse.ArgumentParser) -> None:
+    """The optional positional ``MODULE:APP`` (default ``$CONTINUUM_APP``) of dev and worker."""
+    parser.add_argument(
+        "app", nargs="?", default=None, metavar="MODULE:APP", help="the app, e.g. tides:app "
+        "(default: $CONTINUUM_APP)",
+    )  # fmt: skip
+
+
+def budget_option(parser: argparse.ArgumentParser, *, default: float | None, help: str) -> None:
+    """``--budget SECONDS``: the emulated invocation's deadline, a positive number."""
+    parser.add_argument("--budget", type=seconds, default=default, metavar="SECONDS", help=help)
+
+
+def add_app_option(parser: argparse.ArgumentParser) -> None:
+    """``--app MODULE:APP`` (default ``$CONTINUUM_APP``)."""
+    parser.add_argument(
+        "--app", default=None, metavar="MODULE:APP", help="the app (default: $CONTINUUM_APP)"
+    )
+
+
+def app_target(given: str | None, command: str) -> str:
+    """``given``, else ``$CONTINUUM_APP``, else a one-line error naming both."""
+    target = given or os.environ.get("CONTINUUM_APP")
+    if not target:
+        raise CliError(
+            f"continuum {command} needs the app: pass MODULE:APP (--app for start) or set "
+            "CONTINUUM_APP (the stack's CliEnvironment output and `continuum dev` set it)"
+        )
+    return target
+
+
+def load_app(target: str) -> Continuum:
+    """Import the app ``MODULE:APP`` (the current directory is importable)."""
+    from continuum.app import Continuum
+    from continuum.loading import load_target
+
+    return load_target(target, Continuum, what="the app")
+
+
+# -- where the stack is ----------------------------------------------------------------------
+
+
+def add_stack_options(parser: argparse.ArgumentParser, *, queue: bool = True) -> None:
+    """The flags that say where the records (and, with ``queue``, the continuations) are."""
+    group = parser.add_argument_group("where the stack is (flags win over the environment)")
+    group.add_argument("--bucket", default=None, help="the state bucket ($CONTINUUM_BUCKET)")
+    if queue:
+        group.add_argument(
+            "--queue-url", default=None, help="the continuation queue ($CONTINUUM_QUEUE_URL)"
+        )
+    group.add_argument("--prefix", default=None, help="the record prefix ($CONTINUUM_PREFIX)")
+    group.add_argument(
+        "--endpoint-url", default=None, help="an S3/SQS endpoint such as continuum dev's "
+        "($AWS_ENDPOINT_URL)",
+    )  # fmt: skip
+    group.add_argument("--region", default=None, help="the AWS region ($AWS_REGION)")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Where a command finds the records and the continuation queue, and how to reach them."""
+
+    bucket: str | None
+    queue_url: str | None
+    #: None: the app's own prefix when there is an app, else DEFAULT_PREFIX.
+    prefix: str | None
+    endpoint_url: str | None
+    region: str | None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Stack:
+        """The flags, each falling back to its environment variable."""
+        return cls(
+            bucket=args.bucket or os.environ.get("CONTINUUM_BUCKET") or None,
+            queue_url=getattr(args, "queue_url", None)
+            or os.environ.get("CONTINUUM_QUEUE_URL")
+            or None,
+            prefix=args.prefix or os.environ.get("CONTINUUM_PREFIX") or None,
+            endpoint_url=args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None,
+            region=args.region,
+        )
+
+    def need_bucket(self) -> str:
+        if not self.bucket:
+            raise CliError(f"no bucket: pass --bucket or set CONTINUUM_BUCKET; {CREATE_HINT}")
+        return self.bucket
+
+    def need_queue(self) -> str:
+        if not self.queue_url:
+            raise CliError(
+                f"no continuation queue: pass --queue-url or set CONTINUUM_QUEUE_URL; {CREATE_HINT}"
+            )
+        return self.queue_url
+
+    def boto_client(self, service: str) -> Any:
+        """A boto3 client for ``service`` in this stack's region, at its endpoint."""
+        import boto3
+
+        session = boto3.session.Session(region_name=self.region)
+        if session.region_name is None:
+            raise CliError(NO_REGION)
+        return session.client(service, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
+
+    def configure(self, app: Continuum) -> None:
+        """Point ``app`` at this stack (what is not given stays as the app has it)."""
+        app.configure(
+            bucket=self.bucket,
+            queue_url=self.queue_url,
+            prefix=self.prefix,
+            s3_client=self.boto_client("s3"),
+            sqs_client=self.boto_client("sqs"),
+        )
+
+    def client(self) -> Client:
+        """A client for status, resume and the like: it needs no app, only the stack.
+
+        The queue is reached only by what sends a continuation, so ``status`` works without
+        one. Signing keys come from the environment, as on the functions.
+        """
+        from continuum.client import Client
+        from continuum.continuation import Continuations
+        from continuum.records import Records
+        from continuum.s3 import S3RecordStore
+        from continuum.secrets import load_signing_keys
+        from continuum.settings import Settings
+
+        store = S3RecordStore(self.boto_client("s3"), self.need_bucket())
+        queue: Any = _NoQueue() if not self.queue_url else None
+        if queue is None:
+            from continuum.sqs import SQSContinuationQueue
+
+            queue = SQSContinuationQueue(self.boto_client("sqs"), self.need_queue())
+        keys = load_signing_keys()
+        return Client(
+            Records(store, prefix=self.prefix or DEFAULT_PREFIX),
+            Continuations(queue, keys=keys),
+            settings=Settings(signing_keys=keys),
+        )
+
+
+class _NoQueue:
+    """Stands in for the queue when none is configured: only what sends needs one."""
+
+    def __getattr__(self, name: str) -> Callable[..., NoReturn]:
+        def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
+            raise CliError(
+                f"no continuation queue: pass --queue-url or set CONTINUUM_QUEUE_URL; {CREATE_HINT}"
+            )
+
+        return missing
+
+
+# -- what an error means ---------------------------------------------------------------------
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def explain(exc: BaseException, stack: Stack | None = None) -> str | None:
+    """One line for an AWS failure anywhere in ``exc``'s chain; None if it is not one."""
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+    )
+
+    for cause in _chain(exc):
+        if isinstance(cause, NoRegionError):
+            return NO_REGION
+        if isinstance(cause, NoCredentialsError):
+            return (
+                "no AWS credentials: configure them (aws configure, AWS_PROFILE); against "
+                "`continuum dev`, its export line sets stand-in ones"
+            )
+        if isinstance(cause, EndpointConnectionError):
+            if stack and stack.endpoint_url:
+                return f"cannot reach {stack.endpoint_url}: is `continuum dev` running there?"
+            return f"cannot reach {cause.kwargs.get('endpoint_url', 'AWS')}: check the network"
+        if isinstance(cause, ClientError):
+            return _explain_client_error(cause, stack)
+        if isinstance(cause, ConfigurationError):
+            return str(cause)
+    return None
+
+
+def _explain_client_error(exc: Any, stack: Stack | None) -> str:
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", "unknown"))
+    operation = exc.operation_name
+    bucket = stack.bucket if stack else None
+    queue = stack.queue_url if stack else None
+    if code == "NoSuchBucket":
+        return f"the bucket {bucket or error.get('BucketName', '')!r} does not exist: {CREATE_HINT}"
+    if code in _MISSING_QUEUE:
+        return f"the queue {queue or ''!r} does not exist: {CREATE_HINT}"
+    if code in _DENIED:
+        return (
+            f"access denied ({operation}): attach the stack's OperatorPolicyArn (or "
+            "StartTasksPolicyArn, to start tasks only) to your identity"
+        )
+    return f"{operation} failed: {code}: {error.get('Message', '')}".rstrip(": ")

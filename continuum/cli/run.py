@@ -1,0 +1,267 @@
+"""continuum run: run one task end to end locally, and show each invocation.
+
+Two places to run it:
+
+- **In this process** (the default): moto in memory, emulated invocations of ``--budget``
+  seconds. Ctrl-C makes the running invocation's time run out, so the task suspends at its
+  next step with its record saved; the run prints the task id and exits 130. The moto of this
+  process goes with it.
+- **On a server** (``--endpoint-url`` or ``AWS_ENDPOINT_URL``, as ``continuum dev`` prints):
+  the task is started there and its workers run it; this command follows its record. Ctrl-C
+  stops following (exit 130): the task goes on, and ``continuum status`` sees it later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from continuum.cli.common import (
+    CliError,
+    Stack,
+    add_stack_options,
+    budget_option,
+    need_local_runtime,
+    parse_input,
+)
+
+if TYPE_CHECKING:
+    from continuum.app import Continuum
+    from continuum.client import TaskStatus
+    from continuum.record import TaskRecord
+    from continuum.tasks import Task
+
+#: The budget of an invocation in this process unless --budget says otherwise.
+DEFAULT_RUN_BUDGET_S = 5.0
+#: How often a run on a server reads the task's record.
+FOLLOW_EVERY_S = 0.25
+#: After this long with no worker taking the task, a run on a server says where to look.
+NO_WORKER_HINT_S = 10.0
+
+
+def register(commands: Any) -> None:
+    """Add run to the ``continuum`` command."""
+    run = commands.add_parser(
+        "run",
+        help="run a task end to end locally (moto) and show each invocation",
+        description="Run a task end to end: in this process on moto, with invocations of "
+        "--budget seconds, or on continuum dev when --endpoint-url (or AWS_ENDPOINT_URL) "
+        "names it. Ctrl-C prints the task id and exits 130.",
+    )
+    run.add_argument("target", metavar="MODULE:TASK", help="the task, e.g. tides:word_count")
+    run.add_argument("--input", default="{}", help="the task's input state, as JSON")
+    budget_option(
+        run, default=None, help="seconds per invocation in this process (default: "
+        f"{DEFAULT_RUN_BUDGET_S:g}; on a server, its workers' budget applies)",
+    )  # fmt: skip
+    run.add_argument("--task-id", default=None, help="the id to give it (default: a new one)")
+    run.add_argument("--json", action="store_true", help="end with a JSON summary line")
+    run.add_argument("--verbose", action="store_true", help="show the worker's JSON logs")
+    add_stack_options(run)
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``continuum run MODULE:TASK``: 0 if the task succeeded, 1 if not, 130 on Ctrl-C."""
+    from continuum.loading import load_target
+    from continuum.tasks import Task
+
+    payload = parse_input(args.input)
+    stack = Stack.from_args(args)
+    if stack.endpoint_url is None:
+        need_local_runtime()
+    task: Task[Any] = load_target(args.target, Task, what="MODULE:TASK")
+    app = _owner_app(task)
+    task_id = args.task_id or uuid.uuid4().hex
+    if not args.verbose:
+        from continuum import batch
+
+        # The worker logs JSON lines for CloudWatch; a terminal run shows its own progress.
+        batch.logger.setLevel("ERROR")
+    if stack.endpoint_url is None:
+        return _run_here(args, app, task, payload, task_id)
+    return _follow(args, stack, app, task, payload, task_id)
+
+
+def _run_here(
+    args: argparse.Namespace, app: Continuum, task: Task[Any], payload: Any, task_id: str
+) -> int:
+    from continuum.local import POLL_INTERVAL_S, LocalRuntime, moto_backend
+    from continuum.shutdown import InvocationContext, Shutdown, stop_on_signals
+
+    budget = args.budget or DEFAULT_RUN_BUDGET_S
+    shutdown = Shutdown()
+    with moto_backend():
+        runtime = LocalRuntime(app, budget_s=budget)
+        print(
+            f"running {task.name} as task {task_id} on moto in this process, {budget:g}s per "
+            "invocation (Ctrl-C suspends it)",
+            flush=True,
+        )
+        started = time.monotonic()
+        overruns = 0
+        with stop_on_signals(shutdown, grace_s=0, signals=(signal.SIGINT,), again=_interrupt):
+            try:
+                app.client().start(task.name, payload, task_id=task_id)
+                record = runtime.record(task_id)
+                while not record.status.finished and not shutdown.requested:
+                    t0 = time.monotonic()
+                    if runtime.invoke_once(InvocationContext(budget, shutdown)) is None:
+                        time.sleep(POLL_INTERVAL_S)
+                        continue
+                    spent = time.monotonic() - t0
+                    after = runtime.record(task_id)
+                    overruns += spent > budget
+                    print(
+                        _invocation(runtime.invocations, record, after, spent, budget), flush=True
+                    )
+                    record = after
+            except KeyboardInterrupt:  # a second Ctrl-C: stop at once, mid-step
+                print(f"\ninterrupted: task {task_id} was stopped mid-invocation", flush=True)
+                return 130
+        if not record.status.finished:
+            print(
+                f"\ninterrupted: task {task_id} is {record.status.value} at turn {record.turn} "
+                f"(generation {record.generation}), its record saved. This run's moto ends "
+                "with it: to keep tasks, run `continuum dev` and `continuum run` with the "
+                "export line it prints",
+                flush=True,
+            )
+            return 130
+        summary = runtime.summary(record, overruns=overruns, seconds=time.monotonic() - started)
+    _result(summary.status, summary.task_id, summary.result, summary.error)
+    calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
+    print(
+        f"\ninvocations {summary.invocations}  continuations {summary.continuations}  "
+        f"turns {summary.turns}  steps executed {summary.steps}  "
+        f"steps replayed {summary.steps_replayed}  overruns {summary.overruns}\n"
+        f"S3 calls {summary.s3_calls}  SQS calls {summary.sqs_calls}  ({calls})  "
+        f"{summary.seconds:.1f}s"
+    )
+    if args.json:
+        print(summary.to_json(), flush=True)
+    return 0 if summary.status == "succeeded" else 1
+
+
+def _follow(
+    args: argparse.Namespace,
+    stack: Stack,
+    app: Continuum,
+    task: Task[Any],
+    payload: Any,
+    task_id: str,
+) -> int:
+    from continuum.record import Status
+
+    stack.need_bucket()
+    stack.need_queue()
+    stack.configure(app)
+    client = app.client()
+    started = time.monotonic()
+    client.start(task.name, payload, task_id=task_id)
+    print(
+        f"started {task.name} as task {task_id} on {stack.endpoint_url}; following it "
+        "(Ctrl-C stops following, the task goes on)",
+        flush=True,
+    )
+    if args.budget is not None:
+        print("note: --budget applies in this process only; the server's workers use theirs")
+    seen: tuple[Any, ...] | None = None
+    hinted = False
+    try:
+        while True:
+            status = client.status(task_id)
+            now = (status.status, status.generation, status.counters.invocations)
+            if now != seen:
+                print(_generation(status), flush=True)
+                seen = now
+            if status.status.finished:
+                break
+            waited = time.monotonic() - started
+            if not hinted and status.status == Status.PENDING and waited > NO_WORKER_HINT_S:
+                print(f"no worker has taken it in {waited:.0f}s: is `continuum dev` running?")
+                hinted = True
+            time.sleep(FOLLOW_EVERY_S)
+    except KeyboardInterrupt:
+        print(
+            f"\nstopped following task {task_id}; it goes on at {stack.endpoint_url}: "
+            f"continuum status {task_id}",
+            flush=True,
+        )
+        return 130
+    error = status.error.message if status.error else None
+    _result(status.status.value, task_id, status.result, error)
+    if args.json:
+        counters = status.counters
+        summary = {
+            "task_id": task_id,
+            "status": status.status.value,
+            "result": status.result,
+            "error": error,
+            "invocations": counters.invocations,
+            "continuations": counters.continuations,
+            "steps": counters.steps_executed,
+            "steps_replayed": counters.steps_replayed,
+            "turns": counters.turns,
+            "seconds": round(time.monotonic() - started, 3),
+        }
+        print(json.dumps(summary, sort_keys=True, default=str), flush=True)
+    return 0 if status.status == Status.SUCCEEDED else 1
+
+
+def _invocation(
+    number: int, before: TaskRecord, after: TaskRecord, spent: float, budget: float
+) -> str:
+    """One line for one invocation in this process."""
+    why = _why(after.status.value, after.suspend_reason)
+    ran = after.counters.steps_executed - before.counters.steps_executed
+    replayed = after.counters.steps_replayed - before.counters.steps_replayed
+    flag = "  OVERRAN" if spent > budget else ""
+    return (
+        f"invocation {number:>3}  turn {after.turn:>3}  steps {ran:>3} run, {replayed:>2} "
+        f"replayed  {spent:5.2f}s  {why}{flag}"
+    )
+
+
+def _generation(status: TaskStatus) -> str:
+    """One line for what a server's workers did to the task so far."""
+    counters = status.counters
+    why = _why(status.status.value, status.suspend_reason)
+    return (
+        f"generation {status.generation:>3}  turn {status.turn:>3}  invocations "
+        f"{counters.invocations:>3}  steps {counters.steps_executed:>3} run, "
+        f"{counters.steps_replayed:>2} replayed  {why}"
+    )
+
+
+def _why(status: str, suspend_reason: str | None) -> str:
+    return f"suspended: {suspend_reason}" if status == "suspended" else status
+
+
+def _result(status: str, task_id: str, result: Any, error: str | None) -> None:
+    print(f"\n{status} task {task_id}")
+    if result is not None:
+        print(result if isinstance(result, str) else json.dumps(result))
+    if error:
+        print(f"error: {error}")
+    sys.stdout.flush()
+
+
+def _owner_app(task: Task[Any]) -> Continuum:
+    """The app that registered ``task`` (found in the task's module)."""
+    from continuum.app import Continuum
+
+    module = sys.modules.get(task.fn.__module__)
+    for value in vars(module).values() if module else ():
+        if isinstance(value, Continuum) and value.tasks.get(task.name) is task:
+            return value
+    raise CliError(f"no Continuum app in {task.fn.__module__!r} registers {task.name!r}")
+
+
+def _interrupt(_signal: signal.Signals) -> NoReturn:
+    raise KeyboardInterrupt
