@@ -38,6 +38,7 @@ __all__ = [
     "RunSummary",
     "event_record",
     "moto_backend",
+    "waits_for_outside",
 ]
 
 BUCKET = "continuum-local"
@@ -233,6 +234,8 @@ class LocalRuntime:
         on_invocation: Callable[[Invocation], None] | None = None,
         timeout_s: float = 600.0,
         stop_when_waiting: bool = True,
+        context: Callable[[], Any] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> RunSummary:
         """Run invocations until the task finishes, or waits for the outside world.
 
@@ -243,18 +246,22 @@ class LocalRuntime:
             stop_when_waiting: return as soon as the task waits for something other than
                 time (a callback, a signal), before the virtual clock could jump to its
                 timeout: answer it, then drive again. False: go on (deadlines fire).
+            context: makes each invocation's Lambda context (default: this runtime's budget).
+            should_stop: return before the next invocation once this says so (Ctrl-C).
         """
         started = real_monotonic()
         overruns = 0
         with self.time.running():
             before = self.record(task_id)
             while not before.status.finished:
+                if should_stop is not None and should_stop():
+                    break
                 if real_monotonic() - started > timeout_s:
                     raise ContinuumError(
                         f"the task did not finish within {timeout_s:.0f}s", task_id=task_id
                     )
                 t0 = real_monotonic()
-                if self.invoke_once() is None:
+                if self.invoke_once(context() if context is not None else None) is None:
                     due = self.next_due()
                     if due is None or (stop_when_waiting and _waits_for_outside(before)):
                         break  # nothing will ever arrive unless the outside world sends it
@@ -310,6 +317,11 @@ def _invocation(
         reason=after.suspend_reason if parked else None,
         hop=after.counters.hops > before.counters.hops,
     )
+
+
+def waits_for_outside(record: TaskRecord) -> bool:
+    """Whether the task waits for something other than time (a callback, a signal)."""
+    return _waits_for_outside(record)
 
 
 def _waits_for_outside(record: TaskRecord) -> bool:

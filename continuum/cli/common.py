@@ -84,12 +84,12 @@ def count(text: str) -> int:
     return value
 
 
-def parse_input(text: str) -> Any:
-    """The value of ``--input``: JSON, or a one-line error."""
+def parse_input(text: str, *, flag: str = "--input") -> Any:
+    """The value of a JSON flag (``--input`` by default), or a one-line error."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CliError(f"--input is not valid JSON: {exc}") from None
+        raise CliError(f"{flag} is not valid JSON: {exc}") from None
 
 
 def need_local_runtime() -> None:

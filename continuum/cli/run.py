@@ -33,7 +33,7 @@ from continuum.cli.common import (
 if TYPE_CHECKING:
     from continuum.app import Continuum
     from continuum.client import TaskStatus
-    from continuum.record import TaskRecord
+    from continuum.local import Invocation
     from continuum.tasks import Task
 
 #: The budget of an invocation in this process unless --budget says otherwise.
@@ -62,6 +62,26 @@ def register(commands: Any) -> None:
     run.add_argument("--task-id", default=None, help="the id to give it (default: a new one)")
     run.add_argument("--json", action="store_true", help="end with a JSON summary line")
     run.add_argument("--verbose", action="store_true", help="show the worker's JSON logs")
+    run.add_argument(
+        "--real-time",
+        action="store_true",
+        help="wait in real time (default: a virtual clock that jumps to the next timer)",
+    )
+    run.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="complete the callback NAME with this JSON result when the task waits for it "
+        "(repeat for several; without one, a terminal run asks)",
+    )
+    run.add_argument(
+        "--signal",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="send signal NAME with this JSON payload right after the start (repeatable)",
+    )
     add_stack_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -91,36 +111,44 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_here(
     args: argparse.Namespace, app: Continuum, task: Task[Any], payload: Any, task_id: str
 ) -> int:
-    from continuum.local import POLL_INTERVAL_S, LocalRuntime, moto_backend
+    from continuum.cli.answers import Answers
+    from continuum.local import LocalRuntime, moto_backend
     from continuum.shutdown import InvocationContext, Shutdown, stop_on_signals
 
     budget = args.budget or DEFAULT_RUN_BUDGET_S
     shutdown = Shutdown()
+    answers = Answers.from_args(args)
     with moto_backend():
-        runtime = LocalRuntime(app, budget_s=budget)
+        runtime = LocalRuntime(app, budget_s=budget, virtual_time=not args.real_time)
+        clock = "real time" if args.real_time else "a virtual clock (waits take no time)"
         print(
             f"running {task.name} as task {task_id} on moto in this process, {budget:g}s per "
-            "invocation (Ctrl-C suspends it)",
+            f"invocation, on {clock} (Ctrl-C suspends it)",
             flush=True,
         )
         started = time.monotonic()
-        overruns = 0
-        with stop_on_signals(shutdown, grace_s=0, signals=(signal.SIGINT,), again=_interrupt):
+        printer = _Printer(budget)
+        with (
+            runtime.time.running(),
+            stop_on_signals(shutdown, grace_s=0, signals=(signal.SIGINT,), again=_interrupt),
+        ):
             try:
-                app.client().start(task.name, payload, task_id=task_id)
-                record = runtime.record(task_id)
-                while not record.status.finished and not shutdown.requested:
-                    t0 = time.monotonic()
-                    if runtime.invoke_once(InvocationContext(budget, shutdown)) is None:
-                        time.sleep(POLL_INTERVAL_S)
-                        continue
-                    spent = time.monotonic() - t0
-                    after = runtime.record(task_id)
-                    overruns += spent > budget
-                    print(
-                        _invocation(runtime.invocations, record, after, spent, budget), flush=True
+                client = app.client()
+                client.start(task.name, payload, task_id=task_id)
+                answers.send_signals(client, task_id)
+                while True:
+                    summary = runtime.drive(
+                        task_id,
+                        on_invocation=printer.show,
+                        context=lambda: InvocationContext(budget, shutdown),
+                        should_stop=lambda: shutdown.requested,
                     )
-                    record = after
+                    printer.flush()
+                    record = runtime.record(task_id)
+                    if record.status.finished or shutdown.requested:
+                        break
+                    if not answers.answer(client, record):
+                        return answers.stranded(record)
             except KeyboardInterrupt:  # a second Ctrl-C: stop at once, mid-step
                 print(f"\ninterrupted: task {task_id} was stopped mid-invocation", flush=True)
                 return 130
@@ -133,7 +161,9 @@ def _run_here(
                 flush=True,
             )
             return 130
-        summary = runtime.summary(record, overruns=overruns, seconds=time.monotonic() - started)
+        summary = runtime.summary(
+            record, overruns=printer.overruns, seconds=time.monotonic() - started
+        )
     _result(summary.status, summary.task_id, summary.result, summary.error)
     calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
     print(
@@ -146,6 +176,34 @@ def _run_here(
     if args.json:
         print(summary.to_json(), flush=True)
     return 0 if summary.status == "succeeded" else 1
+
+
+class _Printer:
+    """One line per invocation; a run of timer hops (a long wait) as one line."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.overruns = 0
+        self.hops = 0
+
+    def show(self, inv: Invocation) -> None:
+        self.overruns += inv.overran
+        if inv.hop:
+            self.hops += 1
+            return
+        self.flush()
+        why = _why(inv.status, inv.reason)
+        flag = "  OVERRAN" if inv.overran else ""
+        print(
+            f"invocation {inv.number:>3}  turn {inv.turn:>3}  steps {inv.steps_executed:>3} run, "
+            f"{inv.steps_replayed:>2} replayed  {inv.seconds:5.2f}s  {why}{flag}",
+            flush=True,
+        )
+
+    def flush(self) -> None:
+        if self.hops:
+            print(f"      ...  {self.hops} timer hops while it waited (no user code ran)")
+            self.hops = 0
 
 
 def _follow(
@@ -214,20 +272,6 @@ def _follow(
     return 0 if status.status == Status.SUCCEEDED else 1
 
 
-def _invocation(
-    number: int, before: TaskRecord, after: TaskRecord, spent: float, budget: float
-) -> str:
-    """One line for one invocation in this process."""
-    why = _why(after.status.value, after.suspend_reason)
-    ran = after.counters.steps_executed - before.counters.steps_executed
-    replayed = after.counters.steps_replayed - before.counters.steps_replayed
-    flag = "  OVERRAN" if spent > budget else ""
-    return (
-        f"invocation {number:>3}  turn {after.turn:>3}  steps {ran:>3} run, {replayed:>2} "
-        f"replayed  {spent:5.2f}s  {why}{flag}"
-    )
-
-
 def _generation(status: TaskStatus) -> str:
     """One line for what a server's workers did to the task so far."""
     counters = status.counters
@@ -240,7 +284,7 @@ def _generation(status: TaskStatus) -> str:
 
 
 def _why(status: str, suspend_reason: str | None) -> str:
-    return f"suspended: {suspend_reason}" if status == "suspended" else status
+    return f"{status}: {suspend_reason}" if status in ("suspended", "waiting") else status
 
 
 def _result(status: str, task_id: str, result: Any, error: str | None) -> None:

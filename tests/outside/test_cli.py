@@ -54,7 +54,9 @@ def commands() -> dict[str, object]:
 
 
 def test_every_command_has_help_without_markup():
-    assert set(commands()) == {"init", "run", "dev", "start", "status", "resume", "worker"}
+    assert set(commands()) == {
+        "init", "run", "dev", "start", "status", "resume", "signal", "cancel", "callback", "worker"
+    }  # fmt: skip
     for name, parser in commands().items():
         text = parser.format_help()
         for markup in ("[bold", "[/", "[red", "**", "`"):

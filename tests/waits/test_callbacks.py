@@ -9,7 +9,6 @@ from pydantic import BaseModel
 
 from continuum import (
     CallbackError,
-    CallbackFailedError,
     CallbackTimeoutError,
     Continuum,
     PayloadTooLargeError,
@@ -67,7 +66,8 @@ def test_a_completed_callback_resumes_the_task_with_its_result(make_runtime):
         invocations = waiting.invocations
         status = client.status(waiting.task_id)
         [waiter] = status.waiting_for
-        assert waiter.kind == WaitKind.CALLBACK and waiter.id == seen["ids"][0]
+        assert waiter.kind == WaitKind.CALLBACK
+        assert waiter.id == seen["ids"][0]
         assert waiter.deadline is not None
         runtime.time.advance(600)  # ten minutes pass with no invocation (no timer due yet)
         assert runtime.invoke_once() is None
@@ -76,7 +76,8 @@ def test_a_completed_callback_resumes_the_task_with_its_result(make_runtime):
     assert done.status == "succeeded"
     assert done.result == "published {'approved': True}"
     assert done.invocations == invocations + 1  # the wake; nothing ran while it waited
-    assert seen["published"] == 1 and len(seen["ids"]) == 1
+    assert seen["published"] == 1
+    assert len(seen["ids"]) == 1
     assert client.status(done.task_id).waiting_for == []
 
 
@@ -98,7 +99,9 @@ def test_a_callback_that_times_out_fails_the_task_unless_it_catches_the_timeout(
     app, seen = approval_app()
     runtime = make_runtime(app)
     with runtime.time.running():
-        first = runtime.drive(runtime.run("ask", {"timeout_s": 600}).task_id, stop_when_waiting=False)
+        first = runtime.drive(
+            runtime.run("ask", {"timeout_s": 600}).task_id, stop_when_waiting=False
+        )
         caught = runtime.run("ask", {"timeout_s": 600, "catch": True})
         caught = runtime.drive(caught.task_id, stop_when_waiting=False)
     assert first.status == "failed"
@@ -178,7 +181,8 @@ def test_wait_for_callback_retries_its_submitter_and_an_answer_from_inside_it_is
     done = runtime.run("submitted", {})
     assert done.status == "succeeded"
     assert done.result == "fast"
-    assert len(attempts) == 2 and len(set(attempts)) == 1  # one callback, two submissions
+    assert len(attempts) == 2
+    assert len(set(attempts)) == 1
 
 
 def test_a_second_answer_is_refused_and_the_task_keeps_the_first(make_runtime):

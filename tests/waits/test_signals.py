@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import (
-    ContinuumError,
     Continuum,
+    ContinuumError,
     RecordNotFoundError,
     TaskContext,
     TaskFinishedError,

@@ -67,7 +67,7 @@ def test_the_task_wakes_at_the_deadline_it_computed_when_the_sleep_was_first_rea
 
 
 def test_a_sleep_that_fits_in_the_invocation_is_slept_in_place(make_runtime):
-    app, ran = sleepy_app()
+    app, _ran = sleepy_app()
     runtime = make_runtime(app)
     summary = runtime.run("nap", {"days": 0.2 / 86400})  # 0.2 s
     record = runtime.record(summary.task_id)

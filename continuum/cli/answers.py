@@ -1,0 +1,105 @@
+"""Answering a local run's waits: ``--answer NAME=JSON``, ``--signal NAME=JSON``, or a prompt.
+
+``continuum run`` keeps moto inside its process, so nothing outside it can complete a
+callback. When the task waits for one, the run answers it from ``--answer`` (by the callback's
+name), or asks on the terminal; with neither it says how, and stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from continuum.cli.common import CliError
+from continuum.client import Client
+from continuum.record import TaskRecord
+from continuum.waiters import WaitKind
+
+#: The exit code of a run that stopped because its task waits for an answer it cannot get.
+EXIT_WAITING = 3
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise CliError(f"{flag} wants NAME=JSON, got {item!r}")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{flag} {name}: the value is not valid JSON: {exc}") from None
+        found.setdefault(name, []).append(value)
+    return found
+
+
+@dataclass
+class Answers:
+    """What the run may answer: callback results and signals by name, and whether to ask."""
+
+    callbacks: dict[str, list[Any]] = field(default_factory=dict)
+    signals: dict[str, list[Any]] = field(default_factory=dict)
+    interactive: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Answers:
+        return cls(
+            callbacks=_pairs(getattr(args, "answer", []), "--answer"),
+            signals=_pairs(getattr(args, "signal", []), "--signal"),
+            interactive=sys.stdin.isatty(),
+        )
+
+    def send_signals(self, client: Client, task_id: str) -> None:
+        for name, payloads in self.signals.items():
+            for payload in payloads:
+                client.signal(task_id, name, payload)
+                print(f"sent signal {name!r}: {json.dumps(payload)}", flush=True)
+
+    def answer(self, client: Client, record: TaskRecord) -> bool:
+        """Answer what the waiting task waits for; False when nothing could be answered."""
+        answered = False
+        for waiter in client.status(record.task_id).waiting_for:
+            if waiter.kind == WaitKind.CALLBACK and waiter.id is not None:
+                given = self.callbacks.get(waiter.name)
+                if given:
+                    result = given.pop(0)
+                elif self.interactive:
+                    result = _ask(f"callback {waiter.name!r} (id {waiter.id}): result as JSON")
+                else:
+                    continue
+                client.complete_callback(waiter.id, result)
+                print(f"completed callback {waiter.name!r}: {json.dumps(result)}", flush=True)
+                answered = True
+            elif waiter.kind == WaitKind.SIGNAL and self.interactive:
+                payload = _ask(f"signal {waiter.name!r} awaited: payload as JSON")
+                client.signal(record.task_id, waiter.name, payload)
+                answered = True
+        return answered
+
+    def stranded(self, record: TaskRecord) -> int:
+        """Say what the task waits for and how to answer it; return the exit code."""
+        print(f"\ntask {record.task_id} waits: {record.suspend_reason}")
+        for waiter in record.waiting_for:
+            until = f" until {waiter.deadline:%Y-%m-%dT%H:%M:%SZ}" if waiter.deadline else ""
+            print(
+                f"  {waiter.kind.value} {waiter.name!r}{until}"
+                + (f" id {waiter.id}" if waiter.id else "")
+            )
+        print(
+            "answer in this run with --answer NAME=JSON (callbacks) or --signal NAME=JSON, "
+            "or run it on `continuum dev` and use `continuum callback complete ID` / "
+            "`continuum signal TASK_ID NAME` from another terminal"
+        )
+        return EXIT_WAITING
+
+
+def _ask(prompt: str) -> Any:
+    while True:
+        text = input(f"{prompt} (Enter: true)> ").strip() or "true"
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            print(f"not JSON: {exc}")

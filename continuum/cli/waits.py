@@ -1,0 +1,95 @@
+"""continuum signal, cancel and callback: what the outside world sends a task.
+
+None of them needs the app: each writes to the task's inbox and wakes it (``continuum.mail``),
+on a deployed stack or on ``continuum dev`` (``--endpoint-url`` or ``AWS_ENDPOINT_URL``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from continuum.cli.common import Stack, add_stack_options, parse_input
+
+
+def register(commands: Any) -> None:
+    """Add signal, cancel and callback to the ``continuum`` command."""
+    signal = commands.add_parser(
+        "signal",
+        help="send a signal to a task's mailbox (kept until a wait takes it)",
+        description="Send signal NAME with a JSON payload to a task. It is kept until a "
+        "ctx.wait_for_signal(NAME) takes it, oldest first; the same --signal-id twice is "
+        "delivered once.",
+    )
+    signal.add_argument("task_id", metavar="TASK_ID")
+    signal.add_argument("name", metavar="NAME")
+    signal.add_argument("--payload", default="null", help="the payload, as JSON")
+    signal.add_argument("--signal-id", default=None, help="an id that makes the send idempotent")
+    add_stack_options(signal)
+    signal.set_defaults(func=cmd_signal)
+
+    cancel = commands.add_parser(
+        "cancel",
+        help="cancel a task (it may clean up, then ends cancelled)",
+        description="Ask a task to stop: it sees TaskCancelledError at its next step, wait or "
+        "turn boundary (a waiting or suspended task is woken for it) and ends cancelled. The "
+        "first reason wins.",
+    )
+    cancel.add_argument("task_id", metavar="TASK_ID")
+    cancel.add_argument("--reason", default=None, help="why (shown in its status)")
+    add_stack_options(cancel)
+    cancel.set_defaults(func=cmd_cancel)
+
+    callback = commands.add_parser(
+        "callback",
+        help="complete, fail or heartbeat a task's callback",
+        description="Answer a callback a task created (ctx.create_callback); the id is the "
+        "one cb.id gave, as continuum status lists it.",
+    )
+    actions = callback.add_subparsers(dest="action", required=True, metavar="ACTION")
+    complete = actions.add_parser("complete", help="complete it with a JSON result")
+    complete.add_argument("callback_id", metavar="ID")
+    complete.add_argument("--result", default="null", help="the result, as JSON")
+    fail = actions.add_parser("fail", help="fail it: cb.result() raises CallbackFailedError")
+    fail.add_argument("callback_id", metavar="ID")
+    fail.add_argument("--error-type", default="CallbackFailed", help="the error's type")
+    fail.add_argument("--message", default="failed by an operator", help="the error's message")
+    heartbeat = actions.add_parser("heartbeat", help="keep it alive (its heartbeat_timeout)")
+    heartbeat.add_argument("callback_id", metavar="ID")
+    for action in (complete, fail, heartbeat):
+        add_stack_options(action)
+        action.set_defaults(func=cmd_callback)
+
+
+def cmd_signal(args: argparse.Namespace) -> int:
+    stack = Stack.from_args(args)
+    stack.need_queue()
+    payload = parse_input(args.payload, flag="--payload")
+    signal_id = stack.client().signal(args.task_id, args.name, payload, signal_id=args.signal_id)
+    print(f"sent signal {args.name!r} ({signal_id}) to {args.task_id}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    stack = Stack.from_args(args)
+    stack.need_queue()
+    stack.client().cancel(args.task_id, args.reason)
+    print(f"asked {args.task_id} to cancel; `continuum status {args.task_id}` shows when it has")
+    return 0
+
+
+def cmd_callback(args: argparse.Namespace) -> int:
+    stack = Stack.from_args(args)
+    client = stack.client()
+    if args.action == "heartbeat":
+        client.heartbeat_callback(args.callback_id)
+        print(f"heartbeat sent for {args.callback_id}")
+        return 0
+    stack.need_queue()
+    if args.action == "complete":
+        client.complete_callback(args.callback_id, parse_input(args.result, flag="--result"))
+        print(f"completed {args.callback_id}")
+    else:
+        client.fail_callback(args.callback_id, args.error_type, args.message)
+        print(f"failed {args.callback_id}")
+    return 0
