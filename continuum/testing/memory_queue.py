@@ -98,6 +98,11 @@ class InMemoryContinuationQueue:
         with self._lock:
             return [m.body for m in self._messages]
 
+    def purge(self) -> None:
+        """Delete every message, visible or not (SQS's PurgeQueue)."""
+        with self._lock:
+            self._messages.clear()
+
     def next_visible_at(self) -> float | None:
         """When the next message becomes visible (None: the queue is empty)."""
         with self._lock:

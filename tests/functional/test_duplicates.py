@@ -8,15 +8,22 @@ from datetime import timedelta
 import pytest
 
 from continuum import Status
-from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+from tests.conftest import (
+    ScriptedContext,
+    continuation,
+    drain,
+    record_key,
+    snapshot_objects,
+    sqs_event,
+)
 from tests.functional.tasks import TOTAL_STEPS, build
-from tests.support import BUCKET, Lease, LocalRuntime, utcnow
+from tests.support import Lease, LocalRuntime, utcnow
 
 
 @pytest.fixture
 def setup(aws):
     app, calls = build()
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     return app, calls, runtime
 
 
@@ -24,6 +31,7 @@ def unlimited(calls):
     return lambda i: ScriptedContext(None, executed=lambda: sum(calls.values()))
 
 
+@pytest.mark.moto_only(reason="botocore hooks make the two reads meet")
 def test_same_message_delivered_concurrently_runs_each_step_once(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "c"}, task_id="dup-1")
@@ -75,10 +83,10 @@ def test_same_message_delivered_twice_in_a_row_runs_each_step_once(setup):
     first = ScriptedContext(5, executed=lambda: sum(calls.values()))
     assert app.handler(sqs_event(body, message_ids=["m-1"]), first) == {"batchItemFailures": []}
     assert runtime.record(task_id).status == Status.SUSPENDED
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     again = ScriptedContext(None, executed=lambda: sum(calls.values()))
     assert app.handler(sqs_event(body, message_ids=["m-2"]), again) == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == before  # stale: nothing written
+    assert snapshot_objects(runtime) == before  # stale: nothing written
 
     record = drain(runtime, task_id, unlimited(calls))
     assert record.status == Status.SUCCEEDED
@@ -86,9 +94,9 @@ def test_same_message_delivered_twice_in_a_row_runs_each_step_once(setup):
     assert all(n == 1 for n in calls.values())
 
     # And once more after the task finished: acknowledged, nothing written.
-    done = snapshot_objects(runtime.s3, BUCKET)
+    done = snapshot_objects(runtime)
     assert app.handler(sqs_event(body, message_ids=["m-3"]), again) == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == done
+    assert snapshot_objects(runtime) == done
     assert sum(calls.values()) == TOTAL_STEPS
 
 
@@ -100,13 +108,13 @@ def test_stale_generation_is_acknowledged_and_changes_nothing(setup):
         runtime.invoke_once(ScriptedContext(allowed, executed=lambda: sum(calls.values())))
     record = runtime.record(task_id)
     assert (record.status, record.generation) == (Status.SUSPENDED, 3)
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
 
     for generation in (0, 2, 1):  # old and out of order
         context = ScriptedContext(None, executed=lambda: sum(calls.values()))
         result = app.handler(sqs_event(continuation(task_id, generation)), context)
         assert result == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
     assert sum(calls.values()) == 6
 
     record = drain(runtime, task_id, unlimited(calls))
@@ -118,10 +126,10 @@ def test_stale_generation_is_acknowledged_and_changes_nothing(setup):
 def test_message_from_a_future_generation_is_rejected(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "f"}, task_id="future-1")
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     context = ScriptedContext(None, executed=lambda: sum(calls.values()))
     assert app.handler(sqs_event(continuation(task_id, 7)), context) == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
     assert sum(calls.values()) == 0
 
 
@@ -131,8 +139,8 @@ def test_same_task_id_started_twice_exists_once(setup):
     assert client.start("tally", {"label": "once"}, task_id="once-1") == "once-1"
     assert client.start("tally", {"label": "twice"}, task_id="once-1") == "once-1"
 
-    versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix="tasks/once-1/")
-    assert [v["Key"] for v in versions["Versions"]] == ["tasks/once-1/record.json"]
+    assert runtime.observer_store.list_keys("tasks/once-1/") == [record_key("once-1")]
+    assert len(runtime.observer_store.versions(record_key("once-1"))) == 1
     assert runtime.record("once-1").state["label"] == "once"
 
     record = drain(runtime, "once-1", unlimited(calls))
@@ -161,6 +169,7 @@ def test_live_lease_with_the_same_message_is_retried_later(setup):
     assert sum(calls.values()) == 0
 
 
+@pytest.mark.moto_only(reason="a botocore hook drops the send")
 def test_a_continuation_lost_between_write_and_send_is_sent_again(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "lost"}, task_id="lost-1")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
+import pytest
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
@@ -48,9 +49,10 @@ def refuse_sends(**_: Any) -> None:
     )
 
 
+@pytest.mark.moto_only(reason="a botocore hook refuses the sends")
 def test_a_dead_letter_whose_next_continuation_was_never_sent_does_not_strand_the_task(aws):
     app, ticks = job_app()
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="unsent")
     source = boto3.client(
         "sqs", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"

@@ -17,8 +17,8 @@ import pytest
 from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer
 
 from continuum import Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, drain
-from tests.support import BUCKET, LocalRuntime, moto_backend
+from tests.conftest import ScriptedContext, drain, raw_record, record_key, set_visibility_timeout
+from tests.support import LocalRuntime, moto_backend
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -47,11 +47,6 @@ def run_plan(app: Continuum, live: list, task: str, plan: list[int], state: Any 
         drain(runtime, task_id, context)
         status = app.client().status(task_id)
     return status, suspended
-
-
-def raw_record(runtime: LocalRuntime, task_id: str) -> dict:
-    body = runtime.s3.get_object(Bucket=BUCKET, Key=f"tasks/{task_id}/record.json")["Body"]
-    return json.loads(body.read())
 
 
 def journal_entries(raw: Any) -> list[dict]:
@@ -195,24 +190,20 @@ def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(plan):
 def pass_the_deadline(runtime: LocalRuntime, task_id: str) -> None:
     """A worker that gave its message back without finishing died by its deadline: what the
     passing of that deadline does to the record's lease."""
-    key = f"tasks/{task_id}/record.json"
-    stored = runtime.s3.get_object(Bucket=BUCKET, Key=key)
-    raw = json.loads(stored["Body"].read())
+    store, key = runtime.observer_store, record_key(task_id)
+    stored = store.get(key)
+    raw = json.loads(stored.body)
     if raw.get("status") == "running" and raw.get("lease"):
         raw["lease"]["expires_at"] = "2000-01-01T00:00:00Z"
-        runtime.s3.put_object(
-            Bucket=BUCKET, Key=key, Body=json.dumps(raw, indent=1).encode(), IfMatch=stored["ETag"]
-        )
+        store.put(key, json.dumps(raw, indent=1).encode(), if_match=stored.etag)
 
 
-def deliver_until_finished(app: Continuum, task_id: str, most: int = 12) -> int:
+def deliver_until_finished(backend: str, app: Continuum, task_id: str, most: int = 12) -> int:
     """Redeliver the task's message the way SQS would (a visibility timeout of 0: a message
     the handler did not acknowledge comes straight back, after its worker's deadline);
     return the number of handler invocations."""
-    runtime = LocalRuntime(app, budget_s=900)
-    runtime.sqs.set_queue_attributes(
-        QueueUrl=runtime.queue_url, Attributes={"VisibilityTimeout": "0"}
-    )
+    runtime = LocalRuntime(app, budget_s=900, backend=backend)
+    set_visibility_timeout(runtime, 0)
     app.client().start("measured", {}, task_id=task_id)
     for invocation in range(most):
         if app.client().status(task_id).status.finished:
@@ -242,7 +233,7 @@ def test_a_nan_or_infinite_step_result_fails_the_task_once_naming_the_step(aws, 
         measure()
         return "done"
 
-    invocations = deliver_until_finished(app, "nan-step")
+    invocations = deliver_until_finished(aws, app, "nan-step")
 
     status = app.client().status("nan-step")
     seen = f"{status.status} after {invocations} invocations, step ran {len(runs)}x: {status.error}"
@@ -271,7 +262,7 @@ def test_a_nan_in_the_state_fails_the_task_once_naming_the_field(aws, value):
         ctx.state.rounds += 1
         return None
 
-    invocations = deliver_until_finished(app, "nan-state")
+    invocations = deliver_until_finished(aws, app, "nan-state")
 
     status = app.client().status("nan-state")
     assert status.status == Status.FAILED, f"{status.status} after {invocations} invocations"
