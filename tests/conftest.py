@@ -12,17 +12,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from continuum import Continuum
 from tests.support import (
     BUCKET,
     REGION,
     LocalRuntime,
+    PreconditionFailed,
+    QueueError,
+    StoreError,
+    TransientStoreError,
     event_record,
     moto_backend,
 )
@@ -197,6 +203,141 @@ def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
     if message.message_id not in failed:
         runtime.source.delete(message.receipt_handle)
     return result
+
+
+# -- faults, injected into the app's calls on either backend ----------------------------------
+
+#: The S3 operation behind each store operation.
+S3_OPERATIONS = {"get": "GetObject", "put": "PutObject"}
+#: What the store makes of an S3 error code (continuum/s3.py): the error on the memory backend.
+STORE_ERRORS: dict[str, type[StoreError]] = {
+    "PreconditionFailed": PreconditionFailed,
+    "InternalError": TransientStoreError,
+    "SlowDown": TransientStoreError,
+    "UnknownError": StoreError,
+}
+
+
+def s3_error(runtime: LocalRuntime, code: str, key: str) -> Exception:
+    """The error S3 answers with ``code``, as the backend's store client sees it."""
+    if runtime.backend == "memory":
+        return STORE_ERRORS[code](f"{key}: {code} (injected)")
+    return ClientError({"Error": {"Code": code, "Message": "injected"}}, S3_OPERATIONS["put"])
+
+
+@contextlib.contextmanager
+def after_store_call(
+    runtime: LocalRuntime, operation: str, action: Callable[[str], None]
+) -> Iterator[None]:
+    """Call ``action(key)`` after each of the app's store calls of ``operation`` ("get" or
+    "put") has done its work: raising from it fails a call that landed."""
+    if runtime.backend == "memory":
+        store = runtime.store
+        original = getattr(store, operation)
+
+        def call(key: str, *args: Any, **kwargs: Any) -> Any:
+            result = original(key, *args, **kwargs)
+            action(key)
+            return result
+
+        setattr(store, operation, call)
+        try:
+            yield
+        finally:
+            delattr(store, operation)
+        return
+    events, name = runtime.s3.meta.events, S3_OPERATIONS[operation]
+    keys = threading.local()
+
+    def remember(params: dict[str, Any], **_: Any) -> None:
+        keys.key = params.get("Key", "")
+
+    def after(**_: Any) -> None:
+        action(keys.key)
+
+    events.register(f"before-parameter-build.s3.{name}", remember)
+    events.register(f"after-call.s3.{name}", after)
+    try:
+        yield
+    finally:
+        events.unregister(f"after-call.s3.{name}", after)
+        events.unregister(f"before-parameter-build.s3.{name}", remember)
+
+
+@contextlib.contextmanager
+def atomic_writes(runtime: LocalRuntime) -> Iterator[None]:
+    """Make each of the app's S3 writes atomic under threads, as on S3. moto checks a
+    conditional PutObject's condition and then writes, which two threads can interleave; the
+    in-memory store is atomic already."""
+    if runtime.backend == "memory":
+        yield
+        return
+    events, lock = runtime.s3.meta.events, threading.Lock()
+
+    def acquire(**_: Any) -> None:
+        lock.acquire(timeout=10)
+
+    def release(**_: Any) -> None:
+        lock.release()
+
+    events.register("before-call.s3.PutObject", acquire)
+    events.register("after-call.s3.PutObject", release)
+    try:
+        yield
+    finally:
+        events.unregister("after-call.s3.PutObject", release)
+        events.unregister("before-call.s3.PutObject", acquire)
+
+
+@contextlib.contextmanager
+def sends_lost(runtime: LocalRuntime) -> Iterator[None]:
+    """The app's sends report success, but no message reaches the queue."""
+    if runtime.backend == "memory":
+        runtime.queue.send = lambda body, *, delay_s=0: "never-sent"
+        try:
+            yield
+        finally:
+            del runtime.queue.send
+        return
+    events = runtime.sqs.meta.events
+    drop = lambda **_: {"MessageId": "never-sent", "MD5OfMessageBody": ""}  # noqa: E731
+    events.register("before-call.sqs.SendMessage", drop)
+    try:
+        yield
+    finally:
+        events.unregister("before-call.sqs.SendMessage", drop)
+
+
+@contextlib.contextmanager
+def sends_refused(runtime: LocalRuntime) -> Iterator[None]:
+    """Every send of the app fails (an SQS outage, a broken policy)."""
+    if runtime.backend == "memory":
+        queue, counting = runtime.queue, runtime.queue.on_call
+
+        def refuse(operation: str, key: str) -> None:
+            if operation == "send":
+                raise QueueError("send failed: ServiceUnavailable (injected)")
+            if counting is not None:
+                counting(operation, key)
+
+        queue.on_call = refuse
+        try:
+            yield
+        finally:
+            queue.on_call = counting
+        return
+
+    def refuse_sends(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "ServiceUnavailable", "Message": "injected"}}, "SendMessage"
+        )
+
+    events = runtime.sqs.meta.events
+    events.register("before-call.sqs.SendMessage", refuse_sends)
+    try:
+        yield
+    finally:
+        events.unregister("before-call.sqs.SendMessage", refuse_sends)
 
 
 # -- the queue's settings ---------------------------------------------------------------------

@@ -10,9 +10,12 @@ import pytest
 from continuum import Status
 from tests.conftest import (
     ScriptedContext,
+    after_store_call,
+    atomic_writes,
     continuation,
     drain,
     record_key,
+    sends_lost,
     snapshot_objects,
     sqs_event,
 )
@@ -31,27 +34,19 @@ def unlimited(calls):
     return lambda i: ScriptedContext(None, executed=lambda: sum(calls.values()))
 
 
-@pytest.mark.moto_only(reason="botocore hooks make the two reads meet")
 def test_same_message_delivered_concurrently_runs_each_step_once(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "c"}, task_id="dup-1")
     event = sqs_event(continuation(task_id, 0), message_ids=["same-message"])
 
-    # Both workers read the record before either claims it. The lock makes each S3 write
-    # atomic, as it is on S3 (moto's check-then-write is not, under threads).
+    # Both workers read the record before either claims it.
     both_loaded = threading.Barrier(2, timeout=10)
-    write_lock = threading.Lock()
-    s3 = runtime.s3.meta.events
     gets = []
 
-    def first_reads_meet(**_):
+    def first_reads_meet(_key):
         gets.append(1)
         if len(gets) <= 2:  # each worker's first read; the loser reads again after its 412
             both_loaded.wait()
-
-    s3.register("after-call.s3.GetObject", first_reads_meet)
-    s3.register("before-call.s3.PutObject", lambda **_: write_lock.acquire(timeout=10) and None)
-    s3.register("after-call.s3.PutObject", lambda **_: write_lock.release())
 
     results = []
 
@@ -59,14 +54,14 @@ def test_same_message_delivered_concurrently_runs_each_step_once(setup):
         context = ScriptedContext(None, executed=lambda: sum(calls.values()))
         results.append(app.handler(event, context))
 
-    threads = [threading.Thread(target=deliver) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    with atomic_writes(runtime), after_store_call(runtime, "get", first_reads_meet):
+        threads = [threading.Thread(target=deliver) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
 
     assert results == [{"batchItemFailures": []}] * 2
-    s3.unregister("after-call.s3.GetObject")
     record = runtime.record(task_id)
     assert record.status == Status.SUCCEEDED
     assert sum(calls.values()) == TOTAL_STEPS
@@ -169,20 +164,16 @@ def test_live_lease_with_the_same_message_is_retried_later(setup):
     assert sum(calls.values()) == 0
 
 
-@pytest.mark.moto_only(reason="a botocore hook drops the send")
 def test_a_continuation_lost_between_write_and_send_is_sent_again(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "lost"}, task_id="lost-1")
     start = runtime.source.receive()[0]
 
     # The worker suspends the task, then "dies" before its send reaches SQS.
-    sent = runtime.sqs.meta.events
-    drop = lambda **kwargs: {"MessageId": "never-sent", "MD5OfMessageBody": ""}  # noqa: E731
-    sent.register("before-call.sqs.SendMessage", drop)
     context = ScriptedContext(4, executed=lambda: sum(calls.values()))
     event = sqs_event(start.body, message_ids=[start.message_id])
-    app.handler(event, context)
-    sent.unregister("before-call.sqs.SendMessage", drop)
+    with sends_lost(runtime):
+        app.handler(event, context)
     assert runtime.record(task_id).status == Status.SUSPENDED
     assert runtime.source.receive() == []
 

@@ -13,10 +13,12 @@ from pydantic import BaseModel
 from continuum import Continuum, RecordCorruptError, Status, TaskContext
 from tests.conftest import (
     ScriptedContext,
+    after_store_call,
     continuation,
     drain,
     record_key,
     record_versions,
+    s3_error,
     share,
     snapshot_objects,
     sqs_event,
@@ -301,28 +303,6 @@ def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws):
     assert "bad request" in record.error.message
 
 
-def fail_after_landing(client, *, code: str, on_call: int):
-    """From the on_call-th PutObject on the record: let it land, then report ``code``."""
-    from botocore.exceptions import ClientError
-
-    seen = {"n": 0, "key": ""}
-
-    def remember(params, **_):
-        seen["key"] = params.get("Key", "")
-
-    def hook(**_):
-        if not seen["key"].endswith("record.json"):
-            return
-        seen["n"] += 1
-        if seen["n"] == on_call:
-            raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "PutObject")
-
-    client.meta.events.register("before-parameter-build.s3.PutObject", remember)
-    client.meta.events.register("after-call.s3.PutObject", hook)
-    return seen
-
-
-@pytest.mark.moto_only(reason="a botocore hook fails the PutObject after it landed")
 @pytest.mark.parametrize(
     "code", ["PreconditionFailed", "InternalError", "SlowDown", "UnknownError"]
 )
@@ -332,16 +312,25 @@ def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_c
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="landed")
-    # Write 1 is the create; 2 the claim; 3 and 4 journal saves.
-    fail_after_landing(runtime.s3, code=code, on_call=on_call)
-    for _ in range(20):
-        if runtime.record(task_id).status.finished:
-            break
-        with contextlib.suppress(Exception):  # the handler may give the message back
-            runtime.invoke_once(forever())
-        if app.records.load(task_id)[0].status == Status.RUNNING:
-            expire_lease(app, task_id)  # the given-back message returns after the deadline
-        time.sleep(0.01)
+    # Write 1 is the create; 2 the claim; 3 and 4 journal saves. From the on_call-th write of
+    # the record: let it land, then report ``code``.
+    writes = []
+
+    def report_error(key):
+        if key.endswith("record.json"):
+            writes.append(key)
+            if len(writes) == on_call:
+                raise s3_error(runtime, code, key)
+
+    with after_store_call(runtime, "put", report_error):
+        for _ in range(20):
+            if runtime.record(task_id).status.finished:
+                break
+            with contextlib.suppress(Exception):  # the handler may give the message back
+                runtime.invoke_once(forever())
+            if app.records.load(task_id)[0].status == Status.RUNNING:
+                expire_lease(app, task_id)  # the given-back message returns after the deadline
+            time.sleep(0.01)
     record = runtime.record(task_id)
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == ["0", "1", "2"]
@@ -378,7 +367,6 @@ def test_superseded_state_blobs_are_removed_and_readers_never_see_a_gap(aws):
     assert app.client().status(task_id).status == Status.SUCCEEDED
 
 
-@pytest.mark.moto_only(reason="a botocore hook kills the worker after its claim landed")
 def test_deaths_outside_steps_blame_no_step(aws):
     app, runs = counting_job(max_step_crashes=3)
 
@@ -386,19 +374,18 @@ def test_deaths_outside_steps_blame_no_step(aws):
     task_id = app.client().start("job", {}, task_id="unlucky")
     armed = {"on": False}
 
-    def die_after_claim(**_):
+    def die_after_claim(_key):
         if armed["on"]:  # the worker dies right after its claim is written
             raise WorkerDied
 
-    runtime.s3.meta.events.register("after-call.s3.PutObject", die_after_claim)
     body = continuation(task_id, 0)
-    for _ in range(5):
-        armed["on"] = True
-        with pytest.raises(WorkerDied):
-            app.handler(sqs_event(body, message_ids=["m"]), forever())
-        armed["on"] = False
-        expire_lease(app, task_id)
-    runtime.s3.meta.events.unregister("after-call.s3.PutObject", die_after_claim)
+    with after_store_call(runtime, "put", die_after_claim):
+        for _ in range(5):
+            armed["on"] = True
+            with pytest.raises(WorkerDied):
+                app.handler(sqs_event(body, message_ids=["m"]), forever())
+            armed["on"] = False
+            expire_lease(app, task_id)
 
     record = drain(runtime, task_id, forever)
     assert record.status == Status.SUCCEEDED  # five deaths, but never inside a step
