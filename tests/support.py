@@ -43,7 +43,7 @@ from continuum.scaffold import init_project, render_template
 from continuum.scaffold.project import module_name
 from continuum.scaffold.render import fill, keep_flavor
 from continuum.secrets import clear_cache, load_signing_keys
-from continuum.store import PreconditionFailed, StoreError, TransientStoreError
+from continuum.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
 from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum.values import dump_json
 
@@ -63,6 +63,7 @@ __all__ = [
     "LocalLambdaContext",
     "LocalRuntime",
     "Lost",
+    "NoSuchKey",
     "PreconditionFailed",
     "Preempted",
     "QueueError",

@@ -7,7 +7,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from continuum.queue import MAX_DELAY_S, QueueMessage
+from continuum.queue import MAX_DELAY_S, MAX_VISIBILITY_S, QueueError, QueueMessage
 from continuum.testing.clock import Clock, Hook
 
 
@@ -46,6 +46,8 @@ class InMemoryContinuationQueue:
         self.dead_letter = dead_letter
         self.on_call = on_call
         self._messages: list[_Message] = []
+        #: Every receipt handle given out, and the id of the message it was given for.
+        self._handed_out: dict[str, str] = {}
         self._lock = threading.Condition()
 
     def send(self, body: str, *, delay_s: int = 0) -> str:
@@ -60,9 +62,12 @@ class InMemoryContinuationQueue:
     def set_visibility(self, receipt_handle: str, seconds: int) -> None:
         self._hook("set_visibility", receipt_handle)
         with self._lock:
+            message_id = self._given(receipt_handle, "change visibility")
+            if not any(m.message_id == message_id for m in self._messages):
+                raise QueueError("change visibility failed: ReceiptHandleIsInvalid (deleted)")
             message = self._by_receipt(receipt_handle)
-            if message is not None:
-                message.visible_at = self.clock() + max(0, seconds)
+            if message is not None:  # an older handle of a message received again: no effect
+                message.visible_at = self.clock() + max(0, min(MAX_VISIBILITY_S, seconds))
 
     def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
         self._hook("receive", "")
@@ -77,6 +82,9 @@ class InMemoryContinuationQueue:
     def delete(self, receipt_handle: str) -> None:
         self._hook("delete", receipt_handle)
         with self._lock:
+            self._given(receipt_handle, "delete")
+            # An older handle of a message received again deletes nothing, and says nothing
+            # (SQS: "the request succeeds, but the message will not be deleted").
             message = self._by_receipt(receipt_handle)
             if message is not None:
                 self._messages.remove(message)
@@ -126,6 +134,7 @@ class InMemoryContinuationQueue:
                 continue
             message.receive_count += 1
             message.receipt_handle = uuid.uuid4().hex
+            self._handed_out[message.receipt_handle] = message.message_id
             message.visible_at = now + self.visibility_timeout_s
             got.append(
                 QueueMessage(
@@ -142,6 +151,12 @@ class InMemoryContinuationQueue:
             self._messages.append(
                 _Message(message.message_id, message.body, self.clock(), message.receive_count)
             )
+
+    def _given(self, receipt_handle: str, operation: str) -> str:
+        """The id of the message a receipt handle was given for; as SQS, refuse one never given."""
+        if receipt_handle not in self._handed_out:
+            raise QueueError(f"{operation} failed: ReceiptHandleIsInvalid (never given out)")
+        return self._handed_out[receipt_handle]
 
     def _by_receipt(self, receipt_handle: str) -> _Message | None:
         return next((m for m in self._messages if m.receipt_handle == receipt_handle), None)
