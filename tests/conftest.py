@@ -219,10 +219,33 @@ STORE_ERRORS: dict[str, type[StoreError]] = {
 
 
 def s3_error(runtime: LocalRuntime, code: str, key: str) -> Exception:
-    """The error S3 answers with ``code``, as the backend's store client sees it."""
+    """The error S3 answers a PutObject with ``code``, as the backend's store client sees it."""
     if runtime.backend == "memory":
         return STORE_ERRORS[code](f"{key}: {code} (injected)")
-    return ClientError({"Error": {"Code": code, "Message": "injected"}}, S3_OPERATIONS["put"])
+    return ClientError({"Error": {"Code": code, "Message": "injected"}}, "PutObject")
+
+
+@contextlib.contextmanager
+def replaced(fake: Any, name: str, method: Callable[..., Any]) -> Iterator[None]:
+    """A fake's method replaced for the block (the app and the runtime share the fake)."""
+    setattr(fake, name, method)
+    try:
+        yield
+    finally:
+        delattr(fake, name)
+
+
+@contextlib.contextmanager
+def hooked(client: Any, handlers: dict[str, Callable[..., Any]]) -> Iterator[None]:
+    """botocore event handlers on a boto3 client for the block: event name -> handler."""
+    events = client.meta.events
+    for event, handler in handlers.items():
+        events.register(event, handler)
+    try:
+        yield
+    finally:
+        for event, handler in handlers.items():
+            events.unregister(event, handler)
 
 
 @contextlib.contextmanager
@@ -232,22 +255,17 @@ def after_store_call(
     """Call ``action(key)`` after each of the app's store calls of ``operation`` ("get" or
     "put") has done its work: raising from it fails a call that landed."""
     if runtime.backend == "memory":
-        store = runtime.store
-        original = getattr(store, operation)
+        original = getattr(runtime.store, operation)
 
         def call(key: str, *args: Any, **kwargs: Any) -> Any:
             result = original(key, *args, **kwargs)
             action(key)
             return result
 
-        setattr(store, operation, call)
-        try:
+        with replaced(runtime.store, operation, call):
             yield
-        finally:
-            delattr(store, operation)
         return
-    events, name = runtime.s3.meta.events, S3_OPERATIONS[operation]
-    keys = threading.local()
+    name, keys = S3_OPERATIONS[operation], threading.local()
 
     def remember(params: dict[str, Any], **_: Any) -> None:
         keys.key = params.get("Key", "")
@@ -255,13 +273,11 @@ def after_store_call(
     def after(**_: Any) -> None:
         action(keys.key)
 
-    events.register(f"before-parameter-build.s3.{name}", remember)
-    events.register(f"after-call.s3.{name}", after)
-    try:
+    with hooked(
+        runtime.s3,
+        {f"before-parameter-build.s3.{name}": remember, f"after-call.s3.{name}": after},
+    ):
         yield
-    finally:
-        events.unregister(f"after-call.s3.{name}", after)
-        events.unregister(f"before-parameter-build.s3.{name}", remember)
 
 
 @contextlib.contextmanager
@@ -272,7 +288,7 @@ def atomic_writes(runtime: LocalRuntime) -> Iterator[None]:
     if runtime.backend == "memory":
         yield
         return
-    events, lock = runtime.s3.meta.events, threading.Lock()
+    lock = threading.Lock()
 
     def acquire(**_: Any) -> None:
         lock.acquire(timeout=10)
@@ -280,32 +296,25 @@ def atomic_writes(runtime: LocalRuntime) -> Iterator[None]:
     def release(**_: Any) -> None:
         lock.release()
 
-    events.register("before-call.s3.PutObject", acquire)
-    events.register("after-call.s3.PutObject", release)
-    try:
+    with hooked(
+        runtime.s3, {"before-call.s3.PutObject": acquire, "after-call.s3.PutObject": release}
+    ):
         yield
-    finally:
-        events.unregister("after-call.s3.PutObject", release)
-        events.unregister("before-call.s3.PutObject", acquire)
 
 
 @contextlib.contextmanager
 def sends_lost(runtime: LocalRuntime) -> Iterator[None]:
     """The app's sends report success, but no message reaches the queue."""
     if runtime.backend == "memory":
-        runtime.queue.send = lambda body, *, delay_s=0: "never-sent"
-        try:
+        with replaced(runtime.queue, "send", lambda body, *, delay_s=0: "never-sent"):
             yield
-        finally:
-            del runtime.queue.send
         return
-    events = runtime.sqs.meta.events
-    drop = lambda **_: {"MessageId": "never-sent", "MD5OfMessageBody": ""}  # noqa: E731
-    events.register("before-call.sqs.SendMessage", drop)
-    try:
+
+    def drop(**_: Any) -> dict[str, str]:
+        return {"MessageId": "never-sent", "MD5OfMessageBody": ""}
+
+    with hooked(runtime.sqs, {"before-call.sqs.SendMessage": drop}):
         yield
-    finally:
-        events.unregister("before-call.sqs.SendMessage", drop)
 
 
 @contextlib.contextmanager
@@ -314,30 +323,26 @@ def sends_refused(runtime: LocalRuntime) -> Iterator[None]:
     if runtime.backend == "memory":
         queue, counting = runtime.queue, runtime.queue.on_call
 
-        def refuse(operation: str, key: str) -> None:
+        def refuse_send(operation: str, key: str) -> None:  # the fake's fault hook
             if operation == "send":
                 raise QueueError("send failed: ServiceUnavailable (injected)")
             if counting is not None:
                 counting(operation, key)
 
-        queue.on_call = refuse
+        queue.on_call = refuse_send
         try:
             yield
         finally:
             queue.on_call = counting
         return
 
-    def refuse_sends(**_: Any) -> None:
+    def refuse(**_: Any) -> None:
         raise ClientError(
             {"Error": {"Code": "ServiceUnavailable", "Message": "injected"}}, "SendMessage"
         )
 
-    events = runtime.sqs.meta.events
-    events.register("before-call.sqs.SendMessage", refuse_sends)
-    try:
+    with hooked(runtime.sqs, {"before-call.sqs.SendMessage": refuse}):
         yield
-    finally:
-        events.unregister("before-call.sqs.SendMessage", refuse_sends)
 
 
 # -- the queue's settings ---------------------------------------------------------------------
