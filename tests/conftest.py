@@ -1,19 +1,75 @@
-"""Shared fixtures: moto in-process, and Lambda contexts whose deadline a test controls."""
+"""Shared fixtures: the two backends (moto in-process and continuum.testing's in-memory fakes),
+Lambda contexts whose deadline a test controls, and backend-neutral looks at the stored objects
+and faults to inject.
+
+A test that takes ``aws`` (or ``backend``) runs twice, ``[memory]`` and ``[moto]``: the same
+protocol on both proves the fakes faithful. ``@pytest.mark.moto_only(reason)`` keeps a test on
+moto where it needs boto3 itself.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 
-from tests.support import LocalRuntime, moto_backend
+from continuum import Continuum
+from tests.support import (
+    BUCKET,
+    REGION,
+    LocalRuntime,
+    PreconditionFailed,
+    QueueError,
+    StoreError,
+    TransientStoreError,
+    event_record,
+    moto_backend,
+)
 
 # boto3 must never reach a real account from a test.
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
 os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+
+#: The backends a protocol test runs on (LocalRuntime's ``backend``).
+BACKENDS = ("memory", "moto")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses ``backend`` (``aws`` does) on each backend, unless moto_only."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    moto_only = metafunc.definition.get_closest_marker("moto_only")
+    if moto_only is not None and not (moto_only.args or moto_only.kwargs.get("reason")):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: moto_only needs a reason")
+    metafunc.parametrize("backend", ["moto"] if moto_only else BACKENDS, indirect=True)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend this run of the test uses: "memory" or "moto"."""
+    return str(request.param)
+
+
+@contextlib.contextmanager
+def on_backend(backend: str) -> Iterator[str]:
+    """Run the block where ``LocalRuntime(..., backend=backend)`` works: inside moto for moto."""
+    with moto_backend() if backend == "moto" else contextlib.nullcontext():
+        yield backend
+
+
+@pytest.fixture
+def aws(backend: str) -> Iterator[str]:
+    """The backend's S3 and SQS for the test: ``LocalRuntime(app, budget_s=..., backend=aws)``."""
+    with on_backend(backend):
+        yield backend
 
 
 class ScriptedContext:
@@ -38,12 +94,6 @@ class ScriptedContext:
         if self.allowed is None or self.executed() - self.start < self.allowed:
             return self.budget_ms
         return 0
-
-
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with moto_backend():
-        yield
 
 
 def drain(runtime: LocalRuntime, task_id: str, contexts: Callable[[int], Any], limit: int = 200):
@@ -85,11 +135,232 @@ def continuation(task_id: str, generation: int, reason: str = "test") -> str:
     )
 
 
-def snapshot_objects(s3, bucket: str) -> dict[str, str]:
-    """Every object version in the bucket: key -> latest etag (to prove nothing changed)."""
-    objects = {}
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        for version in page.get("Versions", []):
-            if version["IsLatest"]:
-                objects[version["Key"]] = version["ETag"]
-    return objects
+def snapshot_objects(runtime: LocalRuntime) -> dict[str, str]:
+    """Every live object in the bucket: key -> etag (to prove nothing changed)."""
+    store = runtime.observer_store
+    return {key: store.get(key).etag for key in store.list_keys("")}
+
+
+# -- the stored objects, on either backend ----------------------------------------------------
+
+
+def record_key(task_id: str) -> str:
+    return f"tasks/{task_id}/record.json"
+
+
+def raw_record(runtime: LocalRuntime, task_id: str, version_id: str | None = None) -> dict:
+    """A task's record.json as parsed JSON (the current version, or the one given)."""
+    stored = runtime.observer_store.get(record_key(task_id), version_id=version_id)
+    return json.loads(stored.body)
+
+
+def record_versions(runtime: LocalRuntime, task_id: str) -> dict[str, dict]:
+    """Every stored version of a task's record.json: version id -> parsed JSON, newest first."""
+    versions = runtime.observer_store.versions(record_key(task_id))
+    return {
+        v.version_id: raw_record(runtime, task_id, v.version_id)
+        for v in versions
+        if not v.is_delete_marker
+    }
+
+
+def tags_of(runtime: LocalRuntime, key: str) -> dict[str, str]:
+    """The tags of an object's current version (the store protocol writes tags, never reads)."""
+    if runtime.backend == "memory":
+        return runtime.store.tags_of(key)
+    tag_set = runtime.s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"]
+    return {tag["Key"]: tag["Value"] for tag in tag_set}
+
+
+# -- a second app on the same bucket and queue ------------------------------------------------
+
+
+def share(app: Continuum, runtime: LocalRuntime) -> Continuum:
+    """Point ``app`` at the runtime's bucket and queue, as another Lambda environment (with
+    its own clients on moto) of the same deployment."""
+    if runtime.backend == "memory":
+        app.configure(store=runtime.store, queue=runtime.queue)
+        return app
+    options = {"region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    app.configure(
+        bucket=BUCKET,
+        queue_url=runtime.queue_url,
+        s3_client=boto3.client("s3", **options),
+        sqs_client=boto3.client("sqs", **options),
+    )
+    return app
+
+
+def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
+    """Receive one continuation from the shared queue and hand it to ``app``'s handler, as
+    the event source would hand it to whichever environment is free."""
+    messages = runtime.source.receive()
+    if not messages:
+        return None
+    message = messages[0]
+    result = app.handler({"Records": [event_record(message, runtime.queue_arn)]}, context)
+    failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+    if message.message_id not in failed:
+        runtime.source.delete(message.receipt_handle)
+    return result
+
+
+# -- faults, injected into the app's calls on either backend ----------------------------------
+
+#: The S3 operation behind each store operation.
+S3_OPERATIONS = {"get": "GetObject", "put": "PutObject"}
+#: What the store makes of an S3 error code (continuum/s3.py): the error on the memory backend.
+STORE_ERRORS: dict[str, type[StoreError]] = {
+    "PreconditionFailed": PreconditionFailed,
+    "InternalError": TransientStoreError,
+    "SlowDown": TransientStoreError,
+    "UnknownError": StoreError,
+}
+
+
+def s3_error(runtime: LocalRuntime, code: str, key: str) -> Exception:
+    """The error S3 answers a PutObject with ``code``, as the backend's store client sees it."""
+    if runtime.backend == "memory":
+        return STORE_ERRORS[code](f"{key}: {code} (injected)")
+    return ClientError({"Error": {"Code": code, "Message": "injected"}}, "PutObject")
+
+
+@contextlib.contextmanager
+def replaced(fake: Any, name: str, method: Callable[..., Any]) -> Iterator[None]:
+    """A fake's method replaced for the block (the app and the runtime share the fake)."""
+    setattr(fake, name, method)
+    try:
+        yield
+    finally:
+        delattr(fake, name)
+
+
+@contextlib.contextmanager
+def hooked(client: Any, handlers: dict[str, Callable[..., Any]]) -> Iterator[None]:
+    """botocore event handlers on a boto3 client for the block: event name -> handler."""
+    events = client.meta.events
+    for event, handler in handlers.items():
+        events.register(event, handler)
+    try:
+        yield
+    finally:
+        for event, handler in handlers.items():
+            events.unregister(event, handler)
+
+
+@contextlib.contextmanager
+def after_store_call(
+    runtime: LocalRuntime, operation: str, action: Callable[[str], None]
+) -> Iterator[None]:
+    """Call ``action(key)`` after each of the app's store calls of ``operation`` ("get" or
+    "put") has done its work: raising from it fails a call that landed."""
+    if runtime.backend == "memory":
+        original = getattr(runtime.store, operation)
+
+        def call(key: str, *args: Any, **kwargs: Any) -> Any:
+            result = original(key, *args, **kwargs)
+            action(key)
+            return result
+
+        with replaced(runtime.store, operation, call):
+            yield
+        return
+    name, keys = S3_OPERATIONS[operation], threading.local()
+
+    def remember(params: dict[str, Any], **_: Any) -> None:
+        keys.key = params.get("Key", "")
+
+    def after(**_: Any) -> None:
+        action(keys.key)
+
+    with hooked(
+        runtime.s3,
+        {f"before-parameter-build.s3.{name}": remember, f"after-call.s3.{name}": after},
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def atomic_writes(runtime: LocalRuntime) -> Iterator[None]:
+    """Make each of the app's S3 writes atomic under threads, as on S3. moto checks a
+    conditional PutObject's condition and then writes, which two threads can interleave; the
+    in-memory store is atomic already."""
+    if runtime.backend == "memory":
+        yield
+        return
+    lock = threading.Lock()
+
+    def acquire(**_: Any) -> None:
+        lock.acquire(timeout=10)
+
+    def release(**_: Any) -> None:
+        lock.release()
+
+    with hooked(
+        runtime.s3, {"before-call.s3.PutObject": acquire, "after-call.s3.PutObject": release}
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def sends_lost(runtime: LocalRuntime) -> Iterator[None]:
+    """The app's sends report success, but no message reaches the queue."""
+    if runtime.backend == "memory":
+        with replaced(runtime.queue, "send", lambda body, *, delay_s=0: "never-sent"):
+            yield
+        return
+
+    def drop(**_: Any) -> dict[str, str]:
+        return {"MessageId": "never-sent", "MD5OfMessageBody": ""}
+
+    with hooked(runtime.sqs, {"before-call.sqs.SendMessage": drop}):
+        yield
+
+
+@contextlib.contextmanager
+def sends_refused(runtime: LocalRuntime) -> Iterator[None]:
+    """Every send of the app fails (an SQS outage, a broken policy)."""
+    if runtime.backend == "memory":
+        queue, counting = runtime.queue, runtime.queue.on_call
+
+        def refuse_send(operation: str, key: str) -> None:  # the fake's fault hook
+            if operation == "send":
+                raise QueueError("send failed: ServiceUnavailable (injected)")
+            if counting is not None:
+                counting(operation, key)
+
+        queue.on_call = refuse_send
+        try:
+            yield
+        finally:
+            queue.on_call = counting
+        return
+
+    def refuse(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "ServiceUnavailable", "Message": "injected"}}, "SendMessage"
+        )
+
+    with hooked(runtime.sqs, {"before-call.sqs.SendMessage": refuse}):
+        yield
+
+
+# -- the queue's settings ---------------------------------------------------------------------
+
+
+def set_visibility_timeout(runtime: LocalRuntime, seconds: int) -> None:
+    """Change the queue's visibility timeout (the time a received message stays hidden)."""
+    if runtime.backend == "memory":
+        runtime.queue.visibility_timeout_s = seconds
+    else:
+        runtime.sqs.set_queue_attributes(
+            QueueUrl=runtime.queue_url, Attributes={"VisibilityTimeout": str(seconds)}
+        )
+
+
+def purge_queue(runtime: LocalRuntime) -> None:
+    """Delete every message in the queue, visible or not (SQS's PurgeQueue)."""
+    if runtime.backend == "memory":
+        runtime.queue.purge()
+    else:
+        runtime.sqs.purge_queue(QueueUrl=runtime.queue_url)

@@ -28,6 +28,7 @@ from continuum.local import (
     event_record,
     moto_backend,
 )
+from continuum.queue import QueueError
 from continuum.record import (
     JournalEntry,
     Lease,
@@ -43,6 +44,7 @@ from continuum.scaffold import init_project, render_template
 from continuum.scaffold.project import module_name
 from continuum.scaffold.render import fill, keep_flavor
 from continuum.secrets import clear_cache, load_signing_keys
+from continuum.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
 from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum.values import dump_json
 
@@ -62,12 +64,17 @@ __all__ = [
     "LocalLambdaContext",
     "LocalRuntime",
     "Lost",
+    "NoSuchKey",
+    "PreconditionFailed",
     "Preempted",
+    "QueueError",
     "Records",
     "Returned",
     "StepStats",
+    "StoreError",
     "Suspended",
     "TaskRecord",
+    "TransientStoreError",
     "TurnLoop",
     "Verdict",
     "check_task_id",

@@ -7,7 +7,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from continuum.queue import MAX_DELAY_S, QueueMessage
+from continuum.queue import MAX_DELAY_S, MAX_VISIBILITY_S, QueueError, QueueMessage
 from continuum.testing.clock import Clock, Hook, wall_clock
 
 
@@ -50,6 +50,8 @@ class InMemoryContinuationQueue:
         self.dead_letter = dead_letter
         self.on_call = on_call
         self._messages: list[_Message] = []
+        #: Every receipt handle given out, and the id of the message it was given for.
+        self._handed_out: dict[str, str] = {}
         self._lock = threading.Condition()
 
     def send(self, body: str, *, delay_s: int = 0) -> str:
@@ -64,9 +66,12 @@ class InMemoryContinuationQueue:
     def set_visibility(self, receipt_handle: str, seconds: int) -> None:
         self._hook("set_visibility", receipt_handle)
         with self._lock:
+            message_id = self._given(receipt_handle, "change visibility")
+            if not any(m.message_id == message_id for m in self._messages):
+                raise QueueError("change visibility failed: ReceiptHandleIsInvalid (deleted)")
             message = self._by_receipt(receipt_handle)
-            if message is not None:
-                message.visible_at = self.clock() + max(0, seconds)
+            if message is not None:  # an older handle of a message received again: no effect
+                message.visible_at = self.clock() + max(0, min(MAX_VISIBILITY_S, seconds))
 
     def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
         self._hook("receive", "")
@@ -81,6 +86,9 @@ class InMemoryContinuationQueue:
     def delete(self, receipt_handle: str) -> None:
         self._hook("delete", receipt_handle)
         with self._lock:
+            self._given(receipt_handle, "delete")
+            # An older handle of a message received again deletes nothing, and says nothing
+            # (SQS: "the request succeeds, but the message will not be deleted").
             message = self._by_receipt(receipt_handle)
             if message is not None:
                 self._messages.remove(message)
@@ -92,10 +100,20 @@ class InMemoryContinuationQueue:
         with self._lock:
             return len(self._messages)
 
+    def __bool__(self) -> bool:
+        """A queue is there even when empty (``__len__`` alone would make an empty one false,
+        and ``configure(queue=q)`` keeps the queue it had when ``q`` is false)."""
+        return True
+
     def bodies(self) -> list[str]:
         """The bodies of every message in the queue, visible or not, oldest first."""
         with self._lock:
             return [m.body for m in self._messages]
+
+    def purge(self) -> None:
+        """Delete every message, visible or not (SQS's PurgeQueue)."""
+        with self._lock:
+            self._messages.clear()
 
     def next_visible_at(self) -> float | None:
         """When the next message becomes visible (None: the queue is empty)."""
@@ -120,6 +138,7 @@ class InMemoryContinuationQueue:
                 continue
             message.receive_count += 1
             message.receipt_handle = uuid.uuid4().hex
+            self._handed_out[message.receipt_handle] = message.message_id
             message.visible_at = now + self.visibility_timeout_s
             got.append(
                 QueueMessage(
@@ -136,6 +155,12 @@ class InMemoryContinuationQueue:
             self._messages.append(
                 _Message(message.message_id, message.body, self.clock(), message.receive_count)
             )
+
+    def _given(self, receipt_handle: str, operation: str) -> str:
+        """The id of the message a receipt handle was given for; as SQS, refuse one never given."""
+        if receipt_handle not in self._handed_out:
+            raise QueueError(f"{operation} failed: ReceiptHandleIsInvalid (never given out)")
+        return self._handed_out[receipt_handle]
 
     def _by_receipt(self, receipt_handle: str) -> _Message | None:
         return next((m for m in self._messages if m.receipt_handle == receipt_handle), None)

@@ -93,12 +93,15 @@ class InMemoryRecordStore:
             )
         if not delimiter:
             return keys
-        found: dict[str, None] = {}
+        contents: list[str] = []
+        folders: dict[str, None] = {}
         for key in keys:
-            rest = key[len(prefix) :]
-            cut = rest.find(delimiter)
-            found[key if cut < 0 else prefix + rest[: cut + len(delimiter)]] = None
-        return list(found)
+            cut = key.find(delimiter, len(prefix))
+            if cut < 0:
+                contents.append(key)
+            else:
+                folders[key[: cut + len(delimiter)]] = None
+        return contents + list(folders)  # as S3 answers: the keys, then the common prefixes
 
     def versions(self, key: str) -> list[ObjectVersion]:
         self._hook("versions", key)

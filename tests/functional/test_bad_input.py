@@ -7,15 +7,23 @@ import json
 import pytest
 
 from continuum import InvalidInputError, InvalidTaskIdError, Status, UnknownTaskError
-from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+from tests.conftest import (
+    ScriptedContext,
+    continuation,
+    drain,
+    record_key,
+    share,
+    snapshot_objects,
+    sqs_event,
+)
 from tests.functional.tasks import build
-from tests.support import BUCKET, LocalRuntime
+from tests.support import LocalRuntime
 
 
 @pytest.fixture
 def setup(aws):
     app, calls = build()
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     # A bystander task half-way through: bad input must leave its record alone.
     app.client().start("tally", {"label": "bystander"}, task_id="bystander")
     runtime.invoke_once(ScriptedContext(4, executed=lambda: sum(calls.values())))
@@ -42,14 +50,14 @@ def context(calls):
 )
 def test_a_bad_message_is_acknowledged_with_a_clear_error(setup, caplog, body, problem):
     app, calls, runtime = setup
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     caplog.clear()
 
     result = app.handler(sqs_event(body), context(calls))
 
     assert result == {"batchItemFailures": []}  # acknowledged: retrying cannot fix it
     assert problem in caplog.text
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
 
 
 def test_a_bad_message_never_fails_its_neighbours(setup):
@@ -63,10 +71,10 @@ def test_a_bad_message_never_fails_its_neighbours(setup):
 
 def test_unknown_task_name_at_start_names_it_and_writes_nothing(setup):
     app, _, runtime = setup
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     with pytest.raises(UnknownTaskError, match="unknown task 'talley'; this app defines: tally"):
         app.client().start("talley", {"label": "x"})
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
 
 
 def test_unknown_task_name_in_a_record_fails_that_task_with_the_reason(setup):
@@ -74,11 +82,8 @@ def test_unknown_task_name_in_a_record_fails_that_task_with_the_reason(setup):
     other, _ = build()
     other.tasks["renamed"] = other.tasks.pop("tally")
     other.tasks["renamed"].name = "renamed"
-    other.configure(
-        bucket=BUCKET, queue_url=runtime.queue_url, s3_client=runtime.s3, sqs_client=runtime.sqs
-    )
-    other.client().start("renamed", {"label": "x"}, task_id="orphan")
-    bystander = runtime.s3.head_object(Bucket=BUCKET, Key="tasks/bystander/record.json")["ETag"]
+    share(other, runtime).client().start("renamed", {"label": "x"}, task_id="orphan")
+    bystander = runtime.observer_store.get(record_key("bystander")).etag
 
     # This deployment's app has no task "renamed".
     app.handler(sqs_event(continuation("orphan", 0)), context(calls))
@@ -87,10 +92,7 @@ def test_unknown_task_name_in_a_record_fails_that_task_with_the_reason(setup):
     assert record.status == Status.FAILED
     assert record.error.type == "UnknownTaskError"
     assert "unknown task 'renamed'" in record.error.message
-    assert (
-        runtime.s3.head_object(Bucket=BUCKET, Key="tasks/bystander/record.json")["ETag"]
-        == bystander
-    )
+    assert runtime.observer_store.get(record_key("bystander")).etag == bystander
 
 
 @pytest.mark.parametrize(
@@ -103,22 +105,22 @@ def test_unknown_task_name_in_a_record_fails_that_task_with_the_reason(setup):
 )
 def test_input_that_fails_the_state_model_names_the_task_and_field(setup, payload, problem):
     app, _, runtime = setup
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     with pytest.raises(InvalidInputError) as info:
         app.client().start("tally", payload, task_id="bad-input")
     assert "task 'tally'" in str(info.value)
     assert "Tally" in str(info.value)
     assert problem in str(info.value)
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
 
 
 def test_an_unsafe_task_id_at_start_is_refused(setup):
     app, _, runtime = setup
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     for task_id in ("../x", "/abs", "a\nb", "x" * 10_000):
         with pytest.raises(InvalidTaskIdError):
             app.client().start("tally", {"label": "x"}, task_id=task_id)
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
 
 
 def test_a_task_that_raises_fails_with_the_step_and_reason(setup):
@@ -151,8 +153,8 @@ def test_a_message_with_an_unsafe_task_id_is_acknowledged_and_writes_nothing(
     setup, caplog, task_id
 ):
     app, calls, runtime = setup
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     body = json.dumps({"v": 1, "task_id": task_id, "generation": 0, "reason": "x", "sent_at": 0})
     assert app.handler(sqs_event(body), context(calls)) == {"batchItemFailures": []}
     assert "rejected a message" in caplog.text
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before

@@ -8,15 +8,25 @@ from datetime import timedelta
 import pytest
 
 from continuum import Status
-from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
+from tests.conftest import (
+    ScriptedContext,
+    after_store_call,
+    atomic_writes,
+    continuation,
+    drain,
+    record_key,
+    sends_lost,
+    snapshot_objects,
+    sqs_event,
+)
 from tests.functional.tasks import TOTAL_STEPS, build
-from tests.support import BUCKET, Lease, LocalRuntime, utcnow
+from tests.support import Lease, LocalRuntime, utcnow
 
 
 @pytest.fixture
 def setup(aws):
     app, calls = build()
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     return app, calls, runtime
 
 
@@ -29,21 +39,14 @@ def test_same_message_delivered_concurrently_runs_each_step_once(setup):
     task_id = app.client().start("tally", {"label": "c"}, task_id="dup-1")
     event = sqs_event(continuation(task_id, 0), message_ids=["same-message"])
 
-    # Both workers read the record before either claims it. The lock makes each S3 write
-    # atomic, as it is on S3 (moto's check-then-write is not, under threads).
+    # Both workers read the record before either claims it.
     both_loaded = threading.Barrier(2, timeout=10)
-    write_lock = threading.Lock()
-    s3 = runtime.s3.meta.events
     gets = []
 
-    def first_reads_meet(**_):
+    def first_reads_meet(_key):
         gets.append(1)
         if len(gets) <= 2:  # each worker's first read; the loser reads again after its 412
             both_loaded.wait()
-
-    s3.register("after-call.s3.GetObject", first_reads_meet)
-    s3.register("before-call.s3.PutObject", lambda **_: write_lock.acquire(timeout=10) and None)
-    s3.register("after-call.s3.PutObject", lambda **_: write_lock.release())
 
     results = []
 
@@ -51,14 +54,14 @@ def test_same_message_delivered_concurrently_runs_each_step_once(setup):
         context = ScriptedContext(None, executed=lambda: sum(calls.values()))
         results.append(app.handler(event, context))
 
-    threads = [threading.Thread(target=deliver) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    with atomic_writes(runtime), after_store_call(runtime, "get", first_reads_meet):
+        threads = [threading.Thread(target=deliver) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
 
     assert results == [{"batchItemFailures": []}] * 2
-    s3.unregister("after-call.s3.GetObject")
     record = runtime.record(task_id)
     assert record.status == Status.SUCCEEDED
     assert sum(calls.values()) == TOTAL_STEPS
@@ -75,10 +78,10 @@ def test_same_message_delivered_twice_in_a_row_runs_each_step_once(setup):
     first = ScriptedContext(5, executed=lambda: sum(calls.values()))
     assert app.handler(sqs_event(body, message_ids=["m-1"]), first) == {"batchItemFailures": []}
     assert runtime.record(task_id).status == Status.SUSPENDED
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     again = ScriptedContext(None, executed=lambda: sum(calls.values()))
     assert app.handler(sqs_event(body, message_ids=["m-2"]), again) == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == before  # stale: nothing written
+    assert snapshot_objects(runtime) == before  # stale: nothing written
 
     record = drain(runtime, task_id, unlimited(calls))
     assert record.status == Status.SUCCEEDED
@@ -86,9 +89,9 @@ def test_same_message_delivered_twice_in_a_row_runs_each_step_once(setup):
     assert all(n == 1 for n in calls.values())
 
     # And once more after the task finished: acknowledged, nothing written.
-    done = snapshot_objects(runtime.s3, BUCKET)
+    done = snapshot_objects(runtime)
     assert app.handler(sqs_event(body, message_ids=["m-3"]), again) == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == done
+    assert snapshot_objects(runtime) == done
     assert sum(calls.values()) == TOTAL_STEPS
 
 
@@ -100,13 +103,13 @@ def test_stale_generation_is_acknowledged_and_changes_nothing(setup):
         runtime.invoke_once(ScriptedContext(allowed, executed=lambda: sum(calls.values())))
     record = runtime.record(task_id)
     assert (record.status, record.generation) == (Status.SUSPENDED, 3)
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
 
     for generation in (0, 2, 1):  # old and out of order
         context = ScriptedContext(None, executed=lambda: sum(calls.values()))
         result = app.handler(sqs_event(continuation(task_id, generation)), context)
         assert result == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
     assert sum(calls.values()) == 6
 
     record = drain(runtime, task_id, unlimited(calls))
@@ -118,10 +121,10 @@ def test_stale_generation_is_acknowledged_and_changes_nothing(setup):
 def test_message_from_a_future_generation_is_rejected(setup):
     app, calls, runtime = setup
     task_id = app.client().start("tally", {"label": "f"}, task_id="future-1")
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     context = ScriptedContext(None, executed=lambda: sum(calls.values()))
     assert app.handler(sqs_event(continuation(task_id, 7)), context) == {"batchItemFailures": []}
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
     assert sum(calls.values()) == 0
 
 
@@ -131,8 +134,8 @@ def test_same_task_id_started_twice_exists_once(setup):
     assert client.start("tally", {"label": "once"}, task_id="once-1") == "once-1"
     assert client.start("tally", {"label": "twice"}, task_id="once-1") == "once-1"
 
-    versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix="tasks/once-1/")
-    assert [v["Key"] for v in versions["Versions"]] == ["tasks/once-1/record.json"]
+    assert runtime.observer_store.list_keys("tasks/once-1/") == [record_key("once-1")]
+    assert len(runtime.observer_store.versions(record_key("once-1"))) == 1
     assert runtime.record("once-1").state["label"] == "once"
 
     record = drain(runtime, "once-1", unlimited(calls))
@@ -167,13 +170,10 @@ def test_a_continuation_lost_between_write_and_send_is_sent_again(setup):
     start = runtime.source.receive()[0]
 
     # The worker suspends the task, then "dies" before its send reaches SQS.
-    sent = runtime.sqs.meta.events
-    drop = lambda **kwargs: {"MessageId": "never-sent", "MD5OfMessageBody": ""}  # noqa: E731
-    sent.register("before-call.sqs.SendMessage", drop)
     context = ScriptedContext(4, executed=lambda: sum(calls.values()))
     event = sqs_event(start.body, message_ids=[start.message_id])
-    app.handler(event, context)
-    sent.unregister("before-call.sqs.SendMessage", drop)
+    with sends_lost(runtime):
+        app.handler(event, context)
     assert runtime.record(task_id).status == Status.SUSPENDED
     assert runtime.source.receive() == []
 

@@ -1,4 +1,4 @@
-"""Failure paths on moto: deaths, dead letters, limits, hostile records and forged messages."""
+"""Failure paths: deaths, dead letters, limits, hostile records and forged messages."""
 
 from __future__ import annotations
 
@@ -11,8 +11,19 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, RecordCorruptError, Status, TaskContext
-from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
-from tests.support import BUCKET, LocalRuntime, utcnow
+from tests.conftest import (
+    ScriptedContext,
+    after_store_call,
+    continuation,
+    drain,
+    record_key,
+    record_versions,
+    s3_error,
+    share,
+    snapshot_objects,
+    sqs_event,
+)
+from tests.support import LocalRuntime, utcnow
 
 
 class Job(BaseModel):
@@ -74,7 +85,7 @@ def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
         ctx.state.done.append(poison(len(ctx.state.done)))
         return ctx.state.done
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="poison-1")
     body = continuation(task_id, 0)
     deaths = 0
@@ -96,10 +107,10 @@ def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
 def test_dead_letter_marks_the_task_failed_with_the_reason(aws):
     app, _ = counting_job()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     app.client().start("job", {}, task_id="dl-1")
     app.client().start("job", {}, task_id="dl-2")
-    before = runtime.s3.head_object(Bucket=BUCKET, Key="tasks/dl-2/record.json")["ETag"]
+    before = runtime.observer_store.get(record_key("dl-2")).etag
     event = sqs_event(continuation("dl-1", 0), continuation("dl-2", 5), "junk")
     event["Records"][0]["attributes"]["ApproximateReceiveCount"] = "6"
 
@@ -110,24 +121,24 @@ def test_dead_letter_marks_the_task_failed_with_the_reason(aws):
     assert record.error.type == "DeadLettered"
     assert "received 6 times" in record.error.message
     # A dead letter for a generation the task has not reached changes nothing.
-    assert runtime.s3.head_object(Bucket=BUCKET, Key="tasks/dl-2/record.json")["ETag"] == before
+    assert runtime.observer_store.get(record_key("dl-2")).etag == before
 
 
 def test_dead_letter_for_a_task_that_moved_on_is_a_leftover(aws):
     app, ticks = counting_job()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="moved-on")
     runtime.invoke_once(ScriptedContext(1, executed=lambda: len(ticks)))
     assert runtime.record(task_id).generation == 1
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     app.dead_letter_handler(sqs_event(continuation(task_id, 0)), forever())  # older generation
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
 
     drain(runtime, task_id, forever)
-    done = snapshot_objects(runtime.s3, BUCKET)
+    done = snapshot_objects(runtime)
     app.dead_letter_handler(sqs_event(continuation(task_id, 1)), forever())  # finished task
-    assert snapshot_objects(runtime.s3, BUCKET) == done
+    assert snapshot_objects(runtime) == done
     assert runtime.record(task_id).status == Status.SUCCEEDED
 
 
@@ -138,7 +149,7 @@ def test_a_state_that_no_longer_validates_fails_with_the_field(aws):
     def job_v1(ctx: TaskContext[Job]) -> None:
         return None
 
-    runtime = LocalRuntime(old, budget_s=900)
+    runtime = LocalRuntime(old, budget_s=900, backend=aws)
     old.client().start("job", {"items": 2}, task_id="migrated")
 
     class JobV2(BaseModel):
@@ -150,10 +161,7 @@ def test_a_state_that_no_longer_validates_fails_with_the_field(aws):
     def job_v2(ctx: TaskContext[JobV2]) -> None:
         return None
 
-    new.configure(
-        bucket=BUCKET, queue_url=runtime.queue_url, s3_client=runtime.s3, sqs_client=runtime.sqs
-    )
-    new.handler(sqs_event(continuation("migrated", 0)), forever())
+    share(new, runtime).handler(sqs_event(continuation("migrated", 0)), forever())
     record = runtime.record("migrated")
     assert record.status == Status.FAILED
     assert record.error.type == "InvalidInputError"
@@ -172,7 +180,7 @@ def test_a_step_result_over_the_size_limit_fails_the_task_naming_the_step(aws):
     def hoard(ctx: TaskContext[Job]) -> str:
         return download()[:10]
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("hoard", {}, task_id="hoard-1")
     record = drain(runtime, task_id, forever)
     assert record.status == Status.FAILED
@@ -188,7 +196,7 @@ def test_a_state_over_the_size_limit_fails_the_task(aws):
     def grow(ctx: TaskContext[Job]) -> None:
         ctx.state.done.append("y" * 10_000)
 
-    runtime = LocalRuntime(app, budget_s=0.3)
+    runtime = LocalRuntime(app, budget_s=0.3, backend=aws)
     task_id = app.client().start("grow", {}, task_id="grow-1")
     record = drain(runtime, task_id, lambda i: None)
     assert record.status == Status.FAILED
@@ -199,18 +207,18 @@ def test_a_state_over_the_size_limit_fails_the_task(aws):
 def test_a_record_edited_into_garbage_is_reported_and_nothing_else_changes(aws, caplog):
     app, _ = counting_job()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     app.client().start("job", {}, task_id="edited")
     app.client().start("job", {}, task_id="intact")
-    runtime.s3.put_object(Bucket=BUCKET, Key="tasks/edited/record.json", Body=b'{"task_id": "ed')
-    before = snapshot_objects(runtime.s3, BUCKET)
+    runtime.observer_store.put(record_key("edited"), b'{"task_id": "ed')
+    before = snapshot_objects(runtime)
 
     result = app.handler(sqs_event(continuation("edited", 0)), forever())
 
     assert result == {"batchItemFailures": []}  # acknowledged: a retry cannot repair it
     assert "record does not parse" in caplog.text
     assert "edited" in caplog.text
-    assert snapshot_objects(runtime.s3, BUCKET) == before
+    assert snapshot_objects(runtime) == before
     with pytest.raises(RecordCorruptError, match="restore an earlier version"):
         app.client().status("edited")
 
@@ -228,7 +236,7 @@ def test_forged_and_unsigned_messages_are_rejected_when_signing(aws, caplog):
     def job(ctx: TaskContext[Job]) -> int:
         return act()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="signed")
     unsigned = continuation(task_id, 0)
     forged = unsigned[:-1] + ',"sig":"' + "0" * 64 + '"}'
@@ -256,7 +264,7 @@ def test_a_task_over_max_continuations_fails_with_the_reason(aws):
     def endless(ctx: TaskContext[Job]) -> None:
         ctx.state.done.append(str(tick(len(ctx.state.done))))
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("endless", {}, task_id="endless-1")
     # Every invocation may run one step, then must suspend.
     record = drain(runtime, task_id, lambda i: ScriptedContext(1, executed=lambda: len(ticks)))
@@ -286,34 +294,13 @@ def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws):
     def job(ctx: TaskContext[Job]) -> str:
         return flaky() + broken()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="retry-1")
     record = drain(runtime, task_id, forever)
     assert attempts == {"flaky": 3, "broken": 1}
     assert record.status == Status.FAILED
     assert record.error.step == "broken#1"
     assert "bad request" in record.error.message
-
-
-def fail_after_landing(client, *, code: str, on_call: int):
-    """From the on_call-th PutObject on the record: let it land, then report ``code``."""
-    from botocore.exceptions import ClientError
-
-    seen = {"n": 0, "key": ""}
-
-    def remember(params, **_):
-        seen["key"] = params.get("Key", "")
-
-    def hook(**_):
-        if not seen["key"].endswith("record.json"):
-            return
-        seen["n"] += 1
-        if seen["n"] == on_call:
-            raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "PutObject")
-
-    client.meta.events.register("before-parameter-build.s3.PutObject", remember)
-    client.meta.events.register("after-call.s3.PutObject", hook)
-    return seen
 
 
 @pytest.mark.parametrize(
@@ -323,18 +310,27 @@ def fail_after_landing(client, *, code: str, on_call: int):
 def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_call):
     app, runs = counting_job(persist_every_s=0)
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="landed")
-    # Write 1 is the create; 2 the claim; 3 and 4 journal saves.
-    fail_after_landing(runtime.s3, code=code, on_call=on_call)
-    for _ in range(20):
-        if runtime.record(task_id).status.finished:
-            break
-        with contextlib.suppress(Exception):  # the handler may give the message back
-            runtime.invoke_once(forever())
-        if app.records.load(task_id)[0].status == Status.RUNNING:
-            expire_lease(app, task_id)  # the given-back message returns after the deadline
-        time.sleep(0.01)
+    # Write 1 is the create; 2 the claim; 3 and 4 journal saves. From the on_call-th write of
+    # the record: let it land, then report ``code``.
+    writes = []
+
+    def report_error(key):
+        if key.endswith("record.json"):
+            writes.append(key)
+            if len(writes) == on_call:
+                raise s3_error(runtime, code, key)
+
+    with after_store_call(runtime, "put", report_error):
+        for _ in range(20):
+            if runtime.record(task_id).status.finished:
+                break
+            with contextlib.suppress(Exception):  # the handler may give the message back
+                runtime.invoke_once(forever())
+            if app.records.load(task_id)[0].status == Status.RUNNING:
+                expire_lease(app, task_id)  # the given-back message returns after the deadline
+            time.sleep(0.01)
     record = runtime.record(task_id)
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == ["0", "1", "2"]
@@ -355,41 +351,41 @@ def test_superseded_state_blobs_are_removed_and_readers_never_see_a_gap(aws):
         ctx.state.done.append(f"{tick(len(ctx.state.done))}:" + "z" * 600)
         return len(ctx.state.done) if len(ctx.state.done) >= 6 else None
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("grow", {}, task_id="grower")
     # Every invocation runs two steps, so each save carries a new large state.
     record = drain(runtime, task_id, lambda i: ScriptedContext(2, executed=lambda: len(ticks)))
     assert record.status == Status.SUCCEEDED
-    listed = runtime.s3.list_objects_v2(Bucket=BUCKET, Prefix="tasks/grower/blobs/")
-    live = [o["Key"] for o in listed.get("Contents", [])]
+    store = runtime.observer_store
+    live = store.list_keys("tasks/grower/blobs/")
     # Only the blob the final record references is current; the others are noncurrent
     # versions that the lifecycle rule expires.
     assert live == [f"tasks/grower/blobs/{record.state_ref.sha256}.json.gz"]
-    versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix="tasks/grower/blobs/")
-    assert len({v["Key"] for v in versions["Versions"]}) > 1
+    refs = [raw["state_ref"] for raw in record_versions(runtime, task_id).values()]
+    blobs = {f"tasks/grower/blobs/{ref['sha256']}.json.gz" for ref in refs if ref}
+    assert len([key for key in blobs if store.versions(key)]) > 1
     assert app.client().status(task_id).status == Status.SUCCEEDED
 
 
 def test_deaths_outside_steps_blame_no_step(aws):
     app, runs = counting_job(max_step_crashes=3)
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="unlucky")
     armed = {"on": False}
 
-    def die_after_claim(**_):
+    def die_after_claim(_key):
         if armed["on"]:  # the worker dies right after its claim is written
             raise WorkerDied
 
-    runtime.s3.meta.events.register("after-call.s3.PutObject", die_after_claim)
     body = continuation(task_id, 0)
-    for _ in range(5):
-        armed["on"] = True
-        with pytest.raises(WorkerDied):
-            app.handler(sqs_event(body, message_ids=["m"]), forever())
-        armed["on"] = False
-        expire_lease(app, task_id)
-    runtime.s3.meta.events.unregister("after-call.s3.PutObject", die_after_claim)
+    with after_store_call(runtime, "put", die_after_claim):
+        for _ in range(5):
+            armed["on"] = True
+            with pytest.raises(WorkerDied):
+                app.handler(sqs_event(body, message_ids=["m"]), forever())
+            armed["on"] = False
+            expire_lease(app, task_id)
 
     record = drain(runtime, task_id, forever)
     assert record.status == Status.SUCCEEDED  # five deaths, but never inside a step
@@ -400,16 +396,16 @@ def test_deaths_outside_steps_blame_no_step(aws):
 def test_resume_after_a_record_was_restored_by_hand(aws):
     app, ticks = counting_job()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="restored")
     runtime.invoke_once(ScriptedContext(1, executed=lambda: len(ticks)))
-    good = runtime.s3.get_object(Bucket=BUCKET, Key="tasks/restored/record.json")["Body"].read()
+    good = runtime.observer_store.get(record_key(task_id)).body
     # Someone breaks the record; its continuation is acknowledged as unreadable and gone.
-    runtime.s3.put_object(Bucket=BUCKET, Key="tasks/restored/record.json", Body=b"{oops")
+    runtime.observer_store.put(record_key(task_id), b"{oops")
     assert runtime.invoke_once(forever()) is not None
     assert runtime.invoke_once(forever()) is None
     # An operator restores the last good version and resumes the task.
-    runtime.s3.put_object(Bucket=BUCKET, Key="tasks/restored/record.json", Body=good)
+    runtime.observer_store.put(record_key(task_id), good)
     assert app.client().resume(task_id) == 1
     record = drain(runtime, task_id, forever)
     assert record.status == Status.SUCCEEDED

@@ -17,6 +17,10 @@ from tests.support import LocalLambdaContext, moto_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.moto_only(
+    reason="the Lambda entry points build their app from the environment, on boto3's clients"
+)
+
 
 @pytest.fixture
 def lambda_env(monkeypatch):

@@ -1,4 +1,5 @@
-"""The local runtime and the CLI, end to end on moto with the sample research agent."""
+"""The local runtime (on both backends) and the CLI (on moto), end to end with the sample
+research agent."""
 
 from __future__ import annotations
 
@@ -10,28 +11,29 @@ from pathlib import Path
 import pytest
 
 from samples import research_agent
-from tests.support import LocalRuntime, moto_backend
+from tests.conftest import on_backend
+from tests.support import LocalRuntime
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = {"topic": "tides", "latency_scale": 0.05}
 
 
-def run_agent(budget_s: float):
-    with moto_backend():
-        runtime = LocalRuntime(research_agent.app, budget_s=budget_s)
+def run_agent(backend: str, budget_s: float):
+    with on_backend(backend):
+        runtime = LocalRuntime(research_agent.app, budget_s=budget_s, backend=backend)
         seen = []
         summary = runtime.run("research", FAST, on_invocation=seen.append)
         record = runtime.record(summary.task_id)
     return summary, seen, record
 
 
-def test_the_agent_report_does_not_depend_on_where_continuations_fell():
-    reference, _, _ = run_agent(budget_s=600)
+def test_the_agent_report_does_not_depend_on_where_continuations_fell(backend):
+    reference, _, _ = run_agent(backend, budget_s=600)
     assert reference.status == "succeeded"
     assert reference.continuations == 0
 
     for budget in (0.4, 0.5):
-        summary, seen, record = run_agent(budget_s=budget)
+        summary, seen, record = run_agent(backend, budget_s=budget)
         assert summary.status == "succeeded"
         assert summary.result == reference.result
         assert summary.continuations >= 3
@@ -60,6 +62,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.moto_only(reason="`continuum run` runs on moto")
 def test_cli_run_ends_with_a_json_summary_line():
     result = run_cli(
         "run",
@@ -82,6 +85,7 @@ def test_cli_run_ends_with_a_json_summary_line():
     assert '"level"' not in result.stdout  # worker JSON logs stay out of the terminal
 
 
+@pytest.mark.moto_only(reason="`continuum run` runs on moto")
 def test_cli_rejects_bad_input_with_a_clear_error():
     result = run_cli(
         "run", "samples.research_agent:research", "--input", '{"topc": "x"}', "--budget", "1"

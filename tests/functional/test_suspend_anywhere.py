@@ -7,25 +7,26 @@ that never stopped, and no step that ran before the suspension runs again.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from continuum import Status
-from tests.conftest import ScriptedContext, drain
+from tests.conftest import ScriptedContext, drain, on_backend
 from tests.functional.tasks import TOTAL_STEPS, build
-from tests.support import LocalRuntime, moto_backend
+from tests.support import LocalRuntime
 
 
-def run_with_plan(plan: list[int]) -> tuple[dict, object, object]:
-    """Run ``tally`` where invocation i may run plan[i] live steps (then unlimited)."""
+def run_with_plan(backend: str, plan: list[int]) -> tuple[dict, object, object]:
+    """Run ``tally`` on ``backend`` where invocation i may run plan[i] live steps (then
+    unlimited)."""
     app, calls = build()
 
     def context(i: int) -> ScriptedContext:
         allowed = plan[i] if i < len(plan) else None
         return ScriptedContext(allowed, executed=lambda: sum(calls.values()))
 
-    with moto_backend():  # a fresh bucket and queue for every run
-        runtime = LocalRuntime(app, budget_s=900)
+    with on_backend(backend):  # a fresh bucket and queue for every run
+        runtime = LocalRuntime(app, budget_s=900, backend=backend)
         task_id = app.client().start("tally", {"label": "x"}, task_id="tally-1")
         record = drain(runtime, task_id, context)
     return record.result, record, calls
@@ -33,7 +34,8 @@ def run_with_plan(plan: list[int]) -> tuple[dict, object, object]:
 
 @pytest.fixture(scope="module")
 def uninterrupted():
-    result, record, calls = run_with_plan([])
+    """The result of a run that never stopped (on the fakes: it is the same on moto)."""
+    result, record, calls = run_with_plan("memory", [])
     assert record.status == Status.SUCCEEDED
     assert record.counters.continuations == 0
     assert sum(calls.values()) == TOTAL_STEPS
@@ -41,8 +43,8 @@ def uninterrupted():
 
 
 @pytest.mark.parametrize("k", range(TOTAL_STEPS + 1))
-def test_suspended_after_step_k_finishes_the_same(uninterrupted, k):
-    result, record, calls = run_with_plan([k])
+def test_suspended_after_step_k_finishes_the_same(uninterrupted, backend, k):
+    result, record, calls = run_with_plan(backend, [k])
 
     assert record.status == Status.SUCCEEDED
     assert result == uninterrupted
@@ -56,10 +58,13 @@ def test_suspended_after_step_k_finishes_the_same(uninterrupted, k):
         assert record.counters.steps_replayed == k % 3
 
 
-@settings(max_examples=20, deadline=None)
+# ``backend`` is only a name; every example makes its own bucket and queue.
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(plan=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=8))
-def test_any_sequence_of_suspensions_finishes_the_same(uninterrupted, plan):
-    result, record, calls = run_with_plan(plan)
+def test_any_sequence_of_suspensions_finishes_the_same(uninterrupted, backend, plan):
+    result, record, calls = run_with_plan(backend, plan)
 
     assert record.status == Status.SUCCEEDED
     assert result == uninterrupted

@@ -11,43 +11,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext, current_context
-from tests.conftest import ScriptedContext, drain
-from tests.support import BUCKET, FINISHED_TAG, REGION, LocalRuntime, event_record
+from tests.conftest import (
+    ScriptedContext,
+    deliver,
+    drain,
+    raw_record,
+    record_key,
+    record_versions,
+    share,
+    tags_of,
+)
+from tests.support import FINISHED_TAG, LocalRuntime
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-def own_clients() -> dict[str, Any]:
-    """Fresh S3 and SQS clients: what a second warm Lambda environment has."""
-    options = {"region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
-    return {
-        "s3_client": boto3.client("s3", **options),
-        "sqs_client": boto3.client("sqs", **options),
-    }
-
-
-def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
-    """Receive one continuation from the shared queue and hand it to ``app``'s handler, as
-    the event source would hand it to whichever environment is free."""
-    messages = runtime.source.receive()
-    if not messages:
-        return None
-    message = messages[0]
-    result = app.handler({"Records": [event_record(message, runtime.queue_arn)]}, context)
-    failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
-    if message.message_id not in failed:
-        runtime.source.delete(message.receipt_handle)
-    return result
-
-
-def raw_record(s3: Any, task_id: str, version_id: str | None = None) -> dict:
-    extra = {"VersionId": version_id} if version_id else {}
-    body = s3.get_object(Bucket=BUCKET, Key=f"tasks/{task_id}/record.json", **extra)["Body"]
-    return json.loads(body.read())
 
 
 def digests(value: Any) -> set[str]:
@@ -64,15 +43,13 @@ def digests(value: Any) -> set[str]:
     return found
 
 
-def current_blobs(s3: Any, task_id: str) -> list[str]:
-    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"tasks/{task_id}/blobs/")
-    return [o["Key"] for o in listed.get("Contents", [])]
+def current_blobs(runtime: LocalRuntime, task_id: str) -> list[str]:
+    return runtime.observer_store.list_keys(f"tasks/{task_id}/blobs/")
 
 
-def tagged_finished(s3: Any, key: str) -> bool:
-    tags = s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"]
+def tagged_finished(runtime: LocalRuntime, key: str) -> bool:
     name, _, value = FINISHED_TAG.partition("=")
-    return {"Key": name, "Value": value} in tags
+    return tags_of(runtime, key).get(name) == value
 
 
 def digest_of(key: str) -> str:
@@ -119,8 +96,8 @@ def two_worker_app(live: list[str], **options: Any) -> Continuum:
 def test_a_blob_another_worker_deleted_is_uploaded_again_when_reused(aws):
     live: list[str] = []
     a = two_worker_app(live)
-    runtime = LocalRuntime(a, budget_s=900)
-    b = two_worker_app(live, bucket=BUCKET, queue_url=runtime.queue_url, **own_clients())
+    runtime = LocalRuntime(a, budget_s=900, backend=aws)
+    b = share(two_worker_app(live), runtime)
     task_id = a.client().start("crawl", {}, task_id="shared-blob")
 
     def one_more_step() -> ScriptedContext:
@@ -128,15 +105,15 @@ def test_a_blob_another_worker_deleted_is_uploaded_again_when_reused(aws):
 
     # A: fetch#0 runs; its large result goes to blob X; A suspends before note.
     assert deliver(a, runtime, one_more_step()) is not None
-    first = raw_record(runtime.s3, task_id)
+    first = raw_record(runtime, task_id)
     assert (first["generation"], len(digests(first))) == (1, 1)
     # B: replays fetch, runs note, ends the turn and suspends: X is no longer referenced, so
     # B deletes it.
     assert deliver(b, runtime, one_more_step()) is not None
-    assert raw_record(runtime.s3, task_id)["generation"] == 2
+    assert raw_record(runtime, task_id)["generation"] == 2
     # A again: turn 1's fetch produces the very same content, X, which A believes it stored.
     assert deliver(a, runtime, one_more_step()) is not None
-    third = raw_record(runtime.s3, task_id)
+    third = raw_record(runtime, task_id)
     assert third["generation"] == 3
     assert digests(third) == digests(first)  # the same blob X, referenced again
 
@@ -157,18 +134,18 @@ def test_a_second_start_of_the_same_id_leaves_no_unreferenced_untagged_blob(aws)
     def hold(ctx: TaskContext[Big]) -> int:
         return len(ctx.state.payload)
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     client = app.client()
     assert client.start("hold", {"payload": "first " * 500}, task_id="twice") == "twice"
     assert client.start("hold", {"payload": "second " * 500}, task_id="twice") == "twice"
     drain(runtime, "twice", lambda i: ScriptedContext(None, executed=lambda: 0))
     assert client.status("twice").status == Status.SUCCEEDED
 
-    referenced = digests(raw_record(runtime.s3, "twice"))
+    referenced = digests(raw_record(runtime, "twice"))
     leaked = [
         key
-        for key in current_blobs(runtime.s3, "twice")
-        if digest_of(key) not in referenced and not tagged_finished(runtime.s3, key)
+        for key in current_blobs(runtime, "twice")
+        if digest_of(key) not in referenced and not tagged_finished(runtime, key)
     ]
     assert leaked == []
 
@@ -178,19 +155,17 @@ def test_a_second_start_of_the_same_id_leaves_no_unreferenced_untagged_blob(aws)
 
 def test_a_finish_that_loses_the_record_tags_none_of_the_current_records_blobs(aws):
     app = Continuum(inline_limit_bytes=1024)
-    other_s3 = own_clients()["s3_client"]
-    key = "tasks/fenced-finish/record.json"
+    key = record_key("fenced-finish")
 
     def another_worker_claims() -> None:
         """Another worker takes the record (its lease replaces ours), as after our deadline."""
-        stored = other_s3.get_object(Bucket=BUCKET, Key=key)
-        raw = json.loads(stored["Body"].read())
+        store = runtime.observer_store
+        stored = store.get(key)
+        raw = json.loads(stored.body)
         assert raw["lease"] is not None
         raw["lease"]["owner"] = "another-worker"
         raw["lease"]["message_id"] = "another-message"
-        other_s3.put_object(
-            Bucket=BUCKET, Key=key, Body=json.dumps(raw, indent=1).encode(), IfMatch=stored["ETag"]
-        )
+        store.put(key, json.dumps(raw, indent=1).encode(), if_match=stored.etag)
 
     @app.step
     def last_step() -> str:
@@ -201,19 +176,19 @@ def test_a_finish_that_loses_the_record_tags_none_of_the_current_records_blobs(a
     def finishing(ctx: TaskContext[Big]) -> str:
         return last_step()
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     app.client().start("finishing", {}, task_id="fenced-finish")
     assert runtime.invoke_once(ScriptedContext(None, executed=lambda: 0)) is not None
 
-    current = raw_record(runtime.s3, "fenced-finish")
+    current = raw_record(runtime, "fenced-finish")
     assert current["status"] == "running"  # our finish was fenced: the other worker has it
     assert current["lease"]["owner"] == "another-worker"
     referenced = digests(current)
     assert referenced, "the state should live in a blob"
     expiring = [
         key
-        for key in current_blobs(runtime.s3, "fenced-finish")
-        if digest_of(key) in referenced and tagged_finished(runtime.s3, key)
+        for key in current_blobs(runtime, "fenced-finish")
+        if digest_of(key) in referenced and tagged_finished(runtime, key)
     ]
     assert expiring == []
 
@@ -236,7 +211,7 @@ def test_a_restored_earlier_record_version_completes_from_that_checkpoint(aws):
         ctx.state.n += 1
         return [n[:2] for n in ctx.state.notes] if ctx.state.n >= 6 else None
 
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("grow", {}, task_id="restore-me")
     # Every invocation runs one turn (a new state blob) and suspends: five checkpoints.
     drain(runtime, task_id, lambda i: ScriptedContext(1, executed=lambda: len(ticks)))
@@ -244,19 +219,14 @@ def test_a_restored_earlier_record_version_completes_from_that_checkpoint(aws):
     expected = app.client().result(task_id)
 
     # The operator picks the first suspended checkpoint and makes it current again.
-    versions = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix=f"tasks/{task_id}/record")
     checkpoints = {
-        (raw["status"], raw["generation"]): v["VersionId"]
-        for v in versions["Versions"]
-        for raw in [raw_record(runtime.s3, task_id, v["VersionId"])]
+        (raw["status"], raw["generation"]): version_id
+        for version_id, raw in record_versions(runtime, task_id).items()
     }
     first = checkpoints[("suspended", 1)]
     assert ("suspended", 3) in checkpoints  # superseded state blobs were deleted since
-    runtime.s3.copy_object(
-        Bucket=BUCKET,
-        Key=f"tasks/{task_id}/record.json",
-        CopySource={"Bucket": BUCKET, "Key": f"tasks/{task_id}/record.json", "VersionId": first},
-    )
+    store = runtime.observer_store
+    store.put(record_key(task_id), store.get(record_key(task_id), version_id=first).body)
 
     # Today the superseded state blob of that checkpoint is gone from the current listing
     # (only a noncurrent version keeps it), and reading the record fails with a private error.
@@ -295,12 +265,12 @@ def paging_app(cursor_bytes: int, **options: Any) -> tuple[Continuum, list[int]]
 
 def test_a_pause_cursor_over_the_inline_limit_is_stored_in_a_blob(aws):
     app, runs = paging_app(50_000, inline_limit_bytes=1024)
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("fetch_all", {}, task_id="big-cursor")
     runtime.invoke_once(ScriptedContext(None, executed=lambda: 0))
 
     assert app.client().status(task_id).status == Status.SUSPENDED
-    body = runtime.s3.get_object(Bucket=BUCKET, Key=f"tasks/{task_id}/record.json")["Body"].read()
+    body = runtime.observer_store.get(record_key(task_id)).body
     assert b"CURSOR" not in body
     assert len(body) < 16_000, f"record.json is {len(body)} bytes with a 1 KiB inline limit"
     drain(runtime, task_id, lambda i: ScriptedContext(None, executed=lambda: 0))
@@ -310,7 +280,7 @@ def test_a_pause_cursor_over_the_inline_limit_is_stored_in_a_blob(aws):
 
 def test_a_pause_cursor_over_max_state_bytes_fails_the_task_naming_the_step(aws):
     app, _runs = paging_app(200_000, max_state_bytes=100_000)
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("fetch_all", {}, task_id="huge-cursor")
     drain(runtime, task_id, lambda i: ScriptedContext(None, executed=lambda: 0), limit=5)
 

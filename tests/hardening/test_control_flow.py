@@ -21,9 +21,12 @@ class Empty(BaseModel):
     n: int = 0
 
 
-def run(app: Continuum, task: str, live: list, plan: list[int], task_id: str = "flow-1"):
-    """Start ``task``; invocation i may run plan[i] live step calls (then any); the status."""
-    runtime = LocalRuntime(app, budget_s=900)
+def run(
+    backend: str, app: Continuum, task: str, live: list, plan: list[int], task_id: str = "flow-1"
+):
+    """Start ``task`` on ``backend``; invocation i may run plan[i] live step calls (then any);
+    the status."""
+    runtime = LocalRuntime(app, budget_s=900, backend=backend)
     app.client().start(task, {}, task_id=task_id)
 
     def context(i: int) -> ScriptedContext:
@@ -57,7 +60,7 @@ def test_a_step_with_one_retry_runs_twice_in_all_when_a_suspension_falls_between
 
     # The first invocation has time for prepare and the first attempt only: the budget check
     # before the retry suspends the task.
-    status = run(app, "upload", live, [2])
+    status = run(aws, app, "upload", live, [2])
 
     assert live.count("upload") == 2, f"{live.count('upload')} attempts for retries=1"
     assert status.status == Status.FAILED
@@ -111,7 +114,7 @@ def careless_app(catch_all: str) -> tuple[Continuum, list[str]]:
 def test_a_task_that_swallows_the_suspension_fails_saying_so(aws, catch_all):
     app, live = careless_app(catch_all)
 
-    status = run(app, "careless", live, [1])  # suspends before `second`, inside the try
+    status = run(aws, app, "careless", live, [1])  # suspends before `second`, inside the try
 
     assert status.result != "fallback", "the suspension was swallowed and the fallback saved"
     assert status.status == Status.FAILED
@@ -138,7 +141,7 @@ def test_two_step_calls_with_the_same_explicit_key_fail_the_task_naming_the_key(
         b = ctx.step(charge, 250, key="order-7")
         return a + b
 
-    status = run(app, "checkout", charged, [])
+    status = run(aws, app, "checkout", charged, [])
 
     assert status.status == Status.FAILED, f"{status.status} with result {status.result}"
     assert "order-7" in f"{status.error.step} {status.error.message}"
@@ -167,7 +170,7 @@ def test_a_step_called_inside_a_step_applies_its_own_retries(aws):
     def nested(ctx: TaskContext[Empty]) -> str:
         return outer()
 
-    status = run(app, "nested", attempts, [])
+    status = run(aws, app, "nested", attempts, [])
 
     assert status.status == Status.SUCCEEDED, status.error
     assert status.result == "outer: inner ok"

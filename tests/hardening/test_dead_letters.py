@@ -8,15 +8,11 @@ than the record's, acknowledges it as a leftover: the task is suspended with no 
 
 from __future__ import annotations
 
-from typing import Any
-
-import boto3
-from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, drain, sqs_event
-from tests.support import REGION, LocalRuntime
+from tests.conftest import ScriptedContext, drain, sends_refused, sqs_event
+from tests.support import LocalRuntime
 
 MAX_RECEIVE_COUNT = 5  # the template's redrive policy
 
@@ -42,38 +38,28 @@ def job_app() -> tuple[Continuum, list[int]]:
     return app, ticks
 
 
-def refuse_sends(**_: Any) -> None:
-    raise ClientError(
-        {"Error": {"Code": "ServiceUnavailable", "Message": "injected"}}, "SendMessage"
-    )
-
-
 def test_a_dead_letter_whose_next_continuation_was_never_sent_does_not_strand_the_task(aws):
     app, ticks = job_app()
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="unsent")
-    source = boto3.client(
-        "sqs", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    start = source.receive_message(QueueUrl=runtime.queue_url)["Messages"][0]
-    body, message_id, receipt = start["Body"], start["MessageId"], start["ReceiptHandle"]
+    start = runtime.source.receive()[0]
+    body, message_id, receipt = start.body, start.message_id, start.receipt_handle
 
     # From here on every SendMessage of the worker fails (an SQS outage, a broken policy).
-    runtime.sqs.meta.events.register("before-call.sqs.SendMessage", refuse_sends)
-    for receive in range(1, MAX_RECEIVE_COUNT + 1):
-        event = sqs_event(body, message_ids=[message_id], receipt=receipt)
-        event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(receive)
-        app.handler(event, ScriptedContext(1, executed=lambda: len(ticks)))
-        if receive == 1:
-            # The suspend write landed; the send of generation 1's continuation did not.
-            record = runtime.record(task_id)
-            assert (record.status, record.generation) == (Status.SUSPENDED, 1)
-            assert ticks == [0]
+    with sends_refused(runtime):
+        for receive in range(1, MAX_RECEIVE_COUNT + 1):
+            event = sqs_event(body, message_ids=[message_id], receipt=receipt)
+            event["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(receive)
+            app.handler(event, ScriptedContext(1, executed=lambda: len(ticks)))
+            if receive == 1:
+                # The suspend write landed; the send of generation 1's continuation did not.
+                record = runtime.record(task_id)
+                assert (record.status, record.generation) == (Status.SUSPENDED, 1)
+                assert ticks == [0]
 
-    # SQS moves the message to the dead-letter queue; the outage is over by the time the
-    # dead-letter handler runs.
-    source.delete_message(QueueUrl=runtime.queue_url, ReceiptHandle=receipt)
-    runtime.sqs.meta.events.unregister("before-call.sqs.SendMessage", refuse_sends)
+        # SQS moves the message to the dead-letter queue; the outage is over by the time
+        # the dead-letter handler runs.
+        runtime.source.delete(receipt)
     dead = sqs_event(body, message_ids=[message_id])
     dead["Records"][0]["attributes"]["ApproximateReceiveCount"] = str(MAX_RECEIVE_COUNT)
     app.dead_letter_handler(dead, ScriptedContext(None, executed=lambda: len(ticks)))

@@ -10,13 +10,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, continuation, drain, snapshot_objects, sqs_event
-from tests.support import BUCKET, REGION, LocalRuntime, event_record
+from tests.conftest import (
+    ScriptedContext,
+    continuation,
+    deliver,
+    drain,
+    purge_queue,
+    record_key,
+    share,
+    snapshot_objects,
+    sqs_event,
+)
+from tests.support import LocalRuntime
 
 
 class Job(BaseModel):
@@ -40,32 +49,6 @@ def job_app(ticks: list[int], *, version: int = 1, **options: Any) -> Continuum:
     return app
 
 
-def share(app: Continuum, runtime: LocalRuntime) -> Continuum:
-    """Point ``app`` at the runtime's bucket and queue, with its own clients."""
-    options = {"region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
-    app.configure(
-        bucket=BUCKET,
-        queue_url=runtime.queue_url,
-        s3_client=boto3.client("s3", **options),
-        sqs_client=boto3.client("sqs", **options),
-    )
-    return app
-
-
-def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
-    """Receive one continuation from the shared queue and hand it to ``app``'s handler, as
-    the event source would hand it to whichever environment is free."""
-    messages = runtime.source.receive()
-    if not messages:
-        return None
-    message = messages[0]
-    result = app.handler({"Records": [event_record(message, runtime.queue_arn)]}, context)
-    failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
-    if message.message_id not in failed:
-        runtime.source.delete(message.receipt_handle)
-    return result
-
-
 # -- case 6: signing key rotation ------------------------------------------------------------
 
 
@@ -73,7 +56,7 @@ def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
 def test_a_task_in_flight_survives_a_signing_key_rotation(aws, monkeypatch, configured_by):
     ticks: list[int] = []
     old = job_app(ticks, signing_key="old")
-    runtime = LocalRuntime(old, budget_s=900)
+    runtime = LocalRuntime(old, budget_s=900, backend=aws)
     task_id = old.client().start("job", {}, task_id="rotated")
     runtime.invoke_once(ScriptedContext(1, executed=lambda: len(ticks)))
     assert old.client().status(task_id).generation == 1  # its continuation is signed "old"
@@ -108,11 +91,11 @@ def test_a_task_in_flight_survives_a_signing_key_rotation(aws, monkeypatch, conf
 def test_a_record_from_a_newer_task_version_is_not_run_by_older_code(aws, caplog):
     ticks: list[int] = []
     newer = job_app(ticks, version=2)
-    runtime = LocalRuntime(newer, budget_s=900)
+    runtime = LocalRuntime(newer, budget_s=900, backend=aws)
     task_id = newer.client().start("job", {}, task_id="versioned")  # state_version 2
 
     older = share(job_app(ticks, version=1), runtime)  # a worker still on the old code
-    before = snapshot_objects(runtime.s3, BUCKET)
+    before = snapshot_objects(runtime)
     result = deliver(older, runtime, ScriptedContext(None, executed=lambda: len(ticks)))
 
     assert ticks == [], "version-1 code ran a version-2 record"
@@ -120,7 +103,7 @@ def test_a_record_from_a_newer_task_version_is_not_run_by_older_code(aws, caplog
     if status.status == Status.FAILED:
         assert "version" in status.error.message
     else:  # left untouched, retried for a newer worker, with a clear error in the log
-        assert snapshot_objects(runtime.s3, BUCKET) == before
+        assert snapshot_objects(runtime) == before
         assert result["batchItemFailures"]
         assert "state version" in caplog.text
 
@@ -131,26 +114,26 @@ def test_a_record_from_a_newer_task_version_is_not_run_by_older_code(aws, caplog
 def test_a_record_with_an_unknown_top_level_field_runs_and_keeps_the_field(aws):
     ticks: list[int] = []
     app = job_app(ticks)
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="newer-record")
-    key = f"tasks/{task_id}/record.json"
-    raw = json.loads(runtime.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    store, key = runtime.observer_store, record_key(task_id)
+    raw = json.loads(store.get(key).body)
     raw["written_by_a_newer_worker"] = {"feature": "priorities", "priority": 3}
-    runtime.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(raw, indent=1).encode())
+    store.put(key, json.dumps(raw, indent=1).encode())
 
     drain(runtime, task_id, lambda i: ScriptedContext(1, executed=lambda: len(ticks)))
 
     assert app.client().result(task_id) == [0, 1, 2]
-    final = json.loads(runtime.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    final = json.loads(store.get(key).body)
     assert final.get("written_by_a_newer_worker") == {"feature": "priorities", "priority": 3}
 
 
 def test_a_continuation_with_an_unknown_field_is_accepted(aws):
     ticks: list[int] = []
     app = job_app(ticks)
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="newer-message")
-    runtime.sqs.purge_queue(QueueUrl=runtime.queue_url)  # only our message below remains
+    purge_queue(runtime)  # only our message below remains
 
     body = json.loads(continuation(task_id, 0, reason="start"))
     body["trace_id"] = "1-5f84c7a9-6f1c2a3b4c5d6e7f8a9b0c1d"  # a newer sender's extra field

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -19,26 +18,32 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import ConfigurationError, Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, drain
-from tests.support import BUCKET, LocalRuntime
+from tests.conftest import ScriptedContext, drain, raw_record
+from tests.support import LocalRuntime
 
 
 class Empty(BaseModel):
     n: int = 0
 
 
-def run(app: Continuum, task: str, live: list, plan: list[int], task_id: str = "callables-1"):
-    """Start ``task``; invocation i may run plan[i] live step calls (then any).
+def run(
+    backend: str,
+    app: Continuum,
+    task: str,
+    live: list,
+    plan: list[int],
+    task_id: str = "callables-1",
+):
+    """Start ``task`` on ``backend``; invocation i may run plan[i] live step calls (then any).
 
     Returns the public status and the raw record.json of each suspension."""
-    runtime = LocalRuntime(app, budget_s=900)
+    runtime = LocalRuntime(app, budget_s=900, backend=backend)
     app.client().start(task, {}, task_id=task_id)
     suspended: list[dict] = []
 
     def context(i: int) -> ScriptedContext:
         if app.client().status(task_id).status == Status.SUSPENDED:
-            body = runtime.s3.get_object(Bucket=BUCKET, Key=f"tasks/{task_id}/record.json")
-            suspended.append(json.loads(body["Body"].read()))
+            suspended.append(raw_record(runtime, task_id))
         return ScriptedContext(plan[i] if i < len(plan) else None, executed=lambda: len(live))
 
     drain(runtime, task_id, context)
@@ -79,7 +84,7 @@ def test_an_effect_step_called_from_a_thread_pool_fails_the_task_at_the_call(aws
         with ThreadPoolExecutor(max_workers=2) as executor:
             return list(executor.map(charge, [100, 250]))
 
-    status, _ = run(app, "pool", charged, [])
+    status, _ = run(aws, app, "pool", charged, [])
 
     assert charged == [], "the effect ran outside the journal"
     assert status.status == Status.FAILED, f"{status.status}: {status.result}"
@@ -125,7 +130,7 @@ def test_overlapping_step_calls_from_threads_with_a_copied_context_fail_the_task
             raise errors[0]
         return [results[1], results[2]]
 
-    status, _ = run(app, "overlap", fetched, [])
+    status, _ = run(aws, app, "overlap", fetched, [])
 
     assert 2 not in fetched, "the overlapping call ran as a nested step, outside the journal"
     assert status.status == Status.FAILED, f"{status.status}: {status.result}"
@@ -219,7 +224,7 @@ def test_a_partial_or_callable_object_step_has_a_stable_name_and_runs_once(aws, 
         marks.append("after")
         return value
 
-    status, suspended = run(app, "shop", marks, [1])  # suspended right after the step
+    status, suspended = run(aws, app, "shop", marks, [1])  # suspended right after the step
 
     assert status.status == Status.SUCCEEDED, status.error
     expected = {"order": 7, "cents": 250} if kind == "partial" else {"price": 50}

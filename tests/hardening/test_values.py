@@ -17,8 +17,15 @@ import pytest
 from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer
 
 from continuum import Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, drain
-from tests.support import BUCKET, LocalRuntime, moto_backend
+from tests.conftest import (
+    ScriptedContext,
+    drain,
+    on_backend,
+    raw_record,
+    record_key,
+    set_visibility_timeout,
+)
+from tests.support import LocalRuntime
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -27,15 +34,18 @@ class Empty(BaseModel):
     n: int = 0
 
 
-def run_plan(app: Continuum, live: list, task: str, plan: list[int], state: Any = None):
-    """Run ``task`` on a fresh bucket; invocation i may run plan[i] live steps, then any.
+def run_plan(
+    backend: str, app: Continuum, live: list, task: str, plan: list[int], state: Any = None
+):
+    """Run ``task`` on a fresh bucket of ``backend``; invocation i may run plan[i] live steps,
+    then any.
 
     Returns the public status of the finished task and the raw record.json of every
     suspension (as parsed JSON), in order.
     """
     suspended: list[dict] = []
-    with moto_backend():
-        runtime = LocalRuntime(app, budget_s=900)
+    with on_backend(backend):
+        runtime = LocalRuntime(app, budget_s=900, backend=backend)
         task_id = app.client().start(task, state or {}, task_id="values-1")
 
         def context(i: int) -> ScriptedContext:
@@ -47,11 +57,6 @@ def run_plan(app: Continuum, live: list, task: str, plan: list[int], state: Any 
         drain(runtime, task_id, context)
         status = app.client().status(task_id)
     return status, suspended
-
-
-def raw_record(runtime: LocalRuntime, task_id: str) -> dict:
-    body = runtime.s3.get_object(Bucket=BUCKET, Key=f"tasks/{task_id}/record.json")["Body"]
-    return json.loads(body.read())
 
 
 def journal_entries(raw: Any) -> list[dict]:
@@ -163,15 +168,18 @@ PLAN_IDS = [f"suspend-after-{p[0]}" for p in PLANS[:-2]] + ["after-every-step", 
 
 @pytest.fixture(scope="module")
 def chat_uninterrupted():
-    status, _ = run_plan(*chat_app(), "chat", [])
+    """The result of a run that never stopped (on the fakes: it is the same on moto)."""
+    status, _ = run_plan("memory", *chat_app(), "chat", [])
     assert status.status == Status.SUCCEEDED
     return status.result
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=PLAN_IDS)
-def test_in_place_edits_of_nested_state_give_the_uninterrupted_result(chat_uninterrupted, plan):
+def test_in_place_edits_of_nested_state_give_the_uninterrupted_result(
+    backend, chat_uninterrupted, plan
+):
     app, live = chat_app()
-    status, _ = run_plan(app, live, "chat", plan)
+    status, _ = run_plan(backend, app, live, "chat", plan)
 
     assert status.status == Status.SUCCEEDED, status.error
     assert status.result == chat_uninterrupted
@@ -179,9 +187,9 @@ def test_in_place_edits_of_nested_state_give_the_uninterrupted_result(chat_unint
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=PLAN_IDS)
-def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(plan):
+def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(backend, plan):
     app, live = step_result_app()
-    status, _ = run_plan(app, live, "sizes", plan)
+    status, _ = run_plan(backend, app, live, "sizes", plan)
 
     assert status.status == Status.SUCCEEDED, status.error
     # Each turn: [1, 2] plus 99 is 3 items; one "seen" mark. Never 4 items, never 2 marks.
@@ -195,24 +203,20 @@ def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(plan):
 def pass_the_deadline(runtime: LocalRuntime, task_id: str) -> None:
     """A worker that gave its message back without finishing died by its deadline: what the
     passing of that deadline does to the record's lease."""
-    key = f"tasks/{task_id}/record.json"
-    stored = runtime.s3.get_object(Bucket=BUCKET, Key=key)
-    raw = json.loads(stored["Body"].read())
+    store, key = runtime.observer_store, record_key(task_id)
+    stored = store.get(key)
+    raw = json.loads(stored.body)
     if raw.get("status") == "running" and raw.get("lease"):
         raw["lease"]["expires_at"] = "2000-01-01T00:00:00Z"
-        runtime.s3.put_object(
-            Bucket=BUCKET, Key=key, Body=json.dumps(raw, indent=1).encode(), IfMatch=stored["ETag"]
-        )
+        store.put(key, json.dumps(raw, indent=1).encode(), if_match=stored.etag)
 
 
-def deliver_until_finished(app: Continuum, task_id: str, most: int = 12) -> int:
+def deliver_until_finished(backend: str, app: Continuum, task_id: str, most: int = 12) -> int:
     """Redeliver the task's message the way SQS would (a visibility timeout of 0: a message
     the handler did not acknowledge comes straight back, after its worker's deadline);
     return the number of handler invocations."""
-    runtime = LocalRuntime(app, budget_s=900)
-    runtime.sqs.set_queue_attributes(
-        QueueUrl=runtime.queue_url, Attributes={"VisibilityTimeout": "0"}
-    )
+    runtime = LocalRuntime(app, budget_s=900, backend=backend)
+    set_visibility_timeout(runtime, 0)
     app.client().start("measured", {}, task_id=task_id)
     for invocation in range(most):
         if app.client().status(task_id).status.finished:
@@ -242,7 +246,7 @@ def test_a_nan_or_infinite_step_result_fails_the_task_once_naming_the_step(aws, 
         measure()
         return "done"
 
-    invocations = deliver_until_finished(app, "nan-step")
+    invocations = deliver_until_finished(aws, app, "nan-step")
 
     status = app.client().status("nan-step")
     seen = f"{status.status} after {invocations} invocations, step ran {len(runs)}x: {status.error}"
@@ -271,7 +275,7 @@ def test_a_nan_in_the_state_fails_the_task_once_naming_the_field(aws, value):
         ctx.state.rounds += 1
         return None
 
-    invocations = deliver_until_finished(app, "nan-state")
+    invocations = deliver_until_finished(aws, app, "nan-state")
 
     status = app.client().status("nan-state")
     assert status.status == Status.FAILED, f"{status.status} after {invocations} invocations"
@@ -305,11 +309,11 @@ def unannotated_app(fn: Any) -> tuple[Continuum, list[str]]:
 
 
 @pytest.mark.parametrize("fn", [datetime.now, uuid.uuid4], ids=["datetime.now", "uuid.uuid4"])
-def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(fn):
+def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(backend, fn):
     outcomes = []
     for plan in ([], [1]):  # never suspended; suspended right after the step
         app, marks = unannotated_app(fn)
-        status, _ = run_plan(app, marks, "typed", plan)
+        status, _ = run_plan(backend, app, marks, "typed", plan)
         outcomes.append(status)
 
     if all(o.status == Status.FAILED for o in outcomes):
@@ -325,7 +329,7 @@ def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(fn):
 FIXED = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 
-def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed():
+def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed(backend):
     results = []
     for plan in ([], [1]):
         app = Continuum()
@@ -347,7 +351,7 @@ def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed():
             marks.append("after")
             return f"{type(value).__name__} {value == FIXED}"
 
-        status, _ = run_plan(app, marks, "typed", plan)
+        status, _ = run_plan(backend, app, marks, "typed", plan)
         assert status.status == Status.SUCCEEDED, status.error
         results.append(status.result)
     assert results == ["datetime True", "datetime True"]
@@ -367,7 +371,7 @@ Ticket = Annotated[
 ]
 
 
-def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips():
+def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips(backend):
     app = Continuum()
     marks: list[str] = []
 
@@ -387,7 +391,7 @@ def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips():
         marks.append("after")
         return f"{type(ticket).__name__} {ticket!r}"
 
-    status, suspended = run_plan(app, marks, "ticketing", [1])  # suspended right after it
+    status, suspended = run_plan(backend, app, marks, "ticketing", [1])  # suspended right after it
 
     entries = [e for e in journal_entries(suspended[0]) if e["key"].startswith("open_ticket")]
     assert len(entries) == 1

@@ -16,7 +16,6 @@ from tests.support import (
     Suspended,
     TaskRecord,
     TurnLoop,
-    moto_backend,
     observe,
 )
 
@@ -88,7 +87,7 @@ class Download(BaseModel):
     pages: int = 10
 
 
-def test_a_cooperative_step_spans_invocations_from_its_cursor():
+def test_a_cooperative_step_spans_invocations_from_its_cursor(aws):
     app = Continuum()
     fetched: list[int] = []
 
@@ -107,13 +106,10 @@ def test_a_cooperative_step_spans_invocations_from_its_cursor():
     def mirror(ctx: TaskContext[Download]) -> int:
         return sum(download(ctx.state.pages))
 
-    with moto_backend():
-        runtime = LocalRuntime(app, budget_s=900)
-        task_id = app.client().start("mirror", {"pages": 10}, task_id="mirror-1")
-        # Each invocation has time for three pages.
-        record = drain(
-            runtime, task_id, lambda i: ScriptedContext(3, executed=lambda: len(fetched))
-        )
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
+    task_id = app.client().start("mirror", {"pages": 10}, task_id="mirror-1")
+    # Each invocation has time for three pages.
+    record = drain(runtime, task_id, lambda i: ScriptedContext(3, executed=lambda: len(fetched)))
 
     assert record.status == Status.SUCCEEDED
     assert record.result == sum(range(0, 100, 10))

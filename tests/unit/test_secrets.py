@@ -14,6 +14,8 @@ from tests.support import clear_cache, load_signing_keys
 
 PARAMETER = "/continuum/signing-key"
 
+pytestmark = pytest.mark.moto_only(reason="SSM and Secrets Manager have no in-memory fake")
+
 
 @pytest.fixture(autouse=True)
 def fresh_cache() -> Iterator[None]:
