@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 _PRECONDITION = frozenset({"PreconditionFailed", "412"})
-_MISSING = frozenset({"NoSuchKey", "404", "NoSuchVersion", "NotFound"})
+#: 405 MethodNotAllowed: the key's current version is a delete marker (tagging, or reading
+#: that version): for the protocol, the object is gone.
+_MISSING = frozenset({"NoSuchKey", "404", "NoSuchVersion", "NotFound", "MethodNotAllowed", "405"})
 _TRANSIENT = frozenset(
     {
         "ConditionalRequestConflict",
@@ -134,22 +136,31 @@ class S3RecordStore:
         return found
 
     def versions(self, key: str) -> list[ObjectVersion]:
-        found: list[ObjectVersion] = []
+        versions: list[ObjectVersion] = []
+        markers: list[ObjectVersion] = []
         try:
             pages = self.s3_client.get_paginator("list_object_versions").paginate(
                 Bucket=self.bucket, Prefix=key
             )
             for page in pages:
-                for version in page.get("Versions", []):
-                    if version["Key"] == key:
-                        found.append(_version(version, marker=False))
-                for marker in page.get("DeleteMarkers", []):
-                    if marker["Key"] == key:
-                        found.append(_version(marker, marker=True))
+                versions += [
+                    _version(v, marker=False) for v in page.get("Versions", []) if v["Key"] == key
+                ]
+                markers += [
+                    _version(m, marker=True)
+                    for m in page.get("DeleteMarkers", [])
+                    if m["Key"] == key
+                ]
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc, key) from exc
-        found.sort(key=lambda v: v.last_modified, reverse=True)
-        return found
+        # S3 lists versions and delete markers apart, each newest first, with LastModified to
+        # the second: the one marked latest leads, then the rest by time (a stable sort keeps
+        # S3's order within a second).
+        found = versions + markers
+        rest = sorted(
+            (v for v in found if not v.is_latest), key=lambda v: v.last_modified, reverse=True
+        )
+        return [v for v in found if v.is_latest] + rest
 
 
 def _version(item: Any, *, marker: bool) -> ObjectVersion:

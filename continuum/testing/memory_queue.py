@@ -100,11 +100,6 @@ class InMemoryContinuationQueue:
         with self._lock:
             return len(self._messages)
 
-    def __bool__(self) -> bool:
-        """A queue is there even when empty (``__len__`` alone would make an empty one false,
-        and ``configure(queue=q)`` keeps the queue it had when ``q`` is false)."""
-        return True
-
     def bodies(self) -> list[str]:
         """The bodies of every message in the queue, visible or not, oldest first."""
         with self._lock:
