@@ -19,6 +19,7 @@ from continuum.continuation import (
 )
 from continuum.control import Preempted
 from continuum.fence import Verdict, fence
+from continuum.inbox import CallbackAnswer
 from continuum.journal import Journal
 from continuum.local import (
     BUCKET,
@@ -54,6 +55,7 @@ __all__ = [
     "FINISHED_TAG",
     "REGION",
     "Budget",
+    "CallbackAnswer",
     "Claim",
     "Continuation",
     "Continuations",

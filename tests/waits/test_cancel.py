@@ -129,7 +129,7 @@ def test_a_task_that_swallows_the_cancel_still_ends_cancelled(make_runtime):
     app, ran = cancellable_app()
     runtime = make_runtime(app)
     with runtime.time.running():
-        waiting = runtime.run("chore", {"swallow": True, "sleep_days": 0.5})
+        waiting = runtime.run("chore", {"swallow": True, "sleep_days": 0.05})
         assert waiting.status == "succeeded"  # not cancelled: shows the run ends by itself
         task_id = app.client().start("chore", {"swallow": True})
         runtime.invoke_once()
