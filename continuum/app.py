@@ -39,6 +39,7 @@ from continuum.codec import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.context import TaskContext
 from continuum.continuation import Continuations, parse_keys
 from continuum.dead_letter import DeadLetters
+from continuum.metering import Meter
 from continuum.queue import ContinuationQueue
 from continuum.records import Records
 from continuum.settings import (
@@ -82,21 +83,10 @@ class Continuum:
         sqs_client: a boto3 SQS client (default: one made on first use).
         store: a record store instead of S3 (``continuum.testing.InMemoryRecordStore``).
         queue: a continuation queue instead of SQS (``InMemoryContinuationQueue``).
-        confidence: the share of a step's durations the budget rule covers.
-        safety_margin_s: seconds kept free beyond the predicted step and save.
-        default_step_s: the assumed duration of a step never seen before.
-        persist_every_s: save the journal at least this often while steps complete.
-        inline_limit_bytes: states and results larger than this go to compressed blobs.
-        max_state_bytes: the largest state, task result or step result accepted (JSON bytes).
-        visibility_margin_s: seconds after this invocation's deadline at which its message
-            reappears if the worker dies (the claim sets the message's visibility with one
-            ChangeMessageVisibility call). None keeps the queue's visibility timeout: one AWS
-            call less per continuation, but a dead worker's task waits that long.
-        preemptible_confidence: the confidence of the budget rule for preemptible steps.
-        max_step_crashes: consecutive worker deaths at one step after which the task fails.
-        max_idle_suspensions: consecutive suspensions without progress after which it fails.
-        inbox_poll_s: while a task runs, its inbox is listed this often (one S3 LIST), so a
-            cancel request takes effect within this long.
+        confidence, safety_margin_s, default_step_s, persist_every_s, inline_limit_bytes,
+        max_state_bytes, visibility_margin_s, preemptible_confidence, max_step_crashes,
+        max_idle_suspensions, inbox_poll_s: the budget rule, limits and margins; see
+            :class:`continuum.Settings` for each.
         signing_key: sign continuation messages with HMAC-SHA256 and refuse unsigned or
             forged ones. Several keys (a list, or a comma-separated string) rotate: the first
             signs, any verifies. Default: ``continuum.secrets.load_signing_keys()`` (from
@@ -151,6 +141,8 @@ class Continuum:
             store=store,
             queue=queue,
         )
+        #: counts the store and queue calls each message makes (``record.usage``).
+        self.meter = Meter()
         self._records: Records | None = None
         self._continuations: Continuations | None = None
         self._worker: Worker | None = None
@@ -298,7 +290,7 @@ class Continuum:
         if self._records is None:
             settings = self.settings
             self._records = Records(
-                self._backends.store(),
+                self.meter.wrap(self._backends.store()),
                 prefix=self._backends.prefix,
                 inline_limit=settings.inline_limit_bytes,
                 max_value_bytes=settings.max_state_bytes,
@@ -309,7 +301,7 @@ class Continuum:
     def continuations(self) -> Continuations:
         """Where continuations are sent (SQS, or the queue given), and their signing keys."""
         if self._continuations is None:
-            queue = self._backends.queue()
+            queue = self.meter.wrap(self._backends.queue())
             self._continuations = Continuations(queue, keys=self.settings.signing_keys)
         return self._continuations
 
@@ -318,7 +310,9 @@ class Continuum:
     def handler(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         """The Lambda entry point for an SQS event source with ReportBatchItemFailures."""
         if self._worker is None:
-            self._worker = Worker(self.registry, self.records, self.continuations, self.settings)
+            self._worker = Worker(
+                self.registry, self.records, self.continuations, self.settings, meter=self.meter
+            )
         return self._worker.handle_batch(event, context)
 
     def dead_letter_handler(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -8,6 +8,7 @@ CloudWatch metric (EMF log lines).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from continuum.errors import ContinuumError
+from continuum.queue import ContinuationQueue, QueueError
 
 logger = Logger(service="continuum")
 
@@ -117,3 +121,33 @@ class OutcomeMetrics:
     def flush(self) -> None:
         if self._metrics is not None:
             self._metrics.flush_metrics(raise_on_empty_metrics=False)
+
+
+def memory_mb(context: LambdaContext) -> int:
+    """The function's memory, as Lambda's context says it (0 when it does not)."""
+    try:
+        return int(getattr(context, "memory_limit_in_mb", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def remaining_s(context: LambdaContext | None) -> float:
+    """Seconds left in this invocation, from the Lambda context."""
+    if context is None:
+        raise ContinuumError("the handler needs the Lambda context to know its deadline")
+    return float(context.get_remaining_time_in_millis()) / 1000.0
+
+
+def shorten_visibility(
+    queue: ContinuationQueue, delivery: Delivery, left_s: float, margin_s: int | None
+) -> None:
+    """If this invocation dies, its message should come back just after its deadline
+    (``left_s`` + ``margin_s``), not after the queue's visibility timeout (six times the
+    function timeout). None: keep the queue's."""
+    if delivery.receipt_handle is None or margin_s is None:
+        return
+    try:
+        queue.set_visibility(delivery.receipt_handle, math.ceil(left_s) + margin_s)
+    except QueueError as exc:
+        # Only recovery speed depends on it: the record still fences every delivery.
+        logger.warning("could not shorten the message's visibility", extra={"error": str(exc)})

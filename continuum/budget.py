@@ -107,6 +107,26 @@ class Budget:
         default=None, init=False, repr=False
     )
 
+    @classmethod
+    def of(
+        cls,
+        remaining: Callable[[], float],
+        *,
+        settings: Any,
+        confidence: float | None,
+        safety_margin_s: float | None,
+        send_stats: StepStats | None,
+    ) -> Budget:
+        """The budget of one invocation: the app's settings, with a task's overrides."""
+        return cls(
+            remaining=remaining,
+            confidence=settings.confidence if confidence is None else confidence,
+            margin_s=settings.safety_margin_s if safety_margin_s is None else safety_margin_s,
+            default_step_s=settings.default_step_s,
+            preemptible_confidence=settings.preemptible_confidence,
+            send_stats=send_stats,
+        )
+
     def save_cost(self, save_stats: StepStats) -> float:
         """Seconds a suspension needs: one record write and one send, each as measured."""
         # Asked before every step, changed only by a write: remembered per sample count.

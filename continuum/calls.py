@@ -87,7 +87,7 @@ class StepCalls(TurnState):
                 self.save_strict()
             self.active_key = f"{record.task_id}/{record.turn}/{key}"
             self.active_cursor = cursor
-            started = time.monotonic()
+            wall, started = time.time(), time.monotonic()
             try:
                 if options.preemptible:
                     limit = self.budget.preempt_after(record.save_stats)
@@ -95,6 +95,7 @@ class StepCalls(TurnState):
                 else:
                     value = step.fn(*args, **kwargs)
             except Preempted:
+                self.log_step(key, wall, round(time.monotonic() - started, 6), attempt, "preempted")
                 self._preempted(key, stats, started)
             except Paused as pause:
                 elapsed = self._timed(stats, started)
@@ -110,6 +111,7 @@ class StepCalls(TurnState):
                         cursor=pause.cursor,
                     )
                 )
+                self.log_step(key, wall, elapsed, attempt, "paused")
                 raise self.unwind(Suspend(f"step {key!r} paused itself; it continues")) from None
             except Exception as exc:
                 elapsed = self._timed(stats, started)
@@ -121,7 +123,9 @@ class StepCalls(TurnState):
                     step=key,
                     turn=record.turn,
                 )
-                if isinstance(exc, options.retry_on) and attempt <= options.retries:
+                retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
+                self.log_step(key, wall, elapsed, attempt, "retry" if retrying else "failed")
+                if retrying:
                     retry = JournalEntry(
                         key,
                         step.name,
@@ -160,6 +164,7 @@ class StepCalls(TurnState):
         self._append(
             JournalEntry(key, step.name, result=result, duration_s=elapsed, attempts=attempt)
         )
+        self.log_step(key, wall, elapsed, attempt, "ok")
         record.counters.steps_executed += 1
         if options.effect or time.monotonic() - self.last_save >= self.persist_every_s:
             self.save()

@@ -8,6 +8,7 @@ ours landed unseen, its answer lost), so the claim adopts the stored etag and wr
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from datetime import timedelta
@@ -16,6 +17,9 @@ from continuum.budget import observe
 from continuum.continuation import Continuations
 from continuum.control import Abort, Fenced, Suspend
 from continuum.errors import ContinuumError, PayloadTooLargeError, RecordConflictError
+from continuum.history import InvocationRun, RunClock, RunOutcome, Usage
+from continuum.history import begin as begin_run
+from continuum.history import end as end_run
 from continuum.record import (
     ErrorInfo,
     Lease,
@@ -41,11 +45,24 @@ class Claim:
         >>> claim.suspend("budget", message_id="m-1")  # doctest: +SKIP
     """
 
-    def __init__(self, records: Records, record: TaskRecord, etag: str, lease: Lease) -> None:
+    def __init__(
+        self,
+        records: Records,
+        record: TaskRecord,
+        etag: str,
+        lease: Lease,
+        run: InvocationRun | None = None,
+    ) -> None:
         self.records = records
         self.record = record
         self.etag = etag
         self.lease = lease
+        #: this invocation's entry in ``record.history``, and what it has cost so far.
+        self.run = run
+        self.usage = Usage()
+        self.clock = RunClock()
+        self.memory_mb = 0
+        self._counted_from = (record.counters.steps_executed, record.counters.steps_replayed)
 
     @classmethod
     def take(
@@ -58,8 +75,10 @@ class Claim:
         message_id: str,
         remaining_s: float,
         send_s: float | None = None,
+        message_kind: str = "continue",
     ) -> Claim:
-        """Claim: write the record ``running`` with a lease until this invocation's deadline.
+        """Claim: write the record ``running`` with a lease until this invocation's deadline,
+        and begin this invocation's entry in the task's history.
 
         Raises:
             RecordConflictError: another worker moved the record first.
@@ -80,7 +99,15 @@ class Claim:
         record.waiting_for, record.wake_at = [], None
         record.counters.invocations += 1
         record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
-        claim = cls(records, record, etag, lease)
+        run = begin_run(
+            record.history,
+            number=record.counters.invocations,
+            generation=record.generation,
+            message=message_kind,
+            request_id=owner,
+            turn=record.turn,
+        )
+        claim = cls(records, record, etag, lease, run)
         claim._write(own_lease=False)
         return claim
 
@@ -142,6 +169,7 @@ class Claim:
         record.wake_at = min((w.deadline for w in waiters if w.deadline), default=None)
         record.counters.waits += 1
         end_recovery(record)
+        self.close(RunOutcome.WAITING, reason, waiting_for=waiters, then_sends=1, then_lists=1)
         self._write()
 
     def suspend(
@@ -162,6 +190,7 @@ class Claim:
         record.counters.continuations += 1
         end_recovery(record)
         record.suspended_by = message_id
+        self.close(RunOutcome.SUSPENDED, reason, then_sends=1)
         self._write()
         started = time.monotonic()
         continuations.send(
@@ -184,6 +213,7 @@ class Claim:
         record.finished_at = utcnow()
         if status != Status.SUCCEEDED:
             record.result = None
+        self.close(RunOutcome(status.value), error.message if error else None)
         try:
             self._write(finished=True)
         except PayloadTooLargeError as exc:
@@ -192,7 +222,45 @@ class Claim:
             if "the state" in exc.message:
                 record.state = None
             record.error = error_info(exc, record)
+            self.close(RunOutcome.FAILED, record.error.message)
             self._write(finished=True)
+
+    def close(
+        self,
+        outcome: RunOutcome,
+        reason: str | None,
+        *,
+        waiting_for: list[Waiter] | None = None,
+        then_sends: int = 0,
+        then_lists: int = 0,
+    ) -> None:
+        """Complete this invocation's history entry and add its cost to the task's, just
+        before the write that ends the invocation (counted here, with the calls that follow
+        it: ``then_sends`` messages, ``then_lists`` inbox listings)."""
+        run, record = self.run, self.record
+        if run is None:
+            return
+        if run.outcome != RunOutcome.RUNNING:  # closed before, and that write did not happen
+            run.outcome, run.reason = outcome, reason
+            run.waiting_for = list(waiting_for or [])
+            return
+        spent = dataclasses.replace(self.usage)
+        spent.s3_put += 1
+        spent.sqs_send += then_sends
+        spent.s3_list += then_lists
+        run.usage = spent
+        run.steps_executed = record.counters.steps_executed - self._counted_from[0]
+        run.steps_replayed = record.counters.steps_replayed - self._counted_from[1]
+        end_run(
+            run,
+            outcome,
+            reason=reason,
+            turn=record.turn,
+            elapsed_s=self.clock.elapsed_s(),
+            memory_mb=self.memory_mb,
+            waiting_for=waiting_for,
+        )
+        record.usage.add(spent)
 
     # -- the write ---------------------------------------------------------------------------
 

@@ -14,12 +14,14 @@ writes), never the other way round, so a message never names a record that does 
 
 from __future__ import annotations
 
+import dataclasses
 from enum import StrEnum
 
 from continuum.batch import logger
 from continuum.claim import Claim
 from continuum.continuation import Continuations
 from continuum.errors import PayloadTooLargeError, RecordConflictError
+from continuum.history import Usage, bill
 from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord
 from continuum.records import Records
@@ -113,12 +115,27 @@ class Endings:
         logger.debug(f"after waiting: {sent}")
         return Outcome.WAITING
 
-    def hop(self, record: TaskRecord, etag: str, *, message_id: str) -> Outcome:
+    def hop(
+        self,
+        record: TaskRecord,
+        etag: str,
+        *,
+        message_id: str,
+        spent: Usage,
+        elapsed_s: float,
+        memory_mb: int,
+    ) -> Outcome:
         """The timer of a long wait came early: move the record on one generation, send the
-        next timer."""
+        next timer. The hop counts on the run that began the wait, and in the task's cost."""
         record.generation += 1
         record.suspended_by = message_id
         record.counters.hops += 1
+        usage = dataclasses.replace(spent)
+        usage.s3_put, usage.s3_list, usage.sqs_send = usage.s3_put + 1, usage.s3_list + 1, 1
+        bill(usage, elapsed_s, memory_mb)
+        record.usage.add(usage)
+        if record.history:
+            record.history[-1].hops += 1
         try:
             self.records.replace(record, etag=etag)
         except RecordConflictError:

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from continuum.history import Usage
+
 #: The S3 and SQS operation each in-memory call stands for, so both backends count alike.
 S3_NAMES = {
     "get": "GetObject",
@@ -77,5 +79,67 @@ class Uncounted:
                 return method(*args, **kwargs)
             finally:
                 self._quiet.on = False
+
+        return call
+
+
+#: Which Usage field each store and queue operation counts in.
+_USAGE_FIELDS = {
+    "get": "s3_get",
+    "put": "s3_put",
+    "list_keys": "s3_list",
+    "versions": "s3_list",
+    "delete": "s3_delete",
+    "tag": "s3_tag",
+    "send": "sqs_send",
+    "set_visibility": "sqs_visibility",
+}
+
+
+class Meter:
+    """Counts a worker's store and queue calls per message (per thread), for ``record.usage``.
+
+    Example:
+        >>> meter = Meter()
+        >>> store = meter.wrap(InMemoryRecordStore())  # doctest: +SKIP
+        >>> usage = meter.start()  # before handling a message  # doctest: +SKIP
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def start(self) -> Usage:
+        """Count this thread's calls from now into a fresh Usage, and return it."""
+        usage = Usage()
+        self._local.usage = usage
+        return usage
+
+    def count(self, operation: str) -> None:
+        usage = getattr(self._local, "usage", None)
+        name = _USAGE_FIELDS.get(operation)
+        if usage is not None and name is not None:
+            setattr(usage, name, getattr(usage, name) + 1)
+
+    def wrap(self, fake: Any) -> Any:
+        """A view of a store or a queue whose calls this meter counts."""
+        return Metered(fake, self)
+
+
+class Metered:
+    """A RecordStore or ContinuationQueue whose calls a Meter counts."""
+
+    def __init__(self, inner: Any, meter: Meter) -> None:
+        self._inner = inner
+        self._meter = meter
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if name not in _USAGE_FIELDS:
+            return value
+        meter = self._meter
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            meter.count(name)
+            return value(*args, **kwargs)
 
         return call

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serializer
 
 from continuum.errors import InvalidTaskIdError
+from continuum.history import InvocationRun, Usage
 from continuum.waiters import CancelState, OpenCallback, Waiter
 
 #: The record semantics this code understands. 2: retries and cursors are journaled (1 is
@@ -245,6 +246,9 @@ class TaskRecord(_Model):
     cancel: CancelState | None = None
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
+    #: what each recent invocation did (``history.py``), and what the task cost so far.
+    history: list[InvocationRun] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
 
     @field_serializer("journal", mode="wrap")
     def _drop_entry_defaults(self, journal: list[JournalEntry], handler: Any) -> Any:

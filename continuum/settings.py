@@ -38,16 +38,30 @@ DEFAULT_VISIBILITY_MARGIN_S = 5
 class Settings:
     """How an app's tasks run. See :class:`continuum.Continuum` for each field."""
 
+    #: the share of a step's durations the budget rule covers.
     confidence: float = DEFAULT_CONFIDENCE
+    #: seconds kept free beyond the predicted step and save.
     safety_margin_s: float = SAFETY_MARGIN_S
+    #: the assumed duration of a step never seen before.
     default_step_s: float = DEFAULT_STEP_S
+    #: the confidence of the budget rule for preemptible steps.
     preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
+    #: save the journal at least this often while steps complete.
     persist_every_s: float = DEFAULT_PERSIST_EVERY_S
+    #: states and results larger than this (JSON bytes) go to compressed blobs.
     inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES
+    #: the largest state, task result or step result accepted (JSON bytes).
     max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
+    #: seconds after an invocation's deadline at which its message reappears if the worker
+    #: dies (the claim sets its visibility with one ChangeMessageVisibility call). None keeps
+    #: the queue's visibility timeout: a call less per continuation, slower recovery.
     visibility_margin_s: int | None = DEFAULT_VISIBILITY_MARGIN_S
+    #: consecutive worker deaths at one step after which the task fails.
     max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES
+    #: consecutive suspensions without progress after which the task fails.
     max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS
+    #: while a task runs its inbox is listed this often (one S3 LIST): a cancel request takes
+    #: effect within this long.
     inbox_poll_s: float = DEFAULT_INBOX_POLL_S
     #: HMAC keys of continuation messages: the first signs, any verifies (empty: unsigned).
     signing_keys: tuple[str, ...] = ()

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from continuum.budget import Budget, Preemptor, alarm_preemptor
 from continuum.control import ControlFlow
 from continuum.errors import ContinuumError, TaskCancelledError
+from continuum.history import InvocationRun, StepRun
 from continuum.inbox import Listing, TaskInbox
 from continuum.journal import Journal
 from continuum.record import EntryKind, JournalEntry, TaskRecord
@@ -38,6 +39,8 @@ class TurnState:
         max_step_crashes: worker deaths at one step after which the task fails.
         preemptor: runs a preemptible step with a time limit (default: SIGALRM).
         inbox_poll_s: while the task runs, list its inbox this often (for cancel requests).
+        invocation: this invocation's entry in the task's history (live steps are logged in
+            it).
     """
 
     def __init__(
@@ -52,6 +55,7 @@ class TurnState:
         max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
         preemptor: Preemptor = alarm_preemptor,
         inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
+        invocation: InvocationRun | None = None,
     ) -> None:
         self.record = record
         self.budget = budget
@@ -60,6 +64,7 @@ class TurnState:
         checked = record.inbox_checked_at or record.created_at.timestamp()
         self.inbox = inbox or TaskInbox(None, record.task_id, checked_at=checked)
         self.inbox_poll_s = inbox_poll_s
+        self.invocation = invocation
         # In recovery (after a worker died), save after every step so a death names its step.
         self.persist_every_s = 0.0 if record.recovering else persist_every_s
         self.max_step_crashes = max_step_crashes
@@ -96,6 +101,15 @@ class TurnState:
         """Remember that ``exc`` unwinds this turn, and return it to be raised."""
         self.unwinding = exc
         return exc
+
+    def log_step(
+        self, key: str, started: float, duration_s: float, attempts: int, outcome: str
+    ) -> None:
+        """Note a live step call in this invocation's history (saved with the next write)."""
+        if self.invocation is not None:
+            self.invocation.steps.append(
+                StepRun(key, self.record.turn, round(started, 3), duration_s, attempts, outcome)
+            )
 
     # -- boundaries: where a cancel request is delivered -----------------------------------------
 

@@ -19,18 +19,25 @@ timeout, which the claim shortened to just past this invocation's deadline.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
-from continuum.batch import Delivery, LambdaContext, OutcomeMetrics, logger, process_sqs_batch
+from continuum.batch import (
+    Delivery,
+    LambdaContext,
+    OutcomeMetrics,
+    logger,
+    memory_mb,
+    process_sqs_batch,
+    remaining_s,
+    shorten_visibility,
+)
 from continuum.budget import Budget
 from continuum.claim import Claim, error_info
 from continuum.continuation import Continuation, Continuations
 from continuum.endings import Endings, Outcome
 from continuum.errors import (
     BadMessageError,
-    ContinuumError,
     InvalidTaskIdError,
     LeaseHeldError,
     RecordConflictError,
@@ -40,8 +47,9 @@ from continuum.errors import (
     UnknownTaskError,
 )
 from continuum.fence import Verdict, fence
+from continuum.history import RunClock
 from continuum.inbox import Listing, TaskInbox
-from continuum.queue import QueueError
+from continuum.metering import Meter
 from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord, utcnow
 from continuum.records import Records
@@ -73,6 +81,8 @@ class Worker:
         records: Records,
         continuations: Continuations,
         settings: Settings,
+        *,
+        meter: Meter | None = None,
     ) -> None:
         self.registry = registry
         self.records = records
@@ -81,6 +91,8 @@ class Worker:
         self.recent = RecentRecords()
         self.endings = Endings(records, continuations, settings, self.recent)
         self.metrics = OutcomeMetrics()
+        #: counts this worker's store and queue calls per message (the app wraps both in it).
+        self.meter = meter or Meter()
 
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         """Process an SQS batch; failed messages are reported, never fail their neighbours."""
@@ -102,6 +114,8 @@ class Worker:
         logger.remove_keys(["task_id", "generation"])
         logger.set_correlation_id(None)
         self._last_task: str | None = None
+        self._usage = self.meter.start()
+        self._clock = RunClock()
         try:
             message = self.continuations.parse(delivery.body)
         except (BadMessageError, InvalidTaskIdError) as exc:
@@ -183,10 +197,17 @@ class Worker:
                 case Decision.IGNORE:
                     return Outcome.IGNORED
                 case Decision.HOP:
-                    return self.endings.hop(record, etag, message_id=delivery.message_id)
+                    return self.endings.hop(
+                        record,
+                        etag,
+                        message_id=delivery.message_id,
+                        spent=self._usage,
+                        elapsed_s=self._clock.elapsed_s(),
+                        memory_mb=memory_mb(context),
+                    )
 
         # 2. The claim.
-        remaining_s = _remaining_s(context)
+        left_s = remaining_s(context)
         try:
             task: Task[Any] | None = self.registry.task(record.task_name, task_id=record.task_id)
         except UnknownTaskError as exc:
@@ -210,16 +231,21 @@ class Worker:
                 etag,
                 owner=str(getattr(context, "aws_request_id", None) or "local"),
                 message_id=delivery.message_id,
-                remaining_s=remaining_s,
+                remaining_s=left_s,
                 send_s=self.recent.last_send_s(record.task_id),
+                message_kind=message.kind if message.reason != "start" else "start",
             )
         except RecordConflictError:
             if from_memory:
                 raise _StaleMemory from None
             raise
+        claim.usage, claim.clock = self._usage, self._clock
+        claim.memory_mb = memory_mb(context)
         if task is None:
             return self.endings.finish(claim, Status.FAILED, error_info(unknown, record))
-        self._shorten_visibility(delivery, remaining_s)
+        shorten_visibility(
+            self.continuations.queue, delivery, left_s, self.settings.visibility_margin_s
+        )
 
         # 3. The turns.
         loop = self._turns(task, claim, context, listing)
@@ -268,14 +294,11 @@ class Worker:
         self, task: Task[Any], claim: Claim, context: LambdaContext, listing: Listing | None
     ) -> TurnLoop:
         settings, record = self.settings, claim.record
-        budget = Budget(
-            remaining=lambda: _remaining_s(context),
-            confidence=task.confidence if task.confidence is not None else settings.confidence,
-            margin_s=task.safety_margin_s
-            if task.safety_margin_s is not None
-            else settings.safety_margin_s,
-            default_step_s=settings.default_step_s,
-            preemptible_confidence=settings.preemptible_confidence,
+        budget = Budget.of(
+            lambda: remaining_s(context),
+            settings=settings,
+            confidence=task.confidence,
+            safety_margin_s=task.safety_margin_s,
             send_stats=record.send_stats,
         )
         checked = record.inbox_checked_at or record.created_at.timestamp()
@@ -289,28 +312,8 @@ class Worker:
             inbox=TaskInbox(self.records.inbox, record.task_id, checked_at=checked),
             max_step_crashes=settings.max_step_crashes,
             inbox_poll_s=settings.inbox_poll_s,
+            invocation=claim.run,
         )
         if listing is not None:
             loop.note_inbox(listing)
         return loop
-
-    def _shorten_visibility(self, delivery: Delivery, remaining_s: float) -> None:
-        """If this invocation dies, its message should come back just after its deadline,
-        not after the queue's visibility timeout (six times the function timeout)."""
-        margin_s = self.settings.visibility_margin_s
-        if delivery.receipt_handle is None or margin_s is None:
-            return
-        try:
-            self.continuations.queue.set_visibility(
-                delivery.receipt_handle, math.ceil(remaining_s) + margin_s
-            )
-        except QueueError as exc:
-            # Only recovery speed depends on it: the record still fences every delivery.
-            logger.warning("could not shorten the message's visibility", extra={"error": str(exc)})
-
-
-def _remaining_s(context: LambdaContext | None) -> float:
-    """Seconds left in this invocation, from the Lambda context."""
-    if context is None:
-        raise ContinuumError("the handler needs the Lambda context to know its deadline")
-    return float(context.get_remaining_time_in_millis()) / 1000.0
