@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel
@@ -163,6 +163,7 @@ class Continuum:
         state: type[S],
         name: str | None = None,
         version: int = 1,
+        migrations: Mapping[int, Callable[[Any], Any]] | None = None,
         max_continuations: int = DEFAULT_MAX_CONTINUATIONS,
         confidence: float | None = None,
         safety_margin_s: float | None = None,
@@ -173,6 +174,11 @@ class Continuum:
         anything else (JSON-serialisable) to finish with that result. ``confidence`` and
         ``safety_margin_s`` override the app's budget rule for this task. Generator and async
         functions are refused (ConfigurationError).
+
+        ``version`` is the version of the state's schema; ``migrations={1: up1, 2: up2}``
+        migrate a state saved by an older version, in order, when its record is loaded
+        (each takes and returns the state as JSON). A record newer than the code (a
+        rollback) is left untouched for a newer worker.
         """
 
         def register(fn: Callable[[TaskContext[S]], Any]) -> Task[S]:
@@ -181,6 +187,7 @@ class Continuum:
                 name=name or fn.__name__,
                 state_model=state,
                 version=version,
+                migrations=dict(migrations or {}),
                 max_continuations=max_continuations,
                 confidence=confidence,
                 safety_margin_s=safety_margin_s,

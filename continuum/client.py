@@ -23,6 +23,7 @@ from continuum.mail import Mail
 from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id, utcnow
 from continuum.records import Records
 from continuum.settings import Settings
+from continuum.steer import Steering
 from continuum.tasks import Registry, Task
 from continuum.values import dump_json, model_to_json
 from continuum.waiters import Waiter, WaitKind
@@ -48,7 +49,7 @@ class TaskStatus(BaseModel):
     finished_at: datetime | None = None
 
 
-class Client(Mail):
+class Client(Mail, Steering):
     """Starts tasks and reads them back.
 
     Args:

@@ -19,8 +19,8 @@ from enum import StrEnum
 
 from continuum.batch import logger
 from continuum.claim import Claim
-from continuum.continuation import Continuations
-from continuum.errors import PayloadTooLargeError, RecordConflictError
+from continuum.continuation import Continuation, Continuations
+from continuum.errors import PayloadTooLargeError, RecordConflictError, RecordTooNewError
 from continuum.history import Usage, bill
 from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord
@@ -28,6 +28,18 @@ from continuum.records import Records
 from continuum.settings import Settings
 from continuum.waiters import Waiter
 from continuum.waiting import after_wait
+
+#: The reason of a message a worker left for a newer one, and how often it is sent again
+#: (every 15 minutes for a week) before the worker gives up on it.
+LEFT_FOR_NEWER = "left for a newer worker"
+LEFT_FOR_NEWER_MAX = 7 * 24 * 4
+
+
+def _left_count(reason: str) -> int:
+    if not reason.startswith(LEFT_FOR_NEWER):
+        return 0
+    digits = reason[len(LEFT_FOR_NEWER) :].strip(" ()")
+    return int(digits) if digits.isdigit() else 0
 
 
 class Outcome(StrEnum):
@@ -46,6 +58,7 @@ class Outcome(StrEnum):
     RESENT = "stale-resent"
     DUPLICATE = "duplicate"
     IGNORED = "wake-ignored"
+    LEFT = "left-for-newer"
 
 
 class Endings:
@@ -150,6 +163,24 @@ class Endings:
     def resend(self, record: TaskRecord) -> None:
         """Send the record's current continuation again (its last sender may have died)."""
         resend(record, self.records, self.continuations)
+
+    def leave_for_newer(self, message: Continuation, exc: RecordTooNewError) -> Outcome:
+        """A newer continuum (or newer task code) wrote the record: leave it untouched, and
+        send this message again in 15 minutes, so that once the newer code is deployed (a
+        rollback rolled forward) it continues the task; for a week at most."""
+        hops = _left_count(message.reason)
+        if hops >= LEFT_FOR_NEWER_MAX:
+            logger.error(f"left for a newer worker for a week; giving up on it: {exc}")
+            return Outcome.LEFT
+        logger.error(f"left for a newer worker: {exc}")
+        self.continuations.send(
+            message.task_id,
+            generation=message.generation,
+            reason=f"{LEFT_FOR_NEWER} ({hops + 1})",
+            delay_s=self.continuations.queue.max_delay_s,
+            kind=message.kind,
+        )
+        return Outcome.LEFT
 
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
         claim.finish(status, error=error)

@@ -115,6 +115,10 @@ class RecordTooNewError(RecordError):
     (state version) than this worker runs: it is left untouched for a newer worker."""
 
 
+class MigrationError(ContinuumError):
+    """A saved state could not be migrated to the task's current version."""
+
+
 class NonDeterminismError(ContinuumError):
     """A replayed turn called a different step than the journal recorded."""
 

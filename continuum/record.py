@@ -249,6 +249,8 @@ class TaskRecord(_Model):
     #: what each recent invocation did (``history.py``), and what the task cost so far.
     history: list[InvocationRun] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    #: the task this one was forked from (``continuum fork``).
+    forked_from: str | None = None
 
     @field_serializer("journal", mode="wrap")
     def _drop_entry_defaults(self, journal: list[JournalEntry], handler: Any) -> Any:

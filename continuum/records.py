@@ -28,7 +28,7 @@ from continuum.errors import (
     RecordNotFoundError,
 )
 from continuum.inbox import Inbox
-from continuum.record import TaskRecord, utcnow
+from continuum.record import BlobRef, TaskRecord, utcnow
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 
 logger = logging.getLogger("continuum.records")
@@ -168,6 +168,43 @@ class Records:
         if finished:
             self._tag_finished(record.task_id)
         return new_etag
+
+    def load_version(self, task_id: str, version_id: str) -> TaskRecord:
+        """An earlier version of a record (bucket versioning), blobs inline; reads only.
+
+        A blob that a later write removed is read from its own earlier versions.
+
+        Raises:
+            RecordNotFoundError: no such version. BlobMissingError: a blob it needs is gone.
+        """
+        key = self.record_key(task_id)
+        try:
+            body = self.store.get(key, version_id=version_id).body
+        except NoSuchKey:
+            raise RecordNotFoundError(
+                f"no version {version_id!r} of this task's record", task_id=task_id
+            ) from None
+
+        def read_blob(ref: BlobRef) -> bytes:
+            blob_key = self.blobs.key(task_id, ref.sha256)
+            try:
+                return self.store.get(blob_key).body
+            except NoSuchKey:
+                pass
+            for version in self.store.versions(blob_key):
+                if not version.is_delete_marker:
+                    return self.store.get(blob_key, version_id=version.version_id).body
+            raise BlobMissingError(f"blob {blob_key} is gone", task_id=task_id)
+
+        return inline_blobs(parse_record(body, task_id=task_id), read_blob)
+
+    def revive(self, task_id: str, used: list[BlobRef]) -> None:
+        """Take the finished tag off a record and the blobs it uses (a retried task)."""
+        for key in [self.record_key(task_id), *(self.blobs.key(task_id, r.sha256) for r in used)]:
+            try:
+                self.store.tag(key, {})
+            except Exception as exc:  # only the lifecycle rule's expiry depends on it
+                logger.warning("could not untag %s: %s", key, exc)
 
     def task_ids(self) -> list[str]:
         """Every task id under the prefix (one LIST per thousand tasks)."""

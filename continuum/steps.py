@@ -17,6 +17,7 @@ import contextvars
 import functools
 import inspect
 import threading
+import types
 import typing
 import weakref
 from collections.abc import Callable
@@ -216,7 +217,7 @@ def return_adapter(fn: Callable[..., Any], *, what: str) -> tuple[TypeAdapter[An
     if cached is not None:
         return cached
     try:
-        hints = typing.get_type_hints(target, include_extras=True)
+        hints = _return_hint(target)
     except NameError as exc:
         raise ConfigurationError(
             f"{what}: cannot resolve its return annotation ({exc})",
@@ -231,6 +232,20 @@ def return_adapter(fn: Callable[..., Any], *, what: str) -> tuple[TypeAdapter[An
 
 
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def _return_hint(fn: Any) -> dict[str, Any]:
+    """``{"return": type}`` for ``fn``'s return annotation, resolved alone: the parameters'
+    annotations (a task's ``TaskContext[LocalModel]``) need not resolve."""
+    annotations = getattr(fn, "__annotations__", None)
+    if not isinstance(annotations, dict):
+        raise TypeError("no annotations")
+    if "return" not in annotations:
+        return {}
+    only = types.SimpleNamespace(__annotations__={"return": annotations["return"]})
+    unwrapped = inspect.unwrap(fn)
+    globalns = getattr(unwrapped, "__globals__", {})
+    return typing.get_type_hints(only, globalns=globalns, include_extras=True)
 
 
 def as_step(fn: Callable[..., Any], *, name: str | None = None, **options: Any) -> Step[Any, Any]:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from continuum.context import TaskContext
-from continuum.errors import ConfigurationError, UnknownTaskError
+from continuum.errors import ConfigurationError, MigrationError, UnknownTaskError
 from continuum.settings import DEFAULT_MAX_CONTINUATIONS
 from continuum.steps import Step, check_callable, return_adapter
+from continuum.values import copy_json, to_json
 
 S = TypeVar("S", bound=BaseModel)
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 @dataclass
@@ -29,6 +31,7 @@ class Task(Generic[S]):
     name: str
     state_model: type[S]
     version: int = 1
+    migrations: Mapping[int, Callable[[Any], Any]] = field(default_factory=dict)
     max_continuations: int = DEFAULT_MAX_CONTINUATIONS
     confidence: float | None = None
     safety_margin_s: float | None = None
@@ -38,6 +41,40 @@ class Task(Generic[S]):
         check_callable(self.fn, what=f"task {self.name!r}")
         if self.version < 1:
             raise ConfigurationError(f"task {self.name!r}: version must be >= 1")
+        wrong = sorted(v for v in self.migrations if not 1 <= v < self.version)
+        if wrong:
+            raise ConfigurationError(
+                f"task {self.name!r}: migrations {wrong} do not lead to version {self.version}",
+                hint="migrations={1: up1, 2: up2} migrate a state saved by version 1 to 2, "
+                "then 2 to 3; give one per version below the task's",
+            )
+
+    def migrate(self, state: Any, from_version: int, *, task_id: str) -> Any:
+        """A state saved by ``from_version`` of this task, migrated in order to this version.
+
+        Raises:
+            MigrationError: a migration is missing, raised, or made something JSON cannot hold.
+        """
+        for version in range(from_version, self.version):
+            up = self.migrations.get(version)
+            if up is None:
+                raise MigrationError(
+                    f"task {self.name!r} has no migration from state version {version} to "
+                    f"{version + 1}",
+                    task_id=task_id,
+                    hint=f"add migrations={{{version}: ...}} to @app.task, deploy, then "
+                    "`continuum retry TASK_ID`",
+                )
+            try:
+                state = to_json(_ANY, up(copy_json(state)), what="the migrated state", typed=False)
+            except Exception as exc:
+                raise MigrationError(
+                    f"migrating task {self.name!r}'s state from version {version} to "
+                    f"{version + 1} failed: {type(exc).__name__}: {exc}",
+                    task_id=task_id,
+                    hint="fix the migration, deploy, then `continuum retry TASK_ID`",
+                ) from exc
+        return state
 
     @property
     def result_adapter(self) -> TypeAdapter[Any]:

@@ -40,6 +40,7 @@ from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
     LeaseHeldError,
+    MigrationError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
@@ -145,8 +146,7 @@ class Worker:
             logger.error(f"no record for this continuation: {exc}")
             return Outcome.REJECTED
         except RecordTooNewError as exc:
-            logger.error(f"left for a newer worker: {exc}")
-            raise  # a newer worker must take it: retried, never acknowledged
+            return self.endings.leave_for_newer(message, exc)
         except RecordCorruptError as exc:
             # Retrying cannot repair it; a person restores a good version (bucket versioning
             # keeps them all) and resumes the task.
@@ -217,13 +217,14 @@ class Worker:
                 "the record's state version is newer than this worker's task",
                 extra={"state_version": record.state_version, "task_version": task.version},
             )
-            raise RecordTooNewError(
+            too_new = RecordTooNewError(
                 f"the record's state version {record.state_version} is newer than task "
                 f"{task.name!r} (version {task.version}) of this worker",
                 task_id=record.task_id,
                 hint="a newer deploy wrote it (or this one is a rollback): roll forward; the "
-                "record is left untouched and its message is retried",
+                "record is left untouched and its message comes back every 15 minutes",
             )
+            return self.endings.leave_for_newer(message, too_new)
         try:
             claim = Claim.take(
                 self.records,
@@ -243,6 +244,12 @@ class Worker:
         claim.memory_mb = memory_mb(context)
         if task is None:
             return self.endings.finish(claim, Status.FAILED, error_info(unknown, record))
+        if record.state_version < task.version:
+            try:
+                record.state = task.migrate(record.state, record.state_version, task_id=task.name)
+            except MigrationError as exc:
+                return self.endings.finish(claim, Status.FAILED, error_info(exc, record))
+            record.state_version = task.version
         shorten_visibility(
             self.continuations.queue, delivery, left_s, self.settings.visibility_margin_s
         )

@@ -20,6 +20,7 @@ from continuum.continuation import (
 from continuum.control import Preempted
 from continuum.fence import Verdict, fence
 from continuum.inbox import CallbackAnswer
+from continuum.inspection import inspect_task
 from continuum.journal import Journal
 from continuum.local import (
     BUCKET,
@@ -93,6 +94,7 @@ __all__ = [
     "fence",
     "fill",
     "init_project",
+    "inspect_task",
     "keep_flavor",
     "load_signing_keys",
     "module_name",

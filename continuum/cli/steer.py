@@ -1,0 +1,201 @@
+"""continuum list, inspect, cost, retry and fork: see what tasks did, and steer them.
+
+None of them needs the app: they read (and, for retry and fork, write) the records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from continuum.cli.common import CliError, Stack, add_stack_options
+
+if TYPE_CHECKING:
+    from continuum.inspection import TaskView
+
+#: The most characters of the state ``inspect`` prints (``--json`` prints all of it).
+STATE_CHARS = 2000
+
+
+def register(commands: Any) -> None:
+    """Add list, inspect, cost, retry and fork to the ``continuum`` command."""
+    listing = commands.add_parser("list", help="list tasks, newest first (needs no app)")
+    listing.add_argument("--status", default=None, help="only tasks in this status")
+    listing.add_argument("--task", default=None, help="only tasks of this task name")
+    listing.add_argument(
+        "--since", default=None, help="only tasks updated since: an ISO time, or 30m, 6h, 2d"
+    )
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_stack_options(listing, queue=False)
+    listing.set_defaults(func=cmd_list)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what a task did: invocations, steps, waits, its error and its state",
+        description="Show a task's invocations (start, duration, turns, steps run and "
+        "replayed, why each ended), each step with its duration and attempts, its waits, its "
+        "error, its cost and its state, from its record and the record's earlier versions.",
+    )
+    inspect.add_argument("task_id", metavar="TASK_ID")
+    inspect.add_argument("--json", action="store_true", help="the whole view as JSON")
+    inspect.add_argument("--html", default=None, metavar="FILE", help="write a timeline page")
+    inspect.add_argument("--versions", type=int, default=200, help="earlier versions to read")
+    add_stack_options(inspect, queue=False)
+    inspect.set_defaults(func=cmd_inspect)
+
+    cost = commands.add_parser("cost", help="what a task cost, in requests and dollars")
+    cost.add_argument("task_id", metavar="TASK_ID")
+    add_stack_options(cost, queue=False)
+    cost.set_defaults(func=cmd_cost)
+
+    retry = commands.add_parser(
+        "retry",
+        help="run a failed task's failed turn again, after a fix is deployed",
+        description="Run a failed task again from its last good checkpoint: the steps it "
+        "recorded are kept, the failed turn runs again.",
+    )
+    retry.add_argument("task_id", metavar="TASK_ID")
+    add_stack_options(retry)
+    retry.set_defaults(func=cmd_retry)
+
+    fork = commands.add_parser(
+        "fork",
+        help="start a new task from any past checkpoint of a task",
+        description="Start task NEW_ID from a stored version of TASK_ID's record (bucket "
+        "versioning): `continuum inspect` lists the versions; 'latest' takes the current one.",
+    )
+    fork.add_argument("task_id", metavar="TASK_ID")
+    fork.add_argument("--at", required=True, metavar="VERSION", help="a version id, or latest")
+    fork.add_argument("--as", dest="new_id", required=True, metavar="NEW_ID")
+    add_stack_options(fork)
+    fork.set_defaults(func=cmd_fork)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    since = _since(args.since) if args.since else None
+    tasks = (
+        Stack.from_args(args).client().tasks(status=args.status, task_name=args.task, since=since)
+    )
+    if args.json:
+        for task in tasks:
+            print(task.model_dump_json())
+        return 0
+    print(f"{'TASK ID':34} {'TASK':16} {'STATUS':10} {'TURN':>5} {'INV':>5}  UPDATED")
+    for t in tasks:
+        print(
+            f"{t.task_id:34} {t.task_name:16} {t.status.value:10} {t.turn:>5} "
+            f"{t.invocations:>5}  {t.updated_at:%Y-%m-%d %H:%M:%S}"
+        )
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from continuum.inspection import inspect_task
+
+    view = inspect_task(
+        Stack.from_args(args).client().records, args.task_id, versions=args.versions
+    )
+    if args.html:
+        raise CliError("--html: the timeline page is not built yet")
+    if args.json:
+        print(view.model_dump_json(indent=1))
+        return 0
+    print(render(view))
+    return 0
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from continuum.inspection import inspect_task
+
+    view = inspect_task(Stack.from_args(args).client().records, args.task_id, versions=0)
+    print(_cost(view))
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    stack = Stack.from_args(args)
+    stack.need_queue()
+    generation = stack.client().retry(args.task_id)
+    print(f"retrying {args.task_id}: generation {generation} continues its failed turn")
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    stack = Stack.from_args(args)
+    stack.need_queue()
+    new_id = stack.client().fork(args.task_id, version=args.at, new_id=args.new_id)
+    print(f"started {new_id} from {args.task_id} at {args.at}")
+    return 0
+
+
+def _since(text: str) -> datetime:
+    units = {"m": 60, "h": 3600, "d": 86400}
+    if text[-1:] in units and text[:-1].isdigit():
+        return datetime.now(UTC) - timedelta(seconds=int(text[:-1]) * units[text[-1]])
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"--since wants an ISO time or 30m, 6h, 2d; got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def render(view: TaskView) -> str:
+    """``continuum inspect`` as text."""
+    lines = [
+        f"task {view.task_id} ({view.task_name}): {view.status.value}, turn {view.turn}, "
+        f"generation {view.generation}",
+        f"  created {view.created_at:%Y-%m-%d %H:%M:%S}  "
+        f"updated {view.updated_at:%Y-%m-%d %H:%M:%S}",
+    ]
+    if view.error is not None:
+        where = f" at step {view.error.step}" if view.error.step else ""
+        lines.append(
+            f"  error {view.error.type}{where} in turn {view.error.turn}: {view.error.message}"
+        )
+    for waiter in view.waiting_for:
+        until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
+        ident = f" (id {waiter.id})" if waiter.id else ""
+        lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
+    lines.append("")
+    lines.append(f"invocations ({len(view.invocations)} shown):")
+    for run in view.invocations:
+        took = f"{run.duration_s:.2f}s" if run.duration_s is not None else "?"
+        hops = f", then {run.hops} timer hops" if run.hops else ""
+        why = f": {run.reason}" if run.reason else ""
+        lines.append(
+            f"  #{run.number:<4} {run.started_at:%Y-%m-%d %H:%M:%S} {took:>8}  {run.message:8} "
+            f"turn {run.turn}+{run.turns}  steps {run.steps_executed} run, "
+            f"{run.steps_replayed} replayed  {run.outcome.value}{why}{hops}"
+        )
+        for step in run.steps:
+            tries = f" x{step.attempts}" if step.attempts > 1 else ""
+            lines.append(
+                f"        turn {step.turn:<3} {step.key:32} {step.duration_s:8.3f}s{tries}  "
+                f"{step.outcome}"
+            )
+        if run.steps_dropped:
+            lines.append(f"        ... {run.steps_dropped} earlier steps (in older versions)")
+    lines.append("")
+    lines.append(f"checkpoints: {len(view.checkpoints)} stored versions of the record")
+    lines.append(_cost(view))
+    state = json.dumps(view.state, indent=1)
+    if len(state) > STATE_CHARS:
+        state = state[:STATE_CHARS] + f"\n... ({len(state)} characters; --json shows all)"
+    lines.append("")
+    lines.append("state:")
+    lines.append(state)
+    return "\n".join(lines)
+
+
+def _cost(view: TaskView) -> str:
+    u, c = view.usage, view.cost
+    return (
+        f"cost: ${c['total']:.6f} (Lambda ${c['lambda']:.6f}, S3 ${c['s3']:.6f}, SQS "
+        f"${c['sqs']:.6f})\n"
+        f"  {u.invocations} invocations, {u.lambda_ms} ms billed ({u.gb_ms / 1000:.3f} GB-s); "
+        f"S3 {u.s3_get} GET, {u.s3_put} PUT, {u.s3_list} LIST, {u.s3_tag} tag, "
+        f"{u.s3_delete} DELETE; SQS {u.sqs_send} send, {u.sqs_visibility} visibility, "
+        f"{u.sqs_receives} received"
+    )
