@@ -21,10 +21,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast, overload
-
-from pydantic import BaseModel
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from continuum.backends import Backends
 from continuum.batch import LambdaContext
@@ -36,15 +34,15 @@ from continuum.budget import (
 )
 from continuum.client import Client
 from continuum.codec import DEFAULT_INLINE_LIMIT_BYTES
-from continuum.context import TaskContext
 from continuum.continuation import Continuations, parse_keys
 from continuum.dead_letter import DeadLetters
+from continuum.decorators import Decorators
 from continuum.metering import Meter
+from continuum.observers import Observer, Observers
 from continuum.queue import ContinuationQueue
 from continuum.records import Records
 from continuum.settings import (
     DEFAULT_INBOX_POLL_S,
-    DEFAULT_MAX_CONTINUATIONS,
     DEFAULT_MAX_IDLE_SUSPENSIONS,
     DEFAULT_MAX_STATE_BYTES,
     DEFAULT_MAX_STEP_CRASHES,
@@ -52,7 +50,7 @@ from continuum.settings import (
     DEFAULT_VISIBILITY_MARGIN_S,
     Settings,
 )
-from continuum.steps import Step, StepOptions
+from continuum.steps import Step
 from continuum.store import RecordStore
 from continuum.tasks import Registry, Task
 from continuum.worker import Worker
@@ -61,18 +59,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
-P = ParamSpec("P")
-R = TypeVar("R")
-S = TypeVar("S", bound=BaseModel)
 
-
-class StepDecorator(Protocol):
-    """``@app.step(...)`` with options: turns a function into a Step of the same signature."""
-
-    def __call__(self, fn: Callable[P, R], /) -> Step[P, R]: ...
-
-
-class Continuum:
+class Continuum(Decorators):
     """An app: tasks, steps, where their records and continuations live, and how they run.
 
     Args:
@@ -143,6 +131,8 @@ class Continuum:
         )
         #: counts the store and queue calls each message makes (``record.usage``).
         self.meter = Meter()
+        #: hooks on what the worker does (``app.observe``).
+        self.observers = Observers()
         self._records: Records | None = None
         self._continuations: Continuations | None = None
         self._worker: Worker | None = None
@@ -156,98 +146,6 @@ class Continuum:
     @property
     def steps(self) -> dict[str, Step[Any, Any]]:
         return self.registry.steps
-
-    def task(
-        self,
-        *,
-        state: type[S],
-        name: str | None = None,
-        version: int = 1,
-        migrations: Mapping[int, Callable[[Any], Any]] | None = None,
-        max_continuations: int = DEFAULT_MAX_CONTINUATIONS,
-        confidence: float | None = None,
-        safety_margin_s: float | None = None,
-    ) -> Callable[[Callable[[TaskContext[S]], Any]], Task[S]]:
-        """Register a task over the state model ``state``.
-
-        The function is called once per turn; it returns None to take another turn and
-        anything else (JSON-serialisable) to finish with that result. ``confidence`` and
-        ``safety_margin_s`` override the app's budget rule for this task. Generator and async
-        functions are refused (ConfigurationError).
-
-        ``version`` is the version of the state's schema; ``migrations={1: up1, 2: up2}``
-        migrate a state saved by an older version, in order, when its record is loaded
-        (each takes and returns the state as JSON). A record newer than the code (a
-        rollback) is left untouched for a newer worker.
-        """
-
-        def register(fn: Callable[[TaskContext[S]], Any]) -> Task[S]:
-            task = Task(
-                fn=fn,
-                name=name or fn.__name__,
-                state_model=state,
-                version=version,
-                migrations=dict(migrations or {}),
-                max_continuations=max_continuations,
-                confidence=confidence,
-                safety_margin_s=safety_margin_s,
-            )
-            self.registry.add_task(task)
-            return task
-
-        return register
-
-    @overload
-    def step(self, fn: Callable[P, R], /) -> Step[P, R]: ...
-
-    @overload
-    def step(
-        self,
-        *,
-        name: str | None = None,
-        effect: bool = False,
-        retries: int = 0,
-        backoff_s: float = 0.5,
-        retry_on: tuple[type[BaseException], ...] = (Exception,),
-        preemptible: bool = False,
-        at_most_once: bool = False,
-    ) -> StepDecorator: ...
-
-    def step(  # type: ignore[misc]  # mypy cannot match a ParamSpec overload implementation
-        self,
-        fn: Callable[P, R] | None = None,
-        /,
-        *,
-        name: str | None = None,
-        effect: bool = False,
-        retries: int = 0,
-        backoff_s: float = 0.5,
-        retry_on: tuple[type[BaseException], ...] = (Exception,),
-        preemptible: bool = False,
-        at_most_once: bool = False,
-    ) -> Step[P, R] | StepDecorator:
-        """Register a step, bare (``@app.step``) or with options (``@app.step(effect=True)``).
-
-        See :class:`continuum.StepOptions` for what each option does.
-        """
-
-        def register(f: Callable[P, R]) -> Step[P, R]:
-            options = StepOptions(
-                name=name or f.__name__,
-                effect=effect,
-                retries=retries,
-                backoff_s=backoff_s,
-                retry_on=retry_on,
-                preemptible=preemptible,
-                at_most_once=at_most_once,
-            )
-            step = Step(fn=f, options=options)
-            self.registry.add_step(step)
-            return step
-
-        if fn is not None:
-            return register(fn)
-        return cast(StepDecorator, register)
 
     # -- settings, and where records and continuations live ----------------------------------
 
@@ -318,9 +216,26 @@ class Continuum:
         """The Lambda entry point for an SQS event source with ReportBatchItemFailures."""
         if self._worker is None:
             self._worker = Worker(
-                self.registry, self.records, self.continuations, self.settings, meter=self.meter
+                self.registry,
+                self.records,
+                self.continuations,
+                self.settings,
+                meter=self.meter,
+                observers=self.observers,
             )
         return self._worker.handle_batch(event, context)
+
+    def observe(self, observer: Observer) -> Observer:
+        """Register an observer of what the worker does (``continuum.Observer``); returns it.
+
+        Example:
+            >>> class Steps(Observer):
+            ...     def step_ended(self, event):
+            ...         print(event.key, event.outcome, event.duration_s)
+            >>> app.observe(Steps())  # doctest: +SKIP
+        """
+        self.observers.add(observer)
+        return observer
 
     def dead_letter_handler(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         """The Lambda entry point for the dead-letter queue: fails or continues each task."""

@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from continuum.errors import ContinuumError
+from continuum.observers import MessageHandled, Observer
 from continuum.queue import ContinuationQueue, QueueError
 
 logger = Logger(service="continuum")
@@ -74,7 +75,7 @@ def process_sqs_batch(
     return dict(response)
 
 
-class OutcomeMetrics:
+class OutcomeMetrics(Observer):
     """Counts what happened to each message, and tasks' ends and durations (Powertools, EMF).
 
     Off unless ``POWERTOOLS_METRICS_NAMESPACE`` is set (the SAM template sets it), so local
@@ -92,6 +93,12 @@ class OutcomeMetrics:
             from aws_lambda_powertools import Metrics
 
             self._metrics = Metrics(service="continuum")
+
+    def message_handled(self, event: MessageHandled) -> None:
+        self.count(event.outcome, task=event.task_name, duration_ms=event.duration_ms)
+
+    def batch_done(self, event: None) -> None:
+        self.flush()
 
     def count(self, outcome: str, *, task: str | None = None, duration_ms: float = 0.0) -> None:
         if self._metrics is None:

@@ -87,6 +87,7 @@ class StepCalls(TurnState):
                 self.save_strict()
             self.active_key = f"{record.task_id}/{record.turn}/{key}"
             self.active_cursor = cursor
+            self.step_started(key, step.name, attempt)
             wall, started = time.time(), time.monotonic()
             try:
                 if options.preemptible:
@@ -95,7 +96,8 @@ class StepCalls(TurnState):
                 else:
                     value = step.fn(*args, **kwargs)
             except Preempted:
-                self.log_step(key, wall, round(time.monotonic() - started, 6), attempt, "preempted")
+                took = round(time.monotonic() - started, 6)
+                self.log_step(key, wall, took, attempt, "preempted", name=step.name)
                 self._preempted(key, stats, started)
             except Paused as pause:
                 elapsed = self._timed(stats, started)
@@ -111,7 +113,7 @@ class StepCalls(TurnState):
                         cursor=pause.cursor,
                     )
                 )
-                self.log_step(key, wall, elapsed, attempt, "paused")
+                self.log_step(key, wall, elapsed, attempt, "paused", name=step.name)
                 raise self.unwind(Suspend(f"step {key!r} paused itself; it continues")) from None
             except Exception as exc:
                 elapsed = self._timed(stats, started)
@@ -124,7 +126,15 @@ class StepCalls(TurnState):
                     turn=record.turn,
                 )
                 retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
-                self.log_step(key, wall, elapsed, attempt, "retry" if retrying else "failed")
+                self.log_step(
+                    key,
+                    wall,
+                    elapsed,
+                    attempt,
+                    "retry" if retrying else "failed",
+                    name=step.name,
+                    error_type=type(exc).__name__,
+                )
                 if retrying:
                     retry = JournalEntry(
                         key,
@@ -164,7 +174,7 @@ class StepCalls(TurnState):
         self._append(
             JournalEntry(key, step.name, result=result, duration_s=elapsed, attempts=attempt)
         )
-        self.log_step(key, wall, elapsed, attempt, "ok")
+        self.log_step(key, wall, elapsed, attempt, "ok", name=step.name)
         record.counters.steps_executed += 1
         if options.effect or time.monotonic() - self.last_save >= self.persist_every_s:
             self.save()

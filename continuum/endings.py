@@ -22,6 +22,7 @@ from continuum.claim import Claim
 from continuum.continuation import Continuation, Continuations
 from continuum.errors import PayloadTooLargeError, RecordConflictError, RecordTooNewError
 from continuum.history import Usage, bill
+from continuum.observers import Observers, TaskFinished, TaskParked
 from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord
 from continuum.records import Records
@@ -77,11 +78,13 @@ class Endings:
         continuations: Continuations,
         settings: Settings,
         recent: RecentRecords,
+        observers: Observers | None = None,
     ) -> None:
         self.records = records
         self.continuations = continuations
         self.settings = settings
         self.recent = recent
+        self.observers = observers if observers is not None else Observers()
 
     def suspend(
         self, claim: Claim, reason: str, *, delay_s: float, message_id: str, limit: int
@@ -107,6 +110,7 @@ class Endings:
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
         self.recent.keep(record, claim.etag, send_s=send_s)
+        self._parked(record, reason)
         logger.info(
             f"task suspended: {reason}",
             extra={"turn": record.turn, "next_generation": record.generation},
@@ -121,6 +125,7 @@ class Endings:
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
         sent = self.resume_waiting(record)
+        self._parked(record, reason)
         logger.info(
             f"task waiting: {reason}",
             extra={"next_generation": record.generation, "wake_at": str(record.wake_at)},
@@ -182,8 +187,31 @@ class Endings:
         )
         return Outcome.LEFT
 
+    def _parked(self, record: TaskRecord, reason: str) -> None:
+        self.observers.emit(
+            "task_parked",
+            TaskParked(
+                task_id=record.task_id,
+                task_name=record.task_name,
+                status=record.status.value,
+                generation=record.generation,
+                reason=reason,
+            ),
+        )
+
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
         claim.finish(status, error=error)
+        record = claim.record
+        self.observers.emit(
+            "task_finished",
+            TaskFinished(
+                task_id=record.task_id,
+                task_name=record.task_name,
+                status=record.status.value,
+                error_type=record.error.type if record.error else None,
+                error=record.error.message if record.error else None,
+            ),
+        )
         if error is not None:
             logger.warning(
                 f"task {status.value}: {error.message}", extra={"error": error.model_dump()}

@@ -68,7 +68,8 @@ class Listing:
     """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``)."""
 
     keys: frozenset[str] = frozenset()
-    listed_at: float = field(default_factory=time.time)
+    #: the time of the listing (looked up at each call, so a virtual clock applies).
+    listed_at: float = field(default_factory=lambda: time.time())
 
     def has_answer(self, token: str) -> bool:
         return f"callbacks/{token}.json" in self.keys

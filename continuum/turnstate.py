@@ -17,6 +17,7 @@ from continuum.errors import ContinuumError, TaskCancelledError
 from continuum.history import InvocationRun, StepRun
 from continuum.inbox import Listing, TaskInbox
 from continuum.journal import Journal
+from continuum.observers import Observers, StepEnded, StepStarted
 from continuum.record import EntryKind, JournalEntry, TaskRecord
 from continuum.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum.waiters import CancelState
@@ -56,6 +57,7 @@ class TurnState:
         preemptor: Preemptor = alarm_preemptor,
         inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
         invocation: InvocationRun | None = None,
+        observers: Observers | None = None,
     ) -> None:
         self.record = record
         self.budget = budget
@@ -65,6 +67,8 @@ class TurnState:
         self.inbox = inbox or TaskInbox(None, record.task_id, checked_at=checked)
         self.inbox_poll_s = inbox_poll_s
         self.invocation = invocation
+        #: the worker's observers, when any wants step events (else None: the hot path).
+        self.observers = observers if observers is not None and observers.steps else None
         # In recovery (after a worker died), save after every step so a death names its step.
         self.persist_every_s = 0.0 if record.recovering else persist_every_s
         self.max_step_crashes = max_step_crashes
@@ -102,14 +106,35 @@ class TurnState:
         self.unwinding = exc
         return exc
 
+    def step_started(self, key: str, name: str, attempt: int) -> None:
+        """Tell the observers a live step's attempt starts."""
+        if self.observers is not None:
+            event = StepStarted(self.record.task_id, key, name, self.record.turn, attempt)
+            self.observers.emit("step_started", event)
+
     def log_step(
-        self, key: str, started: float, duration_s: float, attempts: int, outcome: str
+        self,
+        key: str,
+        started: float,
+        duration_s: float,
+        attempts: int,
+        outcome: str,
+        *,
+        name: str = "",
+        error_type: str | None = None,
     ) -> None:
-        """Note a live step call in this invocation's history (saved with the next write)."""
+        """Note a live step's attempt in this invocation's history (saved with the next
+        write), and tell the observers."""
+        turn = self.record.turn
         if self.invocation is not None:
             self.invocation.steps.append(
-                StepRun(key, self.record.turn, round(started, 3), duration_s, attempts, outcome)
+                StepRun(key, turn, round(started, 3), duration_s, attempts, outcome)
             )
+        if self.observers is not None:
+            event = StepEnded(
+                self.record.task_id, key, name, turn, attempts, outcome, duration_s, error_type
+            )
+            self.observers.emit("step_ended", event)
 
     # -- boundaries: where a cancel request is delivered -----------------------------------------
 

@@ -19,6 +19,7 @@ timeout, which the claim shortened to just past this invocation's deadline.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -32,7 +33,6 @@ from continuum.batch import (
     remaining_s,
     shorten_visibility,
 )
-from continuum.budget import Budget
 from continuum.claim import Claim, error_info
 from continuum.continuation import Continuation, Continuations
 from continuum.endings import Endings, Outcome
@@ -40,7 +40,6 @@ from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
     LeaseHeldError,
-    MigrationError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
@@ -49,14 +48,15 @@ from continuum.errors import (
 )
 from continuum.fence import Verdict, fence
 from continuum.history import RunClock
-from continuum.inbox import Listing, TaskInbox
+from continuum.inbox import Listing
+from continuum.invocation import Invocation
 from continuum.metering import Meter
+from continuum.observers import MessageHandled, Observers
 from continuum.recent import RecentRecords
-from continuum.record import ErrorInfo, Status, TaskRecord, utcnow
+from continuum.record import Status, TaskRecord, utcnow
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.tasks import Registry, Task
-from continuum.turns import Cancelled, Failed, Lost, Returned, Suspended, TurnLoop, Waiting
 from continuum.waiting import Decision, decide, refresh_deadlines
 
 __all__ = ["Outcome", "Worker"]
@@ -84,14 +84,18 @@ class Worker:
         settings: Settings,
         *,
         meter: Meter | None = None,
+        observers: Observers | None = None,
     ) -> None:
         self.registry = registry
         self.records = records
         self.continuations = continuations
         self.settings = settings
         self.recent = RecentRecords()
-        self.endings = Endings(records, continuations, settings, self.recent)
-        self.metrics = OutcomeMetrics()
+        #: what happens is told to the Powertools metrics, then to the app's observers.
+        self.observers = Observers(then=observers)
+        self.observers.add(OutcomeMetrics())
+        self.endings = Endings(records, continuations, settings, self.recent, self.observers)
+        self._local = threading.local()
         #: counts this worker's store and queue calls per message (the app wraps both in it).
         self.meter = meter or Meter()
 
@@ -101,30 +105,36 @@ class Worker:
         def handle(delivery: Delivery) -> str:
             started = time.monotonic()
             outcome = self.process(delivery, context)
-            task = getattr(self, "_last_task", None)
-            self.metrics.count(outcome, task=task, duration_ms=(time.monotonic() - started) * 1e3)
+            self.observers.emit(
+                "message_handled",
+                MessageHandled(
+                    outcome=outcome.value,
+                    task_name=getattr(self._local, "task", None),
+                    duration_ms=(time.monotonic() - started) * 1e3,
+                ),
+            )
             return outcome.value
 
         try:
             return process_sqs_batch(event, context, handle)
         finally:
-            self.metrics.flush()
+            self.observers.emit("batch_done", None)
 
     def process(self, delivery: Delivery, context: LambdaContext) -> Outcome:
         """Process one message; return what happened. Raise only to have it retried."""
-        logger.remove_keys(["task_id", "generation"])
-        logger.set_correlation_id(None)
-        self._last_task: str | None = None
-        self._usage = self.meter.start()
-        self._clock = RunClock()
+        _clear_log_keys()
+        self._local.task = None
+        self._local.usage = self.meter.start()
+        self._local.clock = RunClock()
         try:
             message = self.continuations.parse(delivery.body)
         except (BadMessageError, InvalidTaskIdError) as exc:
             # Retrying cannot fix a malformed message: acknowledge and say why.
             logger.error(f"rejected a message: {exc}", extra={"message_id": delivery.message_id})
             return Outcome.REJECTED
-        logger.set_correlation_id(message.task_id)
-        logger.append_keys(task_id=message.task_id, generation=message.generation)
+        _log_keys(
+            correlation_id=message.task_id, task_id=message.task_id, generation=message.generation
+        )
         try:
             return self._process(message, delivery, context)
         except RecordConflictError:
@@ -166,7 +176,7 @@ class Worker:
     ) -> Outcome:
         # 1. The fence (and, for a waiting task, its inbox).
         verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
-        self._last_task = record.task_name
+        self._local.task = record.task_name
         match verdict:
             case Verdict.RUN | Verdict.CHECK_INBOX:
                 pass
@@ -201,8 +211,8 @@ class Worker:
                         record,
                         etag,
                         message_id=delivery.message_id,
-                        spent=self._usage,
-                        elapsed_s=self._clock.elapsed_s(),
+                        spent=self._local.usage,
+                        elapsed_s=self._local.clock.elapsed_s(),
                         memory_mb=memory_mb(context),
                     )
 
@@ -240,50 +250,24 @@ class Worker:
             if from_memory:
                 raise _StaleMemory from None
             raise
-        claim.usage, claim.clock = self._usage, self._clock
+        claim.usage, claim.clock = self._local.usage, self._local.clock
         claim.memory_mb = memory_mb(context)
+        invocation = Invocation(
+            claim,
+            task,
+            context,
+            records=self.records,
+            settings=self.settings,
+            endings=self.endings,
+            observers=self.observers,
+        )
         if task is None:
-            return self.endings.finish(claim, Status.FAILED, error_info(unknown, record))
-        if record.state_version < task.version:
-            try:
-                record.state = task.migrate(record.state, record.state_version, task_id=task.name)
-            except MigrationError as exc:
-                return self.endings.finish(claim, Status.FAILED, error_info(exc, record))
-            record.state_version = task.version
+            return invocation.fail(error_info(unknown, record))
         shorten_visibility(
             self.continuations.queue, delivery, left_s, self.settings.visibility_margin_s
         )
-
-        # 3. The turns.
-        loop = self._turns(task, claim, context, listing)
-        outcome = loop.run()
-
-        # 4. The ending.
-        endings, message_id = self.endings, delivery.message_id
-        match outcome:
-            case Lost():
-                logger.info("another worker moved the record; stopping")
-                return Outcome.FENCED
-            case Failed(error):
-                return endings.finish(claim, Status.FAILED, error)
-            case Returned():
-                return endings.finish(claim, Status.SUCCEEDED)
-            case Cancelled(reason):
-                text = f"the task was cancelled{f': {reason}' if reason else ''}"
-                error = ErrorInfo(type="TaskCancelledError", message=text, turn=record.turn)
-                return endings.finish(claim, Status.CANCELLED, error)
-            case Waiting(waiters, reason):
-                return endings.wait(claim, waiters, reason, message_id=message_id)
-            case Suspended(reason, delay_s):
-                if loop.progress or delay_s > 0:
-                    record.idle_suspensions = 0
-                else:
-                    record.idle_suspensions += 1
-                limit = task.max_continuations
-                return endings.suspend(
-                    claim, reason, delay_s=delay_s, message_id=message_id, limit=limit
-                )
-        raise AssertionError(f"unknown outcome {outcome!r}")  # pragma: no cover
+        # 3. The turns, and 4. the ending.
+        return invocation.run(message, delivery.message_id, listing)
 
     def _listing(self, record: TaskRecord, message: Continuation) -> Listing | None:
         """List the task's inbox if this message needs it: a waiting or new task, a wake, or
@@ -297,30 +281,16 @@ class Worker:
             return listing
         return None
 
-    def _turns(
-        self, task: Task[Any], claim: Claim, context: LambdaContext, listing: Listing | None
-    ) -> TurnLoop:
-        settings, record = self.settings, claim.record
-        budget = Budget.of(
-            lambda: remaining_s(context),
-            settings=settings,
-            confidence=task.confidence,
-            safety_margin_s=task.safety_margin_s,
-            send_stats=record.send_stats,
-        )
-        checked = record.inbox_checked_at or record.created_at.timestamp()
-        loop = TurnLoop(
-            task,
-            record,
-            budget,
-            claim.save,
-            settings.persist_every_s,
-            save_strict=claim.save_strict,
-            inbox=TaskInbox(self.records.inbox, record.task_id, checked_at=checked),
-            max_step_crashes=settings.max_step_crashes,
-            inbox_poll_s=settings.inbox_poll_s,
-            invocation=claim.run,
-        )
-        if listing is not None:
-            loop.note_inbox(listing)
-        return loop
+
+def _clear_log_keys() -> None:
+    """Forget the last message's log keys, in this thread only (workers may run threads)."""
+    clear = getattr(logger, "thread_safe_clear_keys", None)
+    if clear is not None:
+        clear()
+    else:  # pragma: no cover - an older Powertools
+        logger.remove_keys(["correlation_id", "task_id", "generation"])
+
+
+def _log_keys(**keys: Any) -> None:
+    append = getattr(logger, "thread_safe_append_keys", None) or logger.append_keys
+    append(**keys)

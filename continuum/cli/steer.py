@@ -64,7 +64,7 @@ def register(commands: Any) -> None:
         "fork",
         help="start a new task from any past checkpoint of a task",
         description="Start task NEW_ID from a stored version of TASK_ID's record (bucket "
-        "versioning): `continuum inspect` lists the versions; 'latest' takes the current one.",
+        "versioning): continuum inspect lists the versions; 'latest' takes the current one.",
     )
     fork.add_argument("task_id", metavar="TASK_ID")
     fork.add_argument("--at", required=True, metavar="VERSION", help="a version id, or latest")
