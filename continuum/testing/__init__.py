@@ -1,10 +1,12 @@
-"""Test helpers: run tasks in a test, and in-memory S3 and SQS.
+"""Test helpers: run tasks in a test, check they are replay-safe, and in-memory S3 and SQS.
 
 - :class:`TaskRunner` runs an app's tasks on the in-memory backend (or moto's) and a virtual
   clock: ``runner.run(task, input)`` takes a task to its end or until it waits for a callback
   or a signal; the :class:`TaskHandle` it returns reads the task (``status``, ``result``,
   ``step_counts``) and answers it (``callback(name).complete(...)``, ``signal``, ``cancel``);
   ``runner.advance(timedelta(days=2))`` lets its timers fire.
+- :func:`check_replay_safe` suspends a task after each of its live steps in turn and asserts
+  it ends the same, with each step run once.
 - ``Continuum(store=InMemoryRecordStore(), queue=InMemoryContinuationQueue())`` runs tasks with
   no AWS and no moto. The fakes keep the semantics the protocol relies on, as S3 and SQS (and
   moto) show them; the functional tests run against both to prove it. The store has
@@ -22,20 +24,34 @@ Example:
     ...     task = runner.run("approve", {"item": "kayak"})
     ...     task.callback("manager").complete({"approved": True})
     ...     assert task.result == "shipped kayak"
+    >>> answers = {"manager": {"approved": True}}
+    >>> check_replay_safe(app, "approve", {"item": "kayak"}, callbacks=answers)  # doctest: +SKIP
 """
 
 from continuum.testing.clock import ManualClock
 from continuum.testing.memory_queue import InMemoryContinuationQueue
 from continuum.testing.memory_store import InMemoryRecordStore
 from continuum.testing.observe import StepRun
+from continuum.testing.replay import (
+    Failure,
+    ReplayDivergence,
+    ReplayReport,
+    ReplayRun,
+    check_replay_safe,
+)
 from continuum.testing.runner import CallbackHandle, TaskHandle, TaskRunner
 
 __all__ = [
     "CallbackHandle",
+    "Failure",
     "InMemoryContinuationQueue",
     "InMemoryRecordStore",
     "ManualClock",
+    "ReplayDivergence",
+    "ReplayReport",
+    "ReplayRun",
     "StepRun",
     "TaskHandle",
     "TaskRunner",
+    "check_replay_safe",
 ]
