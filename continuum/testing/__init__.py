@@ -7,6 +7,8 @@
   ``runner.advance(timedelta(days=2))`` lets its timers fire.
 - :func:`check_replay_safe` suspends a task after each of its live steps in turn and asserts
   it ends the same, with each step run once.
+- The pytest plugin (``continuum.testing.pytest_plugin``, loaded through an entry point) has
+  the fixtures ``continuum_app``, ``continuum_runner`` and ``continuum_runner_factory``.
 - ``Continuum(store=InMemoryRecordStore(), queue=InMemoryContinuationQueue())`` runs tasks with
   no AWS and no moto. The fakes keep the semantics the protocol relies on, as S3 and SQS (and
   moto) show them; the functional tests run against both to prove it. The store has
