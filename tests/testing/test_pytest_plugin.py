@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from datetime import timedelta
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import _pytest.timing
 import pytest
@@ -13,7 +17,10 @@ import pytest
 from continuum import Status
 from continuum.testing import TaskRunner, pytest_plugin
 from tests.testing.apps import shop
+from tests.testing.readme import blocks
 from tests.waits.test_cancel import cancellable_app
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -56,6 +63,21 @@ def test_pytests_own_clock_stays_real_while_the_runner_moves_the_virtual_one(con
     continuum_runner.advance(timedelta(days=1))
     # --durations and junit times come from _pytest.timing: they stay true.
     assert time.time() - _pytest.timing.time() > 86_000
+
+
+def test_the_readme_fixture_example_runs_as_shown(tmp_path):
+    example, fixture_example = blocks("python")
+    [settings] = blocks("toml")
+    (tmp_path / "orders.py").write_text(example)
+    (tmp_path / "pyproject.toml").write_text(settings)
+    (tmp_path / "test_orders.py").write_text(fixture_example)
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "1 passed" in shown.stdout
 
 
 def test_without_the_ini_option_the_app_fixture_says_how_to_name_the_app(pytestconfig):
