@@ -31,6 +31,7 @@ Example:
 """
 
 from continuum.testing.clock import ManualClock
+from continuum.testing.handles import CallbackHandle, TaskHandle
 from continuum.testing.memory_queue import InMemoryContinuationQueue
 from continuum.testing.memory_store import InMemoryRecordStore
 from continuum.testing.observe import StepRun
@@ -41,7 +42,7 @@ from continuum.testing.replay import (
     ReplayRun,
     check_replay_safe,
 )
-from continuum.testing.runner import CallbackHandle, TaskHandle, TaskRunner
+from continuum.testing.runner import TaskRunner
 
 __all__ = [
     "CallbackHandle",
