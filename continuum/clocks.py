@@ -27,6 +27,9 @@ from continuum.queue import ContinuationQueue, QueueMessage
 _REAL_MONOTONIC: dict[str, Callable[[], float]] = {"monotonic": time.monotonic}
 #: After a jump, land this far past the due time, so the message is surely visible.
 JUMP_PAST_S = 0.001
+#: Modules that keep the real clock on the virtual one: pytest's own timing, so that a test
+#: that runs tasks on the virtual clock still gets true durations (``--durations``, junit).
+KEEP_REAL_TIME = ("_pytest.timing",)
 
 
 def real_monotonic() -> float:
@@ -89,12 +92,15 @@ class RealTime:
 class VirtualTime:
     """A virtual clock from ``start`` (default: now): ticks with the wall clock, and jumps.
 
+    With ``tick=False`` it moves only when told (a jump, ``advance``, ``move_to``), so two runs
+    from the same start read the same times.
+
     Requires freezegun (``pip install 'continuum[local]'``).
     """
 
     virtual = True
 
-    def __init__(self, start: datetime | None = None) -> None:
+    def __init__(self, start: datetime | None = None, *, tick: bool = True) -> None:
         try:
             from freezegun import freeze_time
         except ImportError as exc:  # pragma: no cover - freezegun is in the local extra
@@ -104,6 +110,7 @@ class VirtualTime:
             ) from exc
         self._freeze_time = freeze_time
         self._resume_at = start or datetime.now(UTC)
+        self._tick = tick
         self._freezer: Any = None
         self._factory: Any = None
         self._depth = 0
@@ -113,7 +120,9 @@ class VirtualTime:
         """Run the block on the virtual clock (re-entrant). Between blocks the virtual clock
         stands still: the next block resumes where the last one left it."""
         if self._depth == 0:
-            self._freezer = self._freeze_time(self._resume_at, tick=True)
+            self._freezer = self._freeze_time(
+                self._resume_at, tick=self._tick, ignore=list(KEEP_REAL_TIME)
+            )
             self._factory = self._freezer.start()
         self._depth += 1
         try:
@@ -135,3 +144,8 @@ class VirtualTime:
             # Not factory.tick(): on a ticking clock it drops the time ticked since the last
             # move (freezegun 1.5); move_to the virtual now plus the jump instead.
             self._factory.move_to(datetime.now(UTC) + timedelta(seconds=seconds))
+
+    def move_to(self, when: datetime) -> None:
+        """Set the clock to ``when``, backwards too (only inside ``running``)."""
+        if self._factory is not None:
+            self._factory.move_to(when)

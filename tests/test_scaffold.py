@@ -65,11 +65,14 @@ def test_the_projects_own_tests_pass_in_a_fresh_interpreter(project: Path) -> No
         cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 passed" in result.stdout
+    assert "3 passed" in result.stdout
     test = (project / "tests" / f"test_{MODULE}.py").read_text()
-    # continuum's test helpers: the in-memory S3 and SQS, under the local runtime.
-    assert "from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore" in test
-    assert 'LocalRuntime(app, budget_s=5, backend="memory")' in test
+    # continuum's test helpers: the plugin's runner fixture, over the app pyproject.toml names,
+    # and the replay check; nothing of continuum's inside, no moto.
+    assert "from continuum.testing import TaskRunner, check_replay_safe" in test
+    assert "def test_word_count_counts_every_word_of_every_line(continuum_runner:" in test
+    assert f'continuum_app = "{MODULE}:app"' in (project / "pyproject.toml").read_text()
+    assert "LocalRuntime" not in test
     assert "moto_backend" not in test
 
 

@@ -6,8 +6,9 @@ The project (``<module>`` is the name in snake case)::
     src/handlers.py        the worker and dead-letter entry points the template names
     src/requirements.txt   what SAM's Python builder installs beside src/: continuum, yours
     template.yaml          the stack (render_template("project")), CodeUri: src/
-    tests/test_<module>.py pytest tests of the task, in memory (continuum's test helpers)
-    pyproject.toml         pytest's settings: ``pytest`` finds src/ from the project root
+    tests/test_<module>.py pytest tests of the task, in memory (continuum.testing's runner,
+                           fixtures and replay check)
+    pyproject.toml         pytest's settings: ``pytest`` finds src/ and the app under test
     README.md              the commands, from a local run to `sam deploy --guided`
     .gitignore
 """
@@ -67,7 +68,7 @@ def project_files(name: str) -> dict[str, str]:
         ),
         "template.yaml": render_template("project", name=name, app=f"{module}:app"),
         f"tests/test_{module}.py": fill(load("test_task.py.tmpl"), {"module": module}),
-        "pyproject.toml": load("pyproject.toml.tmpl"),
+        "pyproject.toml": fill(load("pyproject.toml.tmpl"), {"module": module}),
         "README.md": fill(load("README.md.tmpl"), values),
         ".gitignore": load("gitignore.tmpl"),
     }

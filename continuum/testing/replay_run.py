@@ -1,0 +1,195 @@
+"""One run of the replay check: the task from its start to its end, on the check's clock,
+suspended once after its k-th live step, and answered whenever it waits for the outside world.
+
+Every run starts from the same instant on a clock that moves only when told (a wait's jump;
+the forced suspension's ``SUSPENSION_GAP_S``), with ``random`` seeded alike, so that runs
+differ only where a suspension makes them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from continuum.app import Continuum
+from continuum.clocks import VirtualTime, real_monotonic
+from continuum.errors import ConfigurationError, ContinuumError
+from continuum.local import POLL_INTERVAL_S, LocalLambdaContext, waits_for_outside
+from continuum.record import ErrorInfo, Status, TaskRecord
+from continuum.testing.handles import TaskHandle
+from continuum.testing.observe import StandIn, StepRun
+from continuum.testing.runner import TaskRef, TaskRunner
+from continuum.waiters import WaitKind
+
+#: The forced suspension's continuation runs this much later on the virtual clock, so that
+#: code reading the clock between steps sees it move (as it would on AWS), while a callback's
+#: or heartbeat's timeout, unless under a second, does not fire because of it.
+SUSPENSION_GAP_S = 1.0
+#: ``random`` is seeded with this at the start of every run, so that only what a re-entered
+#: turn draws again differs between runs.
+RANDOM_SEED = 12
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An answer that fails a callback: ``cb.result()`` raises CallbackFailedError.
+
+    Example:
+        >>> answers = {"manager": Failure("Rejected", "not this week")}
+        >>> check_replay_safe(app, "approve", {}, callbacks=answers)  # doctest: +SKIP
+    """
+
+    error_type: str
+    message: str
+
+
+@dataclass
+class Outcome:
+    """How one run ended, and the live steps it ran."""
+
+    name: str
+    status: Status
+    result: Any
+    error: ErrorInfo | None
+    steps: list[StepRun]
+    failure: Exception | None
+    suspended: bool
+    invocations: int
+
+
+@dataclass
+class Plan:
+    """What every run of one check shares: the task, its input and answers, and the clock."""
+
+    app: Continuum
+    task: TaskRef
+    input: Any
+    callbacks: dict[str, Any]
+    signals: dict[str, list[Any]]
+    task_id: str
+    budget_s: float
+    timeout_s: float
+    start: datetime = field(default_factory=lambda: datetime.now(UTC))
+    clock: VirtualTime = field(init=False)
+
+    def __post_init__(self) -> None:
+        # One clock for every run (starting freezegun costs tens of milliseconds), moved back
+        # to the same start for each.
+        self.clock = VirtualTime(self.start, tick=False)
+
+    def run(self, *, k: int | None, stand_in: StandIn | None = None) -> Outcome:
+        """Run the task from the start to its end, suspended after its k-th live step (if k
+        is given), with ``stand_in`` answering its steps (if given)."""
+        self.clock.move_to(self.start)
+        random.seed(RANDOM_SEED)
+        runner = TaskRunner(self.app, budget_s=self.budget_s, timeout_s=self.timeout_s)
+        runner._clock = self.clock
+        with runner:
+            runner.log.stand_in = stand_in
+            handle = runner.start(self.task, self.input, task_id=self.task_id)
+            trip = _Trip(k, lambda: runner.log.finished(self.task_id))
+            self._drain(runner, handle, trip)
+            record = handle.record
+            return Outcome(
+                name=record.task_name,
+                status=record.status,
+                result=record.result,
+                error=record.error,
+                steps=handle.step_runs,
+                failure=runner.log.errors.get(self.task_id),
+                suspended=trip.fired,
+                invocations=record.counters.invocations,
+            )
+
+    def _drain(self, runner: TaskRunner, handle: TaskHandle, trip: _Trip) -> None:
+        """Invoke until the task ends: answer what it waits for, jump over its timers."""
+        runtime, answers = runner.runtime, _Answers(self.callbacks, self.signals)
+        started = real_monotonic()
+        while real_monotonic() - started < self.timeout_s:
+            fired = trip.fired
+            if runtime.invoke_once(trip.context(self.budget_s)) is not None:
+                if trip.fired and not fired:
+                    self.clock.advance(SUSPENSION_GAP_S)
+                continue
+            record = handle.record
+            if record.status.finished:
+                return
+            if waits_for_outside(record):
+                answers.give(runner, record)
+                continue
+            due = runtime.next_due()
+            if due is None:
+                raise ContinuumError(
+                    f"task {record.task_name!r} is {record.status.value} with nothing due",
+                    task_id=record.task_id,
+                )
+            self.clock.wait_until(due, poll_s=POLL_INTERVAL_S)
+        raise ContinuumError(
+            f"a run of the replay check took more than {self.timeout_s:.0f}s",
+            task_id=self.task_id,
+            hint="a task that never ends? pass timeout_s=... if it is only slow",
+        )
+
+
+class _Trip:
+    """Forces one suspension: the invocation in which the k-th live step ends sees no time
+    left after it. Invocations before and after it have their whole budget."""
+
+    def __init__(self, k: int | None, finished: Callable[[], int]) -> None:
+        self.k = k
+        self.finished = finished
+        self.fired = False
+
+    def context(self, budget_s: float) -> LocalLambdaContext:
+        return _TripContext(self, budget_s)
+
+
+class _TripContext(LocalLambdaContext):
+    def __init__(self, trip: _Trip, budget_s: float) -> None:
+        super().__init__(budget_s)
+        self.trip = trip
+        self.before = trip.finished()  # live steps ended before this invocation
+
+    def get_remaining_time_in_millis(self) -> int:
+        k = self.trip.k
+        if k is not None and self.before < k <= self.trip.finished():
+            self.trip.fired = True
+            return 0
+        return super().get_remaining_time_in_millis()
+
+
+class _Answers:
+    """Answers a waiting task from the check's ``callbacks`` and ``signals``."""
+
+    def __init__(self, callbacks: dict[str, Any], signals: dict[str, list[Any]]) -> None:
+        self.callbacks = callbacks
+        self.signals = {name: list(payloads) for name, payloads in signals.items()}
+        self.sent: dict[str, int] = defaultdict(int)
+
+    def give(self, runner: TaskRunner, record: TaskRecord) -> None:
+        client = runner.client
+        for waiter in record.waiting_for:
+            if waiter.kind == WaitKind.CALLBACK and waiter.name in self.callbacks and waiter.id:
+                answer = self.callbacks[waiter.name]
+                if isinstance(answer, Failure):
+                    client.fail_callback(waiter.id, answer.error_type, answer.message)
+                else:
+                    client.complete_callback(waiter.id, answer)
+                return
+            if waiter.kind == WaitKind.SIGNAL and self.signals.get(waiter.name):
+                n = self.sent[waiter.name] = self.sent[waiter.name] + 1
+                payload = self.signals[waiter.name].pop(0)
+                # A fixed id: what a task does with the signal's id is the same in every run.
+                client.signal(record.task_id, waiter.name, payload, signal_id=f"replay-{n}")
+                return
+        waits = ", ".join(f"{w.kind.value} {w.name!r}" for w in record.waiting_for)
+        raise ConfigurationError(
+            f"task {record.task_name!r} waits for {waits}, and check_replay_safe has no "
+            "answer left for it",
+            task_id=record.task_id,
+            hint="pass callbacks={name: result or Failure(...)} or signals={name: [payload, ...]}",
+        )
