@@ -10,16 +10,20 @@ Each repeat is a fresh app and runtime in this process (freezegun has already sc
 loaded modules once: ``warm``), medians over interleaved repeats; ``cold`` is one run in a
 fresh interpreter, which pays freezegun's first scan of every loaded module when the virtual
 clock starts (as the first virtual-time test of a pytest session does). Target: under 2 s.
-With ``--profile`` it prints where a hop's time goes (cProfile, the 900 s-cap case).
+``python -m benchmarks.long_sleep --profile [DAYS]`` prints where a hop's time goes, by
+category (py-spy if installed, else cProfile), in the 900 s-cap case.
 """
 
 from __future__ import annotations
 
 import cProfile
 import json
+import os
 import pstats
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -74,35 +78,72 @@ CATEGORIES = (
 OTHER = "stdlib_other"
 
 
-def category(key: tuple[str, int, str]) -> str | None:
-    path, _, name = key
-    where = f"{path} {name}"
+def category(frame: str) -> str | None:
+    """The category of a frame ("name (path:line)"); None for the standard library or a
+    builtin, which counts for the code that called it."""
     for label, needles in CATEGORIES:
-        if any(needle in where for needle in needles):
+        if any(needle in frame for needle in needles):
             return label
-    return None  # the standard library or a builtin: counted where it was called from
+    return None
 
 
-def breakdown(stats: pstats.Stats) -> dict[str, float]:
+def spy_breakdown(raw: str) -> tuple[dict[str, int], int]:
+    """Samples by category in py-spy's raw output (``stack count`` lines): each sample counts
+    for its innermost frame that has a category. Only samples inside ``run_once``."""
+    samples: dict[str, int] = {}
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if "run_once (" not in stack:
+            continue
+        frames = stack.split(";")
+        label = next((c for f in reversed(frames) if (c := category(f)) is not None), OTHER)
+        samples[label] = samples.get(label, 0) + int(count)
+    return dict(sorted(samples.items(), key=lambda item: -item[1])), sum(samples.values())
+
+
+def cprofile_breakdown(stats: pstats.Stats) -> dict[str, float]:
     """Own time by category; a standard-library function or builtin counts for the category
-    of its callers (the one that called it most, by time)."""
+    of the callers that spent the most time in it."""
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     totals: dict[str, float] = {}
-    for key, (_cc, _nc, tottime, _ct, callers) in raw.items():
-        label = category(key)
+    for (path, line, name), (_cc, _nc, tottime, _ct, callers) in raw.items():
+        label = category(f"{name} ({path}:{line})")
         if label is None:
             by_caller: dict[str, float] = {}
-            for caller, (*_, caller_ct) in callers.items():
-                name = category(caller) or OTHER
-                by_caller[name] = by_caller.get(name, 0.0) + caller_ct
+            for (c_path, c_line, c_name), (*_, caller_ct) in callers.items():
+                c_label = category(f"{c_name} ({c_path}:{c_line})") or OTHER
+                by_caller[c_label] = by_caller.get(c_label, 0.0) + caller_ct
             label = max(by_caller, key=by_caller.__getitem__, default=OTHER)
         totals[label] = totals.get(label, 0.0) + tottime
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
 def profile(days: float) -> None:
-    """cProfile a 900 s-cap sleep (after a warm-up run, on CPU time: the machine is shared);
-    print where a hop's time goes, by category, then the top functions."""
+    """Where a hop's time goes, by category, in a warm ``days``-day sleep with the 900 s cap.
+
+    With py-spy installed (``pip install py-spy``): sampled at 1 kHz in a child process, no
+    overhead per call. Without it: cProfile on CPU time, which inflates code that makes many
+    small calls (freezegun's clock most of all)."""
+    spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    if spy is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "spy.txt"
+            child = [sys.executable, "-m", "benchmarks.long_sleep", "--one", str(days), "900"]
+            done = subprocess.run(
+                [spy, "record", "-r", "1000", "-f", "raw", "-o", str(out), "--", *child, "--warm"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            ours = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            got = json.loads(ours[-1])  # py-spy prints its own lines too
+            samples, total = spy_breakdown(out.read_text())
+        print(f"py-spy, a {days:g}-day sleep: {got['hops']} hops, {total} samples at 1 kHz")
+        for label, n in samples.items():
+            ms = n / 1000 / got["hops"] * 1000
+            emit(f"long_sleep.profile.{label}", ms, f"ms/hop ({n / total:.0%})")
+        return
     silence_worker_logs()
     run_once(0.1, 900)
     profiler = cProfile.Profile(time.process_time)
@@ -110,14 +151,13 @@ def profile(days: float) -> None:
     _, _, hops = run_once(days, 900)
     profiler.disable()
     stats = pstats.Stats(profiler)
-    total = sum(breakdown(stats).values())
-    print(f"profile of a {days:g}-day sleep: {hops} hops, {total:.3f} s CPU under cProfile")
-    for label, seconds in breakdown(stats).items():
-        emit(
-            f"long_sleep.profile.{label}", seconds / hops * 1000, f"ms/hop ({seconds / total:.0%})"
-        )
+    by_category = cprofile_breakdown(stats)
+    total = sum(by_category.values())
+    print(f"cProfile (CPU time), a {days:g}-day sleep: {hops} hops, {total:.3f} s")
+    for label, seconds in by_category.items():
+        ms = seconds / hops * 1000
+        emit(f"long_sleep.profile.{label}", ms, f"ms/hop ({seconds / total:.0%})")
     stats.sort_stats("cumulative").print_stats(40)
-    stats.sort_stats("tottime").print_stats(25)
 
 
 def main(quick: bool = False) -> None:
@@ -153,6 +193,8 @@ if __name__ == "__main__":
     if "--one" in sys.argv:
         at = sys.argv.index("--one")
         silence_worker_logs()
+        if "--warm" in sys.argv:
+            run_once(0.1, 900)
         seconds, used, hops = run_once(float(sys.argv[at + 1]), int(sys.argv[at + 2]))
         print(json.dumps({"seconds": seconds, "cpu": used, "hops": hops}))
     elif "--profile" in sys.argv:

@@ -60,7 +60,9 @@ class Prices:
     s3_storage_gb_month: float = 0.023  # S3 Standard, first 50 TB
     step_functions_transition: float = 25.0 / 1e6  # standard workflows, per state transition
     step_functions_transitions_per_wait: int = 2  # a Wait state: entered, left
-    durable_operation: float = 8.00 / 1e6  # Lambda durable functions, per durable operation
+    # Lambda durable functions, per durable operation (a step, a wait, a callback...), from the
+    # Lambda pricing page; its data written and retained are priced too, and not counted here.
+    durable_operation: float = 8.00 / 1e6
 
 
 PRICES = Prices()
