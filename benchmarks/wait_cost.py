@@ -3,19 +3,19 @@
 A task runs one step, sleeps ``DAYS`` days (``ctx.sleep``) and runs one more step, through
 ``LocalRuntime`` on in-process moto with the virtual clock. SQS delays a message 900 s at most,
 so the sleep is a chain of timer hops: each is one Lambda invocation that reads the record,
-lists the task's inbox, writes the record with generation + 1 and sends the next timer (96 a
-day). Counted per hop invocation, then per day of sleep:
+lists the task's inbox, writes the record with generation + 1, lists the inbox again and sends
+the next timer (96 a day). Counted per hop invocation, then per day of sleep:
 
 - invocations: every handler call (each one Lambda request);
 - the worker's S3 and SQS calls by operation (``CallCounter`` on the app's boto3 clients);
 - the event source's ReceiveMessage and DeleteMessage: on AWS Lambda's pollers make them, and
   SQS bills them to the queue owner's account like any other request, so they are counted
-  too. The local poller's empty receives (one per jump of the virtual clock) are reported but
-  not priced: on AWS the pollers long-poll an idle queue whatever number of tasks wait in it,
-  a cost per queue, not per task;
+  too. The local poller's empty receives (one or two per hop, as the virtual clock jumps) are
+  reported but not priced: on AWS the pollers long-poll an idle queue whatever number of
+  tasks wait in it, a cost per queue, not per task;
 - the wall time of a hop invocation (the handler call), rounded up to Lambda's 1 ms billing.
   On moto every call is in-process; on AWS each is a network round trip, so a deployed hop
-  lasts longer: ``lambda_duration_per_100ms`` gives the duration price of a 100 ms hop.
+  lasts longer: ``lambda_duration_100ms_hop`` gives the duration price of a 100 ms hop.
 
 Dollars per million task-days use the public list prices in ``PRICES`` (us-east-1, no free
 tier), side by side with Step Functions standard (a Wait state: about two state transitions
@@ -239,6 +239,8 @@ def report(measured: Measured) -> None:
         emit(f"wait_cost.per_day.{key}", n * HOPS_PER_DAY, "calls/day")
     billed = sum(n for key, n in per_hop.items() if "(empty)" not in key) * HOPS_PER_DAY
     emit("wait_cost.per_day.aws_calls_billed", billed, "calls/day (worker and poller)")
+    # Once per wait. Under the virtual clock it lists the inbox twice more than it would on
+    # AWS: an inbox listing is stamped with the real clock, so it always looks stale.
     for key, n in sorted(measured.wake_calls.items()):
         emit(f"wait_cost.wake_invocation.{key}", n, "calls (once per wait)")
     hop_ms = billed_ms(median(measured.hop_seconds))

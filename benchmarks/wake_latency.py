@@ -69,7 +69,7 @@ def p95(values: list[float]) -> float:
 def measure(backend: str, repeats: int) -> tuple[list[float], list[float]]:
     """Latencies (s) from the answer to the next step, and the answer calls' own durations."""
     app, seen = callback_app()
-    runtime = LocalRuntime(app, budget_s=5, backend=backend)  # type: ignore[arg-type]
+    runtime = LocalRuntime(app, budget_s=5, backend=backend)
     client = app.client()
     latencies: list[float] = []
     answering: list[float] = []
