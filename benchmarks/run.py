@@ -20,6 +20,9 @@ BENCHMARKS = (
     "local_e2e",
     "cold_import",
     "checkpoint",
+    "wait_cost",
+    "wake_latency",
+    "long_sleep",
 )
 
 

@@ -37,5 +37,11 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "local_e2e.ratio",
         "cold_import.continuum_own",
         "checkpoint.invocation.compressed.peak_rss",
+        "wait_cost.usd_per_million_task_days.continuum",
+        "wait_cost.usd_per_million_task_days.step_functions_standard",
+        "wake_latency.memory.median",
+        "wake_latency.moto.p95",
+        "long_sleep.cap_900s.warm",
+        "long_sleep.lifted.cold",
     ):
         assert expected in names, expected

@@ -1,0 +1,283 @@
+"""The cost of waiting (issue 10): invocations, AWS calls and dollars per day of durable sleep.
+
+A task runs one step, sleeps ``DAYS`` days (``ctx.sleep``) and runs one more step, through
+``LocalRuntime`` on in-process moto with the virtual clock. SQS delays a message 900 s at most,
+so the sleep is a chain of timer hops: each is one Lambda invocation that reads the record,
+lists the task's inbox, writes the record with generation + 1, lists the inbox again and sends
+the next timer (96 a day). Counted per hop invocation, then per day of sleep:
+
+- invocations: every handler call (each one Lambda request);
+- the worker's S3 and SQS calls by operation (``CallCounter`` on the app's boto3 clients);
+- the event source's ReceiveMessage and DeleteMessage: on AWS Lambda's pollers make them, and
+  SQS bills them to the queue owner's account like any other request, so they are counted
+  too. The local poller's empty receives (one or two per hop, as the virtual clock jumps) are
+  reported but not priced: on AWS the pollers long-poll an idle queue whatever number of
+  tasks wait in it, a cost per queue, not per task;
+- the wall time of a hop invocation (the handler call), rounded up to Lambda's 1 ms billing.
+  On moto every call is in-process; on AWS each is a network round trip, so a deployed hop
+  lasts longer: ``lambda_duration_100ms_hop`` gives the duration price of a 100 ms hop.
+
+Dollars per million task-days use the public list prices in ``PRICES`` (us-east-1, no free
+tier), side by side with Step Functions standard (a Wait state: about two state transitions
+whatever its length) and Lambda durable functions (a wait is one durable operation, then one
+invocation to resume) for the same ``DAYS``-day wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from benchmarks import emit, median, silence_worker_logs
+from continuum import Continuum, Status, TaskContext
+from continuum.clocks import real_monotonic
+from continuum.local import Invocation, LocalRuntime, moto_backend
+from continuum.queue import QueueMessage
+
+DAYS = 7
+HOPS_PER_DAY = 86_400 // 900
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Public list prices (USD, us-east-1, without free tiers), stated once; the README quotes
+    them."""
+
+    lambda_request: float = 0.20 / 1e6  # per request
+    lambda_gb_s_arm64: float = 0.0000133334  # per GB-second, arm64, first tier
+    lambda_memory_mb: int = 256  # the memory chosen for the worker
+    s3_put_copy_post_list: float = 0.005 / 1000  # per request (PutObjectTagging is a PUT)
+    s3_get: float = 0.0004 / 1000  # per request
+    sqs_request: float = 0.40 / 1e6  # per request (each 64 KB chunk); standard queue
+    s3_storage_gb_month: float = 0.023  # S3 Standard, first 50 TB
+    step_functions_transition: float = 25.0 / 1e6  # standard workflows, per state transition
+    step_functions_transitions_per_wait: int = 2  # a Wait state: entered, left
+    # Lambda durable functions, per durable operation (a step, a wait, a callback...), from the
+    # Lambda pricing page; its data written and retained are priced too, and not counted here.
+    durable_operation: float = 8.00 / 1e6
+
+
+PRICES = Prices()
+
+S3_PRICED = {
+    "s3:GetObject": PRICES.s3_get,
+    "s3:PutObject": PRICES.s3_put_copy_post_list,
+    "s3:ListObjectsV2": PRICES.s3_put_copy_post_list,
+    "s3:PutObjectTagging": PRICES.s3_put_copy_post_list,
+}
+
+
+class Nap(BaseModel):
+    days: float = DAYS
+
+
+def nap_app() -> tuple[Continuum, list[float]]:
+    """Task ``nap``: a step, ``ctx.sleep(days)``, a step. The list gets the real monotonic time
+    at which each live step started."""
+    app = Continuum()
+    started: list[float] = []
+
+    @app.step
+    def note(what: str) -> str:
+        started.append(real_monotonic())
+        return what
+
+    @app.task(state=Nap)
+    def nap(ctx: TaskContext[Nap]) -> str:
+        note("before")
+        ctx.sleep(timedelta(days=ctx.state.days))
+        return note("after")
+
+    return app, started
+
+
+class CountedSource:
+    """The runtime's event source (Lambda's poller), counted: ReceiveMessage that delivered,
+    empty ReceiveMessage, and DeleteMessage."""
+
+    def __init__(self, source: Any, calls: Counter[str]) -> None:
+        self.source = source
+        self.calls = calls
+
+    def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
+        got: list[QueueMessage] = self.source.receive(max_messages=max_messages, wait_s=wait_s)
+        self.calls["poller:ReceiveMessage" if got else "poller:ReceiveMessage(empty)"] += 1
+        return got
+
+    def delete(self, receipt_handle: str) -> None:
+        self.source.delete(receipt_handle)
+        self.calls["poller:DeleteMessage"] += 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+
+def count_source(runtime: LocalRuntime) -> Counter[str]:
+    """Count the runtime's event-source calls from now on (in a Counter of their own)."""
+    calls: Counter[str] = Counter()
+    runtime.source = CountedSource(runtime.source, calls)
+    return calls
+
+
+class TimedHandler:
+    """Wraps ``app.handler`` to keep the real wall time and the CPU time of each call (moto
+    runs in process, in the same thread, so its work is in both)."""
+
+    def __init__(self, app: Continuum) -> None:
+        self.handler = app.handler
+        self.seconds: list[float] = []
+        self.cpu: list[float] = []
+        app.handler = self
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        started, cpu = real_monotonic(), time.thread_time()
+        try:
+            return self.handler(event, context)
+        finally:
+            self.seconds.append(real_monotonic() - started)
+            self.cpu.append(time.thread_time() - cpu)
+
+
+@dataclass
+class Measured:
+    days: float
+    hops: int
+    invocations: int
+    hop_calls: Counter[str]  # summed over the hop invocations (worker and poller)
+    hop_seconds: list[float]
+    hop_cpu: list[float]
+    wake_calls: Counter[str]  # the invocation that woke the task (and finished it)
+    record_bytes: int
+
+
+def measure(days: float, *, backend: str = "moto") -> Measured:
+    """Run the nap task; attribute each invocation's calls to it, hop or not."""
+    app, _ = nap_app()
+    with moto_backend() if backend == "moto" else contextlib.nullcontext():
+        runtime = LocalRuntime(app, budget_s=900, backend=backend, virtual_time=True)
+        poller = count_source(runtime)
+        timed = TimedHandler(app)
+        hop_calls: Counter[str] = Counter()
+        hop_seconds: list[float] = []
+        hop_cpu: list[float] = []
+        last: list[Counter[str]] = [Counter()]
+        seen = [Counter[str]()]
+
+        def everything() -> Counter[str]:
+            return Counter(runtime.counter.calls) + Counter(poller)
+
+        def on_invocation(invocation: Invocation) -> None:
+            now = everything()
+            delta = now - seen[0]
+            seen[0] = now
+            last[0] = delta
+            if invocation.hop:
+                hop_calls.update(delta)
+                hop_seconds.append(timed.seconds[-1])
+                hop_cpu.append(timed.cpu[-1])
+
+        with runtime.time.running():
+            task_id = app.client().start("nap", {"days": days})
+            seen[0] = everything()
+            summary = runtime.drive(task_id, on_invocation=on_invocation, timeout_s=3600)
+        record = runtime.record(task_id)
+        record_bytes = len(runtime.observer_store.get(app.records.record_key(task_id)).body)
+    assert summary.status == Status.SUCCEEDED.value, summary
+    return Measured(
+        days=days,
+        hops=record.counters.hops,
+        invocations=runtime.invocations,
+        hop_calls=hop_calls,
+        hop_seconds=hop_seconds,
+        hop_cpu=hop_cpu,
+        wake_calls=last[0],
+        record_bytes=record_bytes,
+    )
+
+
+def billed_ms(seconds: float) -> int:
+    """Lambda bills duration rounded up to the next millisecond."""
+    return max(1, math.ceil(seconds * 1000))
+
+
+def dollars_per_hop(calls_per_hop: dict[str, float], hop_ms: int) -> dict[str, float]:
+    """What one hop costs, by line."""
+    gb = PRICES.lambda_memory_mb / 1024
+    s3 = sum(n * S3_PRICED.get(key, 0.0) for key, n in calls_per_hop.items())
+    sqs = sum(
+        n
+        for key, n in calls_per_hop.items()
+        if key.startswith("sqs:") or (key.startswith("poller:") and "(empty)" not in key)
+    )
+    return {
+        "lambda_requests": PRICES.lambda_request,
+        "lambda_duration": gb * hop_ms / 1000 * PRICES.lambda_gb_s_arm64,
+        "s3_requests": s3,
+        "sqs_requests": sqs * PRICES.sqs_request,
+    }
+
+
+def report(measured: Measured) -> None:
+    """Print the figures: calls per hop and per day, then dollars per million task-days."""
+    hops, days = measured.hops, measured.days
+    per_hop = {key: n / hops for key, n in sorted(measured.hop_calls.items())}
+    emit("wait_cost.days", days, "days of sleep (moto, virtual clock)")
+    emit("wait_cost.hops", hops, "timer hops (96 a day; the last timer wakes the task)")
+    emit("wait_cost.invocations", measured.invocations, "handler calls (start, hops, wake)")
+    emit("wait_cost.per_day.invocations", HOPS_PER_DAY, "invocations/day (one per hop)")
+    for key, n in per_hop.items():
+        emit(f"wait_cost.per_hop.{key}", n, "calls")
+    for key, n in per_hop.items():
+        emit(f"wait_cost.per_day.{key}", n * HOPS_PER_DAY, "calls/day")
+    billed = sum(n for key, n in per_hop.items() if "(empty)" not in key) * HOPS_PER_DAY
+    emit("wait_cost.per_day.aws_calls_billed", billed, "calls/day (worker and poller)")
+    # Once per wait. Under the virtual clock it lists the inbox twice more than it would on
+    # AWS: an inbox listing is stamped with the real clock, so it always looks stale.
+    for key, n in sorted(measured.wake_calls.items()):
+        emit(f"wait_cost.wake_invocation.{key}", n, "calls (once per wait)")
+    hop_ms = billed_ms(median(measured.hop_seconds))
+    emit("wait_cost.hop.wall", median(measured.hop_seconds) * 1000, "ms (median, moto)")
+    emit("wait_cost.hop.cpu", median(measured.hop_cpu) * 1000, "ms (median, moto)")
+    emit("wait_cost.hop.billed", hop_ms, f"ms at {PRICES.lambda_memory_mb} MB arm64")
+
+    hops_per_million_days = 1e6 * HOPS_PER_DAY
+    total = 0.0
+    for name, usd in dollars_per_hop(per_hop, hop_ms).items():
+        total += usd * hops_per_million_days
+        emit(f"wait_cost.usd_per_million_task_days.{name}", usd * hops_per_million_days, "USD")
+    emit("wait_cost.usd_per_million_task_days.continuum", total, "USD (the sum)")
+    at_100ms = dollars_per_hop(per_hop, 100)["lambda_duration"] * hops_per_million_days
+    emit("wait_cost.usd_per_million_task_days.lambda_duration_100ms_hop", at_100ms, "USD")
+    # Every hop leaves a superseded record version (bucket versioning), kept 30 days.
+    gb_months = measured.record_bytes * HOPS_PER_DAY / 1e9 * 1e6
+    emit("wait_cost.record_bytes", measured.record_bytes, "B per record version")
+    emit(
+        "wait_cost.usd_per_million_task_days.s3_versions_kept_30d",
+        gb_months * PRICES.s3_storage_gb_month,
+        "USD (not in the sum)",
+    )
+    sfn = PRICES.step_functions_transition * PRICES.step_functions_transitions_per_wait
+    sfn_per_million_days = sfn / days * 1e6
+    emit("wait_cost.usd_per_million_task_days.step_functions_standard", sfn_per_million_days, "USD")
+    durable = (PRICES.durable_operation + PRICES.lambda_request) / days * 1e6
+    emit("wait_cost.usd_per_million_task_days.lambda_durable_functions", durable, "USD")
+    emit("wait_cost.ratio.continuum_vs_step_functions", total / sfn_per_million_days, "x")
+    emit("wait_cost.ratio.continuum_vs_durable_functions", total / durable, "x")
+
+
+def main(quick: bool = False) -> None:
+    silence_worker_logs()
+    measured = measure(0.25 if quick else DAYS)
+    report(measured)
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)
