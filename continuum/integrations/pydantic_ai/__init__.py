@@ -26,8 +26,10 @@ from continuum.integrations.pydantic_ai._approvals import (
 )
 from continuum.integrations.pydantic_ai._backend import TOOL_CONFIG_KEY, UnitConfig
 from continuum.integrations.pydantic_ai._capability import ContinuumDurability
+from continuum.integrations.pydantic_ai._models import BEDROCK_MODEL_ENV, model_from_env
 
 __all__ = [
+    "BEDROCK_MODEL_ENV",
     "MAX_REFUSED_ANSWERS",
     "TOOL_CONFIG_KEY",
     "ApprovalAnswer",
@@ -35,5 +37,6 @@ __all__ = [
     "ContinuumDurability",
     "UnitConfig",
     "approval_digest",
+    "model_from_env",
     "print_request",
 ]
