@@ -225,3 +225,34 @@ def test_the_core_package_does_not_import_pydantic_ai():
     code = "import sys, continuum, continuum.local; print('pydantic_ai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_streamed_run_is_one_step_per_request_and_replays_from_the_journal(make_runtime):
+    sent: list[int] = []
+
+    async def stream(messages: Any, info: Any) -> Any:
+        sent.append(1)
+        for word in ("hello ", "world"):
+            yield word
+
+    from pydantic_ai.models.function import FunctionModel
+
+    agent: Agent[None, str] = Agent(
+        FunctionModel(stream_function=stream), name="streamer", capabilities=[ContinuumDurability()]
+    )
+    app = support_app(agent)
+
+    @app.task(state=Chat)
+    def streamed(ctx: TaskContext[Chat]) -> list[str]:
+        with agent.run_stream_sync(ctx.state.question) as run:
+            text = "".join(run.stream_text(delta=True))
+        ctx.step(print, key="after")  # a later step: the turn suspends before it, and replays
+        return [text]
+
+    runtime = make_runtime(app)
+    task_id = app.client().start("streamed", {"question": "?"})
+    record = drain(runtime, task_id, lambda i: ScriptedContext(1, lambda: len(sent)))
+    assert record.result == ["hello world"]
+    assert record.counters.continuations == 1
+    assert len(sent) == 1  # the replay read the streamed response from the journal
+    assert record.step_stats["streamer__model.request_stream"].count == 1
