@@ -137,6 +137,11 @@ async def run_unit(
     whether the body ran live (False: replayed from the journal)."""
     loop = asyncio.get_running_loop()
     handoff = _Handoff(loop, body)
+    if _recorded(runner, step.name):
+        # A unit the journal holds returns its recorded outcome without calling its function:
+        # the step call can stay on this thread and skip the two thread switches a live unit
+        # pays for (one journal writer at a time still holds: no live unit is in flight).
+        return ctx.step(step, handoff.run_body), False
     done: asyncio.Future[object] = loop.create_future()
 
     def call() -> None:  # on the journal thread
@@ -157,6 +162,17 @@ async def run_unit(
         if isinstance(error, ControlFlow):
             raise error from None  # continuum's own unwinding wins over the cancellation
         raise
+
+
+def _recorded(runner: Runner, name: str) -> bool:
+    """Whether the journal holds the next step call's finished outcome under ``name``.
+
+    The turn loop's journal is not part of the ``Runner`` protocol (a core change would make it
+    so: ``Runner.recorded(name)``); without it every unit takes the journal thread.
+    """
+    journal = getattr(runner, "journal", None)
+    entry = journal.peek() if journal is not None else None
+    return entry is not None and entry.name == name and not entry.partial and entry.kind == "step"
 
 
 async def _finished(done: asyncio.Future[object]) -> None:
