@@ -20,6 +20,7 @@ BENCHMARKS = (
     "local_e2e",
     "cold_import",
     "checkpoint",
+    "agent_overhead",
 )
 
 

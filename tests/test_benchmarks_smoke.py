@@ -37,5 +37,7 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "local_e2e.ratio",
         "cold_import.continuum_own",
         "checkpoint.invocation.compressed.peak_rss",
+        "agent_overhead.model_request.overhead",
+        "agent_overhead.tool_call.overhead",
     ):
         assert expected in names, expected
