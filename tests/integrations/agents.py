@@ -106,12 +106,14 @@ def support_agent(
     script: list[list[tuple[str, dict[str, Any]]]] = SCRIPT,
     pause_s: float = 0.0,
     durability: ContinuumDurability[Any] | None = None,
+    extra: tuple[Any, ...] = (),
 ) -> Agent[None, str]:
-    """An agent with two counting tools and a refund tool that needs approval."""
+    """An agent with two counting tools and a refund tool that needs approval (and the
+    ``extra`` capabilities)."""
     agent: Agent[None, str] = Agent(
         scripted_model(ledger, script, pause_s=pause_s),
         name="support",
-        capabilities=[durability or ContinuumDurability()],
+        capabilities=[durability or ContinuumDurability(), *extra],
     )
 
     @agent.tool_plain

@@ -192,3 +192,36 @@ def test_a_crash_right_after_the_approval_was_taken_does_not_run_the_tool_twice(
     # refund is not run after the death, and the model is told it may have happened.
     assert refund.refunds == []
     assert "may or may not have taken effect" in refund.ledger.seen[0]
+
+
+def test_request_input_waits_on_a_callback_whose_id_is_its_token(make_runtime):
+    """pydantic-ai's wait_for_external_event (here RequestInput's) waits on a callback too."""
+    from pydantic_ai.capabilities import RequestInput
+    from pydantic_ai.exceptions import CallDeferred
+
+    ledger, tokens = Ledger(), []
+
+    def ask(ctx: Any, requests: Any, token: str) -> None:
+        tokens.append(token)  # hand it to the warehouse; it answers later
+
+    agent = support_agent(
+        ledger, script=[[("ask_warehouse", {"sku": "tide-pod"})]], extra=(RequestInput(ask),)
+    )
+
+    @agent.tool_plain
+    def ask_warehouse(sku: str) -> str:
+        ledger.effect("ask_warehouse", sku)
+        raise CallDeferred  # a person at the warehouse answers
+
+    runtime = make_runtime(support_app(agent))
+    with runtime.time.running():
+        waiting = runtime.run("support", {"question": "in stock?"})
+        assert waiting.status == "waiting"
+        [token] = tokens
+        [waiter] = runtime.app.client().status(waiting.task_id).waiting_for
+        assert waiter.id == token
+        runtime.app.client().complete_callback(token, {"calls": {"call-0-0": "42 on the shelf"}})
+        done = runtime.drive(waiting.task_id)
+    assert done.status == "succeeded", done.error
+    assert ledger.seen == ["42 on the shelf"]
+    assert tokens == [token]  # ask ran once: the wake replayed it from the journal
