@@ -225,3 +225,13 @@ def test_request_input_waits_on_a_callback_whose_id_is_its_token(make_runtime):
     assert done.status == "succeeded", done.error
     assert ledger.seen == ["42 on the shelf"]
     assert tokens == [token]  # ask ran once: the wake replayed it from the journal
+
+
+def test_a_task_cancelled_while_it_waits_for_approval_ends_cancelled_and_refunds_nothing(
+    make_runtime,
+):
+    with refund_waiting(make_runtime) as refund:
+        refund.runtime.app.client().cancel(refund.task_id, "the customer withdrew")
+        done = refund.runtime.drive(refund.task_id)
+    assert done.status == "cancelled"
+    assert refund.refunds == []
