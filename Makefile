@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[local]'
+	$(PIP) install -e '.[local,pydantic-ai]'
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python

@@ -23,6 +23,7 @@ BENCHMARKS = (
     "wait_cost",
     "wake_latency",
     "long_sleep",
+    "agent_overhead",
 )
 
 

@@ -43,5 +43,7 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "wake_latency.moto.p95",
         "long_sleep.cap_900s.warm",
         "long_sleep.lifted.cold",
+        "agent_overhead.model_request.overhead",
+        "agent_overhead.tool_call.overhead",
     ):
         assert expected in names, expected

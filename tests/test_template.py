@@ -43,6 +43,13 @@ NO_VALUE = {"Ref": "AWS::NoValue"}
 RECORDS = "<StateBucket.Arn>/<TaskPrefix>/*"
 # The only resources a policy may name with a wildcard: the task records and parts of them.
 RECORD_PATTERNS = {RECORDS, f"{RECORDS}/inbox/*", f"{RECORDS}/record.json", f"{RECORDS}/blobs/*"}
+# The Bedrock model (or inference profile) BedrockModelId names, and the foundation models a
+# profile routes to, which the worker may invoke only through that profile.
+BEDROCK_MODEL = "arn:<AWS::Partition>:bedrock:<AWS::Region>::foundation-model/<BedrockModelId>"
+BEDROCK_PROFILE = (
+    "arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:inference-profile/<BedrockModelId>"
+)
+BEDROCK_ROUTED = "arn:<AWS::Partition>:bedrock:*::foundation-model/*"
 SIGNING_KEY_PARAMETER = (
     "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter<SigningKeyParameter>"
 )
@@ -368,8 +375,16 @@ def test_no_policy_allows_a_wildcard_action_or_resource(cfn: dict[str, Any]) -> 
             assert "*" not in action, (owner, action)
         for resource in as_list(statement.get("Resource", [])):
             for text in map(render, branches(resource)):
-                # this stack's resource or parameter, or the signing key's parameter
-                assert text.startswith("<") or text == SIGNING_KEY_PARAMETER, (owner, text)
+                if text == BEDROCK_ROUTED:  # only through the one inference profile
+                    profile = statement["Condition"]["StringEquals"]["bedrock:InferenceProfileArn"]
+                    assert render(profile) == BEDROCK_PROFILE, owner
+                    continue
+                # this stack's resource or parameter, the signing key's parameter, the model
+                assert text.startswith("<") or text in {
+                    SIGNING_KEY_PARAMETER,
+                    BEDROCK_MODEL,
+                    BEDROCK_PROFILE,
+                }, (owner, text)
                 assert "*" not in text or text in RECORD_PATTERNS, (owner, text)
     roles = resources(cfn, "AWS::IAM::Role")
     assert set(roles) == {"WorkerRole", "DeadLetterRole"}  # the template's own: SAM made none
@@ -408,13 +423,34 @@ def test_each_role_reaches_only_its_log_group_task_records_and_queue(
     objects: list[str],
     bucket: dict[str, set[str]],
 ) -> None:
+    model = {"bedrock:InvokeModel": {BEDROCK_MODEL, BEDROCK_PROFILE, BEDROCK_ROUTED}}
     assert grants(cfn, role) == {
         **{f"logs:{a}": {f"<{log_group}.Arn>"} for a in ("CreateLogStream", "PutLogEvents")},
         **{f"s3:{a}": {RECORDS} for a in objects},
         **bucket,
         **{f"sqs:{a}": {f"<{queue}.Arn>"} for a in queue_actions},
         **KEYS,
+        **(model if role == "WorkerRole" else {}),
     }
+
+
+def test_the_worker_may_invoke_a_bedrock_model_only_when_one_is_given(
+    stack: Stack, cfn: dict[str, Any]
+) -> None:
+    bedrock = [
+        (owner, condition)
+        for owner, condition, statement in statements(cfn)
+        if "bedrock:InvokeModel" in as_list(statement["Action"])
+    ]
+    assert bedrock == [("WorkerRole", "UseBedrock")] * 2
+    assert value({"Ref": "BedrockModelId"}, cfn) == ""  # no model unless asked
+    assert stack.sam["Conditions"]["UseBedrock"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "BedrockModelId"}, ""]}]
+    }
+    assert stack.environment("WorkerFunction")["CONTINUUM_BEDROCK_MODEL_ID"] == {
+        "Fn::If": ["UseBedrock", {"Ref": "BedrockModelId"}, NO_VALUE]
+    }
+    assert "CONTINUUM_BEDROCK_MODEL_ID" not in stack.environment("DeadLetterFunction")
 
 
 def test_people_and_programs_get_managed_policies_of_least_privilege(cfn: dict[str, Any]) -> None:
@@ -566,10 +602,12 @@ def test_cli_environment_sets_everything_the_cli_needs(stack: Stack) -> None:
     assert variables["App"] == app
     signing = {render(b).split("=")[0].strip() for b in branches(variables["SigningKey"]) if b}
     assert signing == {"CONTINUUM_SIGNING_KEY_PARAMETER", "CONTINUUM_SIGNING_KEY_SECRET"}
-    # The CLI sees the stack the functions see (a CLI process reads the key afresh anyway).
+    # The CLI sees the stack the functions see (a CLI process reads the key afresh anyway;
+    # the Bedrock model is the worker's own business).
+    worker_only = {"CONTINUUM_SIGNING_KEY_REVISION", "CONTINUUM_BEDROCK_MODEL_ID"}
     for function in FUNCTIONS:
         continuum_vars = {n for n in stack.environment(function) if n.startswith("CONTINUUM_")}
-        assert continuum_vars - {"CONTINUUM_SIGNING_KEY_REVISION"} <= set(names) | signing
+        assert continuum_vars - worker_only <= set(names) | signing
 
 
 PROBE = """\

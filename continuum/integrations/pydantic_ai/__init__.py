@@ -1,0 +1,42 @@
+"""pydantic-ai agents as durable continuum tasks: ``pip install 'continuum[pydantic-ai]'``.
+
+Example:
+    >>> from pydantic_ai import Agent  # doctest: +SKIP
+    >>> from continuum.integrations.pydantic_ai import ContinuumDurability  # doctest: +SKIP
+    >>> agent = Agent("bedrock:...", name="support", tools=[...],  # doctest: +SKIP
+    ...               capabilities=[ContinuumDurability()])
+    >>> @app.task(state=Chat)  # doctest: +SKIP
+    ... def support(ctx: TaskContext[Chat]) -> str | None:
+    ...     return agent.run_sync(ctx.state.question).output
+"""
+
+try:
+    import pydantic_ai  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "continuum.integrations.pydantic_ai needs pydantic-ai: pip install 'continuum[pydantic-ai]'"
+    ) from exc
+
+from continuum.integrations.pydantic_ai._approvals import (
+    MAX_REFUSED_ANSWERS,
+    ApprovalAnswer,
+    ApprovalRequest,
+    approval_digest,
+    print_request,
+)
+from continuum.integrations.pydantic_ai._backend import TOOL_CONFIG_KEY, UnitConfig
+from continuum.integrations.pydantic_ai._capability import ContinuumDurability
+from continuum.integrations.pydantic_ai._models import BEDROCK_MODEL_ENV, model_from_env
+
+__all__ = [
+    "BEDROCK_MODEL_ENV",
+    "MAX_REFUSED_ANSWERS",
+    "TOOL_CONFIG_KEY",
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "ContinuumDurability",
+    "UnitConfig",
+    "approval_digest",
+    "model_from_env",
+    "print_request",
+]

@@ -1,0 +1,194 @@
+"""Approvals: a tool call that needs a person's yes waits on a continuum callback.
+
+pydantic-ai defers a call to a tool registered with ``requires_approval=True`` (or one that
+raises ``ApprovalRequired``) and asks the run's capabilities to decide it
+(``handle_deferred_tool_calls``). Inside a task, ContinuumDurability decides it this way:
+
+1. For each pending call, a callback ``approve.<tool>`` is created, and a step hands an
+   :class:`ApprovalRequest` (the tool, its arguments, their digest and the callback id) to
+   ``notify``: that request is what the person approves, and it stays in the journal.
+2. The task waits on the callbacks without compute (the record is ``waiting``).
+3. An answer is an :class:`ApprovalAnswer`. A denial goes back to the model as pydantic-ai's
+   ``ToolDenied``. An approval counts only if its ``digest`` is the digest of this call's tool
+   name and arguments: it binds the approval to that exact call, so an answer meant for another
+   request, or for a retry with other arguments, is refused, and the call is asked again with a
+   fresh callback (after ``MAX_REFUSED_ANSWERS`` refusals it is denied, saying why).
+4. The approved call runs as an ``effect`` and ``at_most_once`` step (see ``_backend``).
+
+The answers are journaled with the callbacks, so a replayed turn takes the same decisions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+
+from continuum.context import TaskContext
+from continuum.errors import CallbackFailedError, CallbackTimeoutError
+from continuum.steps import as_step
+from continuum.values import dump_json
+from continuum.waits import Callback
+
+#: Refused answers (a wrong digest, a malformed answer) after which a call is denied.
+MAX_REFUSED_ANSWERS = 3
+#: Characters a callback name may not hold (it is an S3 key segment), replaced in tool names.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class ApprovalRequest(BaseModel):
+    """One tool call waiting for a person's decision, as ``notify`` receives it.
+
+    Attributes:
+        task_id: the task that waits.
+        callback_id: answer with ``client.complete_callback(callback_id, answer)``.
+        callback_name: the callback's name (``continuum run --answer NAME=JSON`` uses it).
+        tool_name: the tool the model called.
+        args: the arguments it called it with.
+        tool_call_id: pydantic-ai's id of the call.
+        digest: ``approval_digest(tool_name, args)``; an approval must carry it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    callback_id: str
+    callback_name: str
+    tool_name: str
+    args: dict[str, Any]
+    tool_call_id: str
+    digest: str
+
+    def approve(self) -> dict[str, Any]:
+        """The answer that approves this call (as JSON)."""
+        return {"approved": True, "digest": self.digest}
+
+
+class ApprovalAnswer(BaseModel):
+    """A person's decision, the result a callback is completed with.
+
+    ``{"approved": true, "digest": "sha256:..."}`` approves the call whose digest it is;
+    ``{"approved": false, "message": "..."}`` denies it, and the model reads the message.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    approved: bool
+    digest: str | None = None
+    message: str | None = None
+
+
+def approval_digest(tool_name: str, args: dict[str, Any]) -> str:
+    """The digest that binds an approval to one call: SHA-256 of its canonical JSON."""
+    canonical = dump_json({"args": args, "tool": tool_name})
+    return f"sha256:{hashlib.sha256(canonical).hexdigest()}"
+
+
+def print_request(request: ApprovalRequest) -> None:
+    """The default ``notify``: say what waits for approval and how to answer (the log)."""
+    answer = dump_json(request.approve()).decode()
+    print(
+        f"approval requested for {request.tool_name}({dump_json(request.args).decode()}) "
+        f"in task {request.task_id}\n"
+        f"  approve: continuum callback complete {request.callback_id} --result '{answer}'\n"
+        f"  deny:    continuum callback complete {request.callback_id} "
+        '--result \'{"approved": false, "message": "why"}\'',
+        flush=True,
+    )
+
+
+Notify = Callable[[ApprovalRequest], object]
+
+
+def _submit(notify: Notify, request: ApprovalRequest) -> ApprovalRequest:
+    """The step that hands a request out (its result, the request, stays in the journal)."""
+    notify(request)
+    return request
+
+
+class Approvals:
+    """Decides the approvals of one agent's tool calls inside a task."""
+
+    def __init__(self, *, notify: Notify, timeout: timedelta | float | None) -> None:
+        self.notify = notify
+        self.timeout = timeout
+
+    def decide(self, ctx: TaskContext[Any], requests: DeferredToolRequests) -> DeferredToolResults:
+        """Ask for every pending approval at once, then take the answers in order."""
+        calls = list(requests.approvals)
+        asked = [self._ask(ctx, call) for call in calls]
+        decisions: dict[str, bool | ToolApproved | ToolDenied] = {}
+        for call, (callback, request) in zip(calls, asked, strict=True):
+            decisions[call.tool_call_id] = self._decision(ctx, call, callback, request)
+        return requests.build_results(approvals=decisions)
+
+    def _ask(self, ctx: TaskContext[Any], call: ToolCallPart) -> tuple[Callback, ApprovalRequest]:
+        args = call.args_as_dict()
+        name = f"approve.{_UNSAFE.sub('_', call.tool_name)}"[:128]
+        callback = ctx.create_callback(name, timeout=self.timeout)
+        request = ApprovalRequest(
+            task_id=ctx.task_id,
+            callback_id=callback.id,
+            callback_name=callback.name,
+            tool_name=call.tool_name,
+            args=args,
+            tool_call_id=call.tool_call_id,
+            digest=approval_digest(call.tool_name, args),
+        )
+        ctx.step(as_step(partial(_submit, self.notify), name=f"{name}.submit"), request)
+        return callback, request
+
+    def _decision(
+        self,
+        ctx: TaskContext[Any],
+        call: ToolCallPart,
+        callback: Callback,
+        request: ApprovalRequest,
+    ) -> ToolApproved | ToolDenied:
+        refusals: list[str] = []
+        while True:
+            try:
+                raw = callback.result()
+            except CallbackTimeoutError as exc:
+                return ToolDenied(f"No decision on this call arrived: {exc.message}")
+            except CallbackFailedError as exc:
+                return ToolDenied(f"The approval failed: {exc.message}")
+            verdict = _judge(raw, request)
+            if isinstance(verdict, ToolApproved | ToolDenied):
+                return verdict
+            refusals.append(verdict)
+            if len(refusals) >= MAX_REFUSED_ANSWERS:
+                return ToolDenied(
+                    f"The call was not approved: {len(refusals)} answers were refused "
+                    f"({'; '.join(refusals)})."
+                )
+            callback, request = self._ask(ctx, call)
+
+
+def _judge(raw: object, request: ApprovalRequest) -> ToolApproved | ToolDenied | str:
+    """What an answer decides, or why it is refused."""
+    try:
+        answer = ApprovalAnswer.model_validate(raw)
+    except ValidationError as exc:
+        return f"not an approval answer ({exc.error_count()} errors: {_first_error(exc)})"
+    if not answer.approved:
+        return ToolDenied(answer.message or "A person denied this call.")
+    if answer.digest != request.digest:
+        return (
+            f"the approval's digest {answer.digest!r} is not this call's {request.digest!r} "
+            f"({request.tool_name} with these arguments)"
+        )
+    return ToolApproved()
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    where: Sequence[object] = error.get("loc", ())
+    return f"{'.'.join(map(str, where)) or 'answer'}: {error['msg']}"

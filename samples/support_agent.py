@@ -1,0 +1,160 @@
+"""A customer-support agent on pydantic-ai: it looks an order up, checks the refund policy, and
+issues the refund only once a person approves it.
+
+The agent is an ordinary pydantic-ai ``Agent`` with one capability, ``ContinuumDurability``:
+each model request and each tool call is a journaled step, so a short invocation budget
+suspends and continues it without sending a request or running a tool twice; the refund tool
+needs approval, so the task waits for it on a callback, with no Lambda running meanwhile.
+
+Locally the model is a scripted ``FunctionModel`` (no network, no API key) and the model and
+the tools take measurable time. With ``CONTINUUM_BEDROCK_MODEL_ID`` set (the SAM template's
+``BedrockModelId`` parameter sets it, with the permission) it is that Bedrock model instead.
+
+Run it on a 2 s budget; it stops when the refund waits for approval and prints the request:
+    continuum run samples.support_agent:support --budget 2 \\
+        --input '{"question": "Order A-1001 arrived broken. Can I get my money back?"}'
+
+Approve it in the same command (the digest binds the yes to this refund, and no other):
+    continuum run samples.support_agent:support --budget 2 \\
+        --input '{"question": "Order A-1001 arrived broken. Can I get my money back?"}' \\
+        --answer 'approve.issue_refund={"approved": true, "digest": "sha256:acad540462310e10573da3c514ebe6dfed09507a1fc082b57367649626a18c54"}'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from datetime import timedelta
+
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from continuum import Continuum, TaskContext
+from continuum.integrations.pydantic_ai import ContinuumDurability, model_from_env
+
+app = Continuum()
+
+#: How long a refund waits for a person before it is denied.
+APPROVAL_TIMEOUT = timedelta(days=2)
+
+INSTRUCTIONS = (
+    "You are a customer-support agent for an online shop. Look the order up, check the refund "
+    "policy for the customer's reason, and issue a refund only when the policy allows it. "
+    "Answer the customer in two or three sentences."
+)
+
+
+class Chat(BaseModel):
+    """What the next worker must know: the customer's question."""
+
+    question: str
+
+
+class Order(BaseModel):
+    order_id: str
+    item: str
+    cents: int
+    status: str
+
+
+ORDERS = {
+    "A-1001": Order(order_id="A-1001", item="ceramic teapot", cents=4599, status="delivered"),
+    "B-2002": Order(order_id="B-2002", item="linen apron", cents=2450, status="in transit"),
+}
+
+
+def _take_time(low_s: float, high_s: float, *seed: object) -> None:
+    """Take a deterministic amount of time between ``low_s`` and ``high_s``, as I/O would."""
+    span = hashlib.sha256("|".join(map(str, seed)).encode()).digest()[0] / 255
+    time.sleep(low_s + span * (high_s - low_s))
+
+
+# -- the scripted model (local runs and tests) --------------------------------------------------
+
+
+def _results(messages: list[ModelMessage]) -> dict[str, object]:
+    return {
+        part.tool_name: part.content
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    }
+
+
+def scripted_support(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Plays the model: order lookup, policy, refund (which needs approval), then an answer."""
+    question = str(messages[0].parts[-1].content) if isinstance(messages[0], ModelRequest) else ""
+    found = re.search(r"[A-Z]-\d{4}", question)
+    order_id = found.group(0) if found else "unknown"
+    done = _results(messages)
+    _take_time(0.2, 0.4, "model", order_id, len(done))
+
+    def call(tool: str, **args: object) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart(tool, args, tool_call_id=f"{tool}-{order_id}")])
+
+    order = done.get("lookup_order")
+    if order is None:
+        return call("lookup_order", order_id=order_id)
+    if not isinstance(order, dict):
+        return ModelResponse(parts=[TextPart(f"I could not find order {order_id}: {order}")])
+    if "refund_policy" not in done:
+        return call("refund_policy", reason="damaged" if "broken" in question else "changed mind")
+    if "issue_refund" not in done and str(done["refund_policy"]).startswith("allowed"):
+        return call("issue_refund", order_id=order_id, cents=order["cents"])
+    outcome = done.get("issue_refund", done["refund_policy"])
+    return ModelResponse(parts=[TextPart(f"About your {order['item']} ({order_id}): {outcome}")])
+
+
+# -- the tools ------------------------------------------------------------------------------------
+
+
+def lookup_order(order_id: str) -> Order | str:
+    """Look an order up by its id (``A-1001``)."""
+    _take_time(0.15, 0.35, "lookup", order_id)
+    return ORDERS.get(order_id) or f"no order {order_id!r}"
+
+
+def refund_policy(reason: str) -> str:
+    """What the refund policy says for a customer's reason (damaged, changed mind, ...)."""
+    _take_time(0.15, 0.3, "policy", reason)
+    if reason == "damaged":
+        return "allowed: a damaged item is refunded in full"
+    return "not allowed: only damaged items are refunded after delivery"
+
+
+def issue_refund(order_id: str, cents: int) -> str:
+    """Refund ``cents`` on an order. A person approves each refund before it runs."""
+    _take_time(0.2, 0.4, "refund", order_id, cents)
+    return f"refunded {cents / 100:.2f} USD to the card that paid for {order_id}"
+
+
+agent: Agent[None, str] = Agent(
+    model_from_env(FunctionModel(scripted_support, model_name="scripted-support")),
+    name="support",
+    instructions=INSTRUCTIONS,
+    tools=[lookup_order, refund_policy],
+    capabilities=[ContinuumDurability(approval_timeout=APPROVAL_TIMEOUT)],
+)
+agent.tool_plain(requires_approval=True)(issue_refund)
+
+
+@app.task(state=Chat)
+def support(ctx: TaskContext[Chat]) -> str:
+    """One long turn: the agent's run, from the question to its answer."""
+    return agent.run_sync(ctx.state.question).output
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look without continuum's runtime
+    print(json.dumps(agent.run_sync("Order A-1001 arrived broken.").output))
