@@ -34,7 +34,7 @@ class StepCalls(TurnState):
         if self.unwinding is not None:
             raise self.unwinding  # user code caught it: it still unwinds, and is noticed
         if self.active_key is not None:
-            return self._nested(step, args, kwargs)
+            return step.run_nested(args, kwargs)
         self.replay_cancel()
         key = self.journal.key_for(step.name, key)
         entry = self.journal.replay(step.name, key)
@@ -268,20 +268,6 @@ class StepCalls(TurnState):
                 f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}", delay_s=wait
             )
         )
-
-    def _nested(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A step called inside a step is part of the outer step's work: not journaled on its
-        own, but its retries apply (with their backoff slept in place)."""
-        options = step.options
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return step.fn(*args, **kwargs)
-            except Exception as exc:
-                if not isinstance(exc, options.retry_on) or attempt > options.retries:
-                    raise
-                time.sleep(options.backoff_s * 2 ** (attempt - 1))
 
     def _check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
         save_stats = self.record.save_stats

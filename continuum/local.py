@@ -105,7 +105,7 @@ class LocalRuntime:
         budget_s: the deadline of each emulated invocation, in seconds.
         batch_size: messages per emulated SQS batch.
         backend: "moto" (use inside :func:`moto_backend`, or with ``endpoint_url``) or
-            "memory" (``continuum.testing``'s fakes).
+            "memory" (the in-memory fakes, ``continuum.memory``).
         endpoint_url: an S3/SQS endpoint (a moto server); None for in-process moto.
         visibility_timeout_s: the queue's visibility timeout (default: six budgets).
         virtual_time: run on a virtual clock that jumps to the next due message whenever
@@ -144,7 +144,7 @@ class LocalRuntime:
         self.invocations = 0
 
     def _setup_memory(self) -> None:
-        from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
+        from continuum.memory import InMemoryContinuationQueue, InMemoryRecordStore
 
         quiet = self._quiet
         store = InMemoryRecordStore(on_call=self.counter.hook("s3", quiet))

@@ -17,6 +17,7 @@ import contextvars
 import functools
 import inspect
 import threading
+import time
 import types
 import typing
 import weakref
@@ -140,6 +141,19 @@ class Step(Generic[P, R]):
         if self._adapter is None:
             self._adapter = return_adapter(self.fn, what=f"step {self.name!r}")
         return self._adapter
+
+    def run_nested(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Called inside another step: part of the outer step's work, not journaled on its
+        own, but its retries apply (their backoff slept in place)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self.fn(*args, **kwargs)
+            except Exception as exc:
+                if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
+                    raise
+                time.sleep(self.options.backoff_s * 2 ** (attempt - 1))
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         runner = active_runner.get()

@@ -30,10 +30,10 @@ Example:
     >>> check_replay_safe(app, "approve", {"item": "kayak"}, callbacks=answers)  # doctest: +SKIP
 """
 
-from continuum.testing.clock import ManualClock
+from continuum.memory.clock import ManualClock
+from continuum.memory.queue import InMemoryContinuationQueue
+from continuum.memory.store import InMemoryRecordStore
 from continuum.testing.handles import CallbackHandle, TaskHandle
-from continuum.testing.memory_queue import InMemoryContinuationQueue
-from continuum.testing.memory_store import InMemoryRecordStore
 from continuum.testing.observe import StepRun
 from continuum.testing.replay import (
     Failure,

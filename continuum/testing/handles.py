@@ -7,7 +7,7 @@ ends or waits for the outside world again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from continuum.client import waiting_for
 from continuum.errors import ContinuumError, TaskFailedError, TaskNotFinishedError
@@ -17,7 +17,25 @@ from continuum.values import from_json
 from continuum.waiters import Waiter, WaitKind
 
 if TYPE_CHECKING:
-    from continuum.testing.runner import TaskRunner
+    from continuum.app import Continuum
+    from continuum.client import Client
+    from continuum.local import LocalRuntime
+    from continuum.testing.observe import StepLog
+
+
+class Runs(Protocol):
+    """What a handle uses of the :class:`~continuum.testing.TaskRunner` that made it."""
+
+    app: Continuum
+    log: StepLog
+
+    @property
+    def runtime(self) -> LocalRuntime: ...
+
+    @property
+    def client(self) -> Client: ...
+
+    def drive(self, task_id: str, *, until_done: bool = False) -> Any: ...
 
 
 class TaskHandle:
@@ -31,7 +49,7 @@ class TaskHandle:
         task_id: the task's id.
     """
 
-    def __init__(self, runner: TaskRunner, task_id: str) -> None:
+    def __init__(self, runner: Runs, task_id: str) -> None:
         self.runner = runner
         self.task_id = task_id
 

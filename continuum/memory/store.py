@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from continuum.memory.clock import Clock, Hook, wall_clock
 from continuum.store import NoSuchKey, ObjectVersion, PreconditionFailed, StoredObject
-from continuum.testing.clock import Clock, Hook, wall_clock
 
 
 @dataclass

@@ -7,8 +7,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from continuum.memory.clock import Clock, Hook, wall_clock
 from continuum.queue import MAX_DELAY_S, MAX_VISIBILITY_S, QueueError, QueueMessage
-from continuum.testing.clock import Clock, Hook, wall_clock
 
 
 @dataclass
