@@ -149,7 +149,7 @@ class Endings:
         record.suspended_by = message_id
         record.counters.hops += 1
         usage = dataclasses.replace(spent)
-        usage.s3_put, usage.s3_list, usage.sqs_send = usage.s3_put + 1, usage.s3_list + 1, 1
+        usage.s3_put, usage.sqs_send = usage.s3_put + 1, 1
         bill(usage, elapsed_s, memory_mb)
         record.usage.add(usage)
         if record.history:
@@ -158,7 +158,13 @@ class Endings:
             self.records.replace(record, etag=etag)
         except RecordConflictError:
             return Outcome.FENCED
-        self.resume_waiting(record)
+        after_wait(
+            record,
+            self.records.inbox,
+            self.continuations,
+            max_delay_s=self.continuations.queue.max_delay_s,
+            look=False,
+        )
         return Outcome.HOPPED
 
     def resume_waiting(self, record: TaskRecord) -> str:

@@ -108,14 +108,19 @@ def after_wait(
     continuations: Continuations,
     *,
     max_delay_s: int = MAX_DELAY_S,
+    look: bool = True,
 ) -> str:
-    """After the record was written ``waiting`` (or hopped): look at the inbox and send what
-    continues the task: a wake now if it was answered meanwhile, else its timer (if it has a
-    deadline; a wait without one needs no message until something arrives). Returns what was
-    sent ("wake", "timer" or "nothing")."""
-    listing = inbox.list(record.task_id)
+    """After the record was written ``waiting``: look at the inbox and send what continues
+    the task: a wake now if it was answered meanwhile, else its timer (if it has a deadline;
+    a wait without one needs no message until something arrives). Returns what was sent
+    ("wake", "timer" or "nothing").
+
+    ``look=False`` (a hop): send the timer without looking. The hop looked just before its
+    write, and a sender's wake that names the generation the hop replaced still makes the
+    worker look (the fence's CHECK_INBOX), so nothing is missed; one LIST per hop saved.
+    """
     generation = record.generation
-    if answered(record, listing):
+    if look and answered(record, inbox.list(record.task_id)):
         continuations.send(record.task_id, generation=generation, reason="wake", kind="wake")
         return "wake"
     if record.wake_at is None:

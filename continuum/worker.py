@@ -62,6 +62,10 @@ from continuum.waiting import Decision, decide, refresh_deadlines
 __all__ = ["Outcome", "Worker"]
 
 
+#: How often a wake is judged again when its claim loses the record to another write.
+WAKE_RETRIES = 3
+
+
 class _StaleMemory(Exception):
     """The record this worker remembered has been changed by someone else."""
 
@@ -135,11 +139,18 @@ class Worker:
         _log_keys(
             correlation_id=message.task_id, task_id=message.task_id, generation=message.generation
         )
-        try:
-            return self._process(message, delivery, context)
-        except RecordConflictError:
-            logger.info("another worker moved the record; stopping")
-            return Outcome.FENCED
+        # A wake that lost its claim to a timer hop must look again: the hop wrote a new
+        # generation without looking at the inbox, trusting wakes to make workers look.
+        tries = WAKE_RETRIES if message.kind == "wake" else 1
+        for attempt in range(tries):
+            try:
+                return self._process(message, delivery, context)
+            except RecordConflictError:
+                if attempt + 1 == tries:
+                    break
+                logger.info("the record moved under this wake; looking again")
+        logger.info("another worker moved the record; stopping")
+        return Outcome.FENCED
 
     def _process(
         self, message: Continuation, delivery: Delivery, context: LambdaContext

@@ -173,3 +173,30 @@ def test_a_wake_and_a_timeout_that_arrive_together_let_exactly_one_win(together)
     assert record.status == Status.SUCCEEDED
     assert record.result in ("sent", "timed out")
     assert len(seen["handled"]) == 1  # one winner: the step after the wait ran once
+
+
+def test_a_wake_whose_claim_loses_to_a_timer_hop_looks_again_and_runs_the_task():
+    app, _ = racing_app()
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    client = app.client()
+    with runtime.time.running():
+        task_id = client.start("wants_signal", {})
+        runtime.invoke_once()  # waiting for "go", a timer at its deadline
+        records = runtime.observer
+        hopped = {"done": False}
+
+        def hop_first(operation: str, key: str) -> None:
+            # Just before the wake's worker claims the record, a timer hop moves it on a
+            # generation (as a concurrent worker would), without looking at the inbox.
+            if operation == "put" and key.endswith("/record.json") and not hopped["done"]:
+                hopped["done"] = True
+                record, etag = records.load(task_id)
+                record.generation += 1
+                records.replace(record, etag=etag)
+
+        chain(runtime.store, hop_first)
+        client.signal(task_id, "go", "sent")  # its wake names the generation before the hop
+        done = runtime.drive(task_id)  # stops if only the timer is left
+    assert hopped["done"]
+    assert done.status == "succeeded"
+    assert done.result == "sent"
