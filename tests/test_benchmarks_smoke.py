@@ -36,6 +36,7 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "aws_calls.per_continuation.all",
         "local_e2e.ratio",
         "cold_import.continuum_own",
-        "checkpoint.invocation.compressed.peak_rss",
+        "checkpoint.invocation.segmented.peak_rss",
+        "checkpoint.segmented.turn_upload",
     ):
         assert expected in names, expected
