@@ -1,33 +1,39 @@
-"""Checkpoint: size, time and memory of an agent state holding a 5 MB conversation.
+"""Checkpoint: what saving and loading a 5 MB agent conversation costs, segmented or whole.
 
-The state is a pydantic model with a list of messages of seeded pseudo-English (a Zipf-like
-vocabulary, so gzip meets text it can compress about as well as real chat text).
+The state is an agent's conversation as model APIs write it: messages whose ``content`` is a
+list of blocks (assistant text and tool calls, tool results), of seeded pseudo-English (a
+Zipf-like vocabulary, so gzip meets text it can compress about as well as real chat text).
+Each turn appends an assistant message with a tool call and the tool's result.
 
-Size and time, through ``RecordStore`` on in-process moto: stored bytes, seconds to save
-(``replace`` of a changed state: JSON, gzip and SHA-256 of the blob, two PUTs), to save again
-unchanged (what a claim or a periodic save costs: the blob is known, only the record is put)
-and to load (a fresh store: GET the record and the blob, gunzip, verify, parse), medians of
-interleaved repeats, for the default store (the state goes to a gzip blob) against one whose
-inline limit is so large that the state stays uncompressed inside the record.
+Two stores side by side, on one ``ThreadedMotoServer`` in a process of its own (S3 over HTTP
+on loopback, as a Lambda talks to S3), in one run: **segmented** (the default: the state's
+large lists are cut into content-addressed segments, issue 14) and **whole**
+(``segmenting=None``: the state is one gzip blob, as before issue 14).
+
+Size and time, through ``Records``, medians of interleaved repeats: bytes uploaded (the sum of
+the PUT bodies) and seconds of the first save (the whole history is new) and of a save after
+one more turn (what a checkpoint costs; target: at most 64 KB uploaded), of a save with the
+state unchanged (what a claim costs), and of a load by a fresh store (GET the record, then its
+blobs in parallel; gunzip, verify, parse). Target: at most 64 KB uploaded per turn.
 
 Memory: the peak resident set (``ru_maxrss``) of a whole worker invocation that loads the
 state, takes one turn that appends a message (one step) and suspends (saves and sends). It runs
-in a fresh child process against a ``ThreadedMotoServer`` in this process, so the child's
-memory is the worker's alone: in-process moto would hold every stored object in the same
-process. The child also reports its peak before the invocation (interpreter, libraries, clients).
-Target: at most 160 MB, so that it runs in a 256 MB Lambda.
+in a fresh child process against the moto server, so the child's memory is the worker's
+alone. The child also reports its peak before the invocation (interpreter,
+libraries, clients). Target: at most 160 MB, so that it runs in a 256 MB Lambda.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import random
 import resource
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +45,21 @@ from continuum import Continuum, TaskContext
 from continuum.record import TaskRecord
 from continuum.records import Records
 from continuum.s3 import S3RecordStore
+from continuum.segments import DEFAULT_SEGMENTING, Segmenting
+from continuum.store import RecordStore
+from continuum.values import copy_json
 
 TARGET_BYTES = 5 * 1024 * 1024
 REGION = "us-east-1"
-BIG = 1 << 40  # an inline limit no state reaches
+BUCKET = "continuum-local"
 ROOT = Path(__file__).resolve().parent.parent
+#: The stores compared: name -> how the state is segmented (None: one blob).
+MODES: dict[str, Segmenting | None] = {"segmented": DEFAULT_SEGMENTING, "whole": None}
 
 
 class Message(BaseModel):
     role: str
-    content: str
+    content: list[dict[str, Any]]
 
 
 class Chat(BaseModel):
@@ -56,21 +67,52 @@ class Chat(BaseModel):
     messages: list[Message] = []
 
 
+class Words:
+    """Seeded pseudo-English: a Zipf-like vocabulary of 5,000 words."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        letters = "etaoinshrdlucmfwypvbgkjqxz"
+        self.vocabulary = [
+            "".join(self.rng.choices(letters, weights=range(26, 0, -1), k=self.rng.randint(2, 9)))
+            for _ in range(5000)
+        ]
+        self.weights = [1 / (rank + 1) for rank in range(len(self.vocabulary))]
+
+    def text(self, least: int, most: int) -> str:
+        words = self.rng.choices(self.vocabulary, self.weights, k=self.rng.randint(least, most))
+        return " ".join(words).capitalize() + "."
+
+
+def agent_turn(words: Words, n: int) -> list[dict[str, Any]]:
+    """One turn: the assistant's text and tool call, then the tool's result (~3 KB)."""
+    call_id = f"toolu_{n:06d}"
+    call = {
+        "type": "tool_use",
+        "id": call_id,
+        "name": "search",
+        "input": {"query": words.text(3, 8)},
+    }
+    return [
+        {"role": "assistant", "content": [{"type": "text", "text": words.text(30, 150)}, call]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": words.text(150, 450)}
+            ],
+        },
+    ]
+
+
 def conversation(target_bytes: int, seed: int = 5) -> dict[str, Any]:
     """A Chat state whose JSON is about ``target_bytes`` long."""
-    rng = random.Random(seed)
-    letters = "etaoinshrdlucmfwypvbgkjqxz"
-    vocabulary = [
-        "".join(rng.choices(letters, weights=range(26, 0, -1), k=rng.randint(2, 9)))
-        for _ in range(5000)
-    ]
-    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
-    messages, size = [], 0
+    words = Words(seed)
+    messages: list[dict[str, Any]] = []
+    size = 0
     while size < target_bytes:
-        words = rng.choices(vocabulary, weights=weights, k=rng.randint(150, 450))
-        content = " ".join(words).capitalize() + "."
-        messages.append({"role": "user" if len(messages) % 2 else "assistant", "content": content})
-        size += len(content) + 40
+        turn = agent_turn(words, len(messages))
+        messages.extend(turn)
+        size += len(json.dumps(turn))
     return {"topic": "tides", "messages": messages}
 
 
@@ -78,86 +120,151 @@ def build_app(**options: Any) -> tuple[Continuum, list[int]]:
     """The app, and a count of the live steps it has run."""
     app = Continuum(**options)
     executed = [0]
+    words = Words(seed=6)
 
     @app.step
-    def reply(n: int) -> str:
+    def reply(n: int) -> list[dict[str, Any]]:
         executed[0] += 1
-        return f"Reply {n}: the tide turns twice a day."
+        return agent_turn(words, n)
 
     @app.task(state=Chat)
     def chat(ctx: TaskContext[Chat]) -> str | None:
-        text = reply(len(ctx.state.messages))
-        ctx.state.messages.append(Message(role="assistant", content=text))
+        for message in reply(len(ctx.state.messages)):
+            ctx.state.messages.append(Message(**message))
         return None  # never finishes: each invocation takes a turn and suspends
 
     return app, executed
 
 
+# -- the moto server --------------------------------------------------------------------------
+
+#: Runs a ThreadedMotoServer in its own process, as S3 is: in this process, the server's
+#: threads would compete with the loader's parallel GETs for one GIL.
+SERVER = """
+import logging, sys
+from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+server = ThreadedMotoServer(ip_address="127.0.0.1", port={port}, verbose=False)
+server.start()
+print("ready", flush=True)
+sys.stdin.read()
+server.stop()
+"""
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """A ThreadedMotoServer in a child process on a free loopback port; yields its endpoint."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-c", SERVER.format(port=port)]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as server:
+        assert server.stdout is not None
+        assert server.stdin is not None
+        assert server.stdout.readline().strip() == "ready"
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.stdin.close()
+            server.wait(timeout=30)
+
+
+class CountingStore:
+    """A record store that adds up the bytes of the bodies it PUTs."""
+
+    def __init__(self, store: RecordStore) -> None:
+        self.store = store
+        self.put_bytes = 0
+
+    def put(self, key: str, body: bytes, **options: Any) -> str:
+        self.put_bytes += len(body)
+        return self.store.put(key, body, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
 # -- size and time ----------------------------------------------------------------------------
 
 
-def size_and_time(state: dict[str, Any], repeats: int) -> None:
-    from continuum.local import moto_backend
+class Side:
+    """One store of the comparison: its records, the task's record and what was measured."""
 
-    with moto_backend():
-        s3 = boto3.client("s3", region_name=REGION)
-        s3.create_bucket(Bucket="ckpt")
-        s3.put_bucket_versioning(Bucket="ckpt", VersioningConfiguration={"Status": "Enabled"})
-        bucket = S3RecordStore(s3, "ckpt")
-        modes = {"compressed": Records(bucket, prefix="gz")}
-        modes["uncompressed"] = Records(bucket, prefix="raw", inline_limit=BIG)
-        records, etags = {}, {}
-        saves: dict[str, list[float]] = {m: [] for m in modes}
-        same: dict[str, list[float]] = {m: [] for m in modes}  # a claim: the state unchanged
-        loads: dict[str, list[float]] = {m: [] for m in modes}
-        for mode, store in modes.items():
-            records[mode] = TaskRecord(task_id="chat-1", task_name="chat", state=state)
-            etags[mode] = store.create(records[mode])
-        for i in range(repeats):
-            for mode, store in modes.items() if i % 2 == 0 else reversed(modes.items()):
-                record = records[mode]
-                record.state["messages"].append({"role": "user", "content": f"more {i}"})
-                started = time.perf_counter()
-                etags[mode] = store.replace(record, etag=etags[mode])
-                saves[mode].append(time.perf_counter() - started)
-                fresh = Records(bucket, prefix=store.prefix, inline_limit=store.inline_limit)
-                started = time.perf_counter()
-                loaded, _ = fresh.load("chat-1")
-                loads[mode].append(time.perf_counter() - started)
-                assert loaded.state == record.state
-                started = time.perf_counter()
-                etags[mode] = store.replace(record, etag=etags[mode])
-                same[mode].append(time.perf_counter() - started)
-        sizes = {}
-        for mode, store in modes.items():
-            body = s3.get_object(Bucket="ckpt", Key=store.record_key("chat-1"))["Body"].read()
-            ref = json.loads(body)["state_ref"]
-            sizes[mode] = len(body) + (ref["stored"] if ref else 0)
-            emit(f"checkpoint.{mode}.record_object", len(body), "B")
-            emit(f"checkpoint.{mode}.one_checkpoint", sizes[mode], "B (record + its blob)")
-            emit(f"checkpoint.{mode}.save", median(saves[mode]), "s")
-            emit(f"checkpoint.{mode}.save_unchanged_state", median(same[mode]), "s (e.g. a claim)")
-            emit(f"checkpoint.{mode}.load", median(loads[mode]), "s")
-        emit("checkpoint.compression_ratio", sizes["uncompressed"] / sizes["compressed"], "x")
-        # Each save of a changed state writes a new content-addressed blob; the old ones stay.
-        blobs = s3.list_objects_v2(Bucket="ckpt", Prefix="gz/chat-1/blobs/")["Contents"]
+    def __init__(self, store: CountingStore, mode: str, state: dict[str, Any]) -> None:
+        self.store, self.mode = store, mode
+        self.records = Records(store, prefix=mode, segmenting=MODES[mode])
+        self.record = TaskRecord(task_id="chat-1", task_name="chat", state=copy_json(state))
+        self.figures: dict[str, list[float]] = {}
+        self.etag = self.measure("first_save", lambda: self.records.create(self.record))
+
+    def measure(self, name: str, action: Any) -> Any:
+        """Run ``action``; note its seconds and the bytes it uploaded; return its value."""
+        self.store.put_bytes = 0
+        started = time.perf_counter()
+        value = action()
+        self.figures.setdefault(name, []).append(time.perf_counter() - started)
+        self.figures.setdefault(f"{name}_upload", []).append(self.store.put_bytes)
+        return value
+
+    def turn(self, messages: list[dict[str, Any]]) -> None:
+        """One more turn: save it; save again unchanged (a claim); load it in a fresh store."""
+        self.record.state["messages"].extend(copy_json(messages))
+        self.etag = self.measure("turn_save", self.save)
+        self.etag = self.measure("unchanged_save", self.save)
+        fresh = Records(self.store, prefix=self.mode)
+        loaded, _ = self.measure("load", lambda: fresh.load("chat-1"))
+        assert loaded.state == self.record.state
+
+    def save(self) -> str:
+        return self.records.replace(self.record, etag=self.etag)
+
+    def report(self, s3: Any) -> None:
+        got, mode = self.figures, self.mode
+        key = self.records.record_key("chat-1")
+        body = s3.get_object(Bucket="ckpt", Key=key)["Body"].read()
+        segments = sum(len(listed["segments"]) for listed in json.loads(body)["state_segments"])
+        emit(f"checkpoint.{mode}.first_save_upload", median(got["first_save_upload"]), "B")
+        emit(f"checkpoint.{mode}.first_save", median(got["first_save"]), "s")
         emit(
-            "checkpoint.compressed.blobs_left_after_saves",
-            len(blobs),
-            f"after {repeats + 1} states",
+            f"checkpoint.{mode}.turn_upload", median(got["turn_save_upload"]), "B (target <= 65536)"
         )
-        emit("checkpoint.compressed.blob_bytes_left", sum(b["Size"] for b in blobs), "B")
+        emit(f"checkpoint.{mode}.turn_upload_max", max(got["turn_save_upload"]), "B")
+        emit(f"checkpoint.{mode}.turn_save", median(got["turn_save"]), "s")
+        emit(f"checkpoint.{mode}.unchanged_upload", median(got["unchanged_save_upload"]), "B")
+        emit(f"checkpoint.{mode}.unchanged_save", median(got["unchanged_save"]), "s (a claim)")
+        emit(f"checkpoint.{mode}.load", median(got["load"]), "s")
+        emit(f"checkpoint.{mode}.record_object", len(body), "B")
+        emit(f"checkpoint.{mode}.segments", segments)
+
+
+def size_and_time(endpoint: str, state: dict[str, Any], repeats: int) -> None:
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    s3.create_bucket(Bucket="ckpt")
+    s3.put_bucket_versioning(Bucket="ckpt", VersioningConfiguration={"Status": "Enabled"})
+    store = CountingStore(S3RecordStore(s3, "ckpt"))
+    sides = [Side(store, mode, state) for mode in MODES]
+    words = Words(seed=7)
+    for i in range(repeats):
+        turn = agent_turn(words, i)
+        for side in sides if i % 2 == 0 else reversed(sides):
+            side.turn(turn)
+    for side in sides:
+        side.report(s3)
+    segmented, whole = (median(side.figures["turn_save_upload"]) for side in sides)
+    emit("checkpoint.turn_upload_whole_over_segmented", whole / segmented, "x")
 
 
 # -- memory: a worker invocation in a fresh process --------------------------------------------
 
 
-def child(endpoint: str, queue_url: str, inline_limit: int) -> None:
+def child(endpoint: str, queue_url: str, segmented: bool) -> None:
     """Run one worker invocation on the waiting message; print peak RSS (KiB) as JSON."""
     options = {"region_name": REGION, "endpoint_url": endpoint}
-    app, executed = build_app(inline_limit_bytes=inline_limit)
+    app, executed = build_app()
     s3, sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
-    app.configure(bucket="continuum-local", queue_url=queue_url, s3_client=s3, sqs_client=sqs)
+    app.configure(bucket=BUCKET, queue_url=queue_url, s3_client=s3, sqs_client=sqs)
+    app.records.segmenting = DEFAULT_SEGMENTING if segmented else None
     from benchmarks import silence_worker_logs
 
     silence_worker_logs()
@@ -217,53 +324,44 @@ def drain(sqs: Any, queue_url: str) -> None:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
-def invocation_memory(state: dict[str, Any], runs: int) -> None:
-    from moto.server import ThreadedMotoServer
-
+def invocation_memory(endpoint: str, state: dict[str, Any], runs: int) -> None:
     from continuum.local import LocalRuntime
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the server's request log
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for label, inline_limit in (("compressed", 32 * 1024), ("uncompressed", BIG)):
-            peaks, befores, hwms, seconds = [], [], [], []
-            for run in range(runs):
-                app, _ = build_app(inline_limit_bytes=inline_limit)
-                runtime = LocalRuntime(app, budget_s=900, endpoint_url=endpoint)
-                drain(runtime.sqs, runtime.queue_url)  # the last run's continuation
-                task_id = app.client().start("chat", state, task_id=f"mem-{label}-{run}")
-                args = f"{endpoint!r}, {runtime.queue_url!r}, {inline_limit}"
-                argv = [sys.executable, "-c", BOOTSTRAP.format(args=args)]
-                out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
-                report = json.loads(out.stdout.strip().splitlines()[-1])
-                assert report["batchItemFailures"] == [], report
-                record = runtime.record(task_id)
-                assert record.generation == 1, record
-                assert len(record.state["messages"]) == len(state["messages"]) + 1
-                peaks.append(report["peak_kib"] / 1024)
-                befores.append(report["before_kib"] / 1024)
-                hwms.append(report["hwm_kib"] / 1024)
-                seconds.append(report["seconds"])
-            emit(f"checkpoint.invocation.{label}.peak_rss", median(peaks), "MiB (target <= 160)")
-            emit(f"checkpoint.invocation.{label}.peak_rss_max", max(peaks), "MiB")
-            emit(f"checkpoint.invocation.{label}.peak_vm_hwm", median(hwms), "MiB (cross-check)")
-            emit(f"checkpoint.invocation.{label}.rss_before_message", median(befores), "MiB")
-            emit(f"checkpoint.invocation.{label}.seconds", median(seconds), "s (moto server)")
-    finally:
-        server.stop()
+    for mode, segmenting in MODES.items():
+        peaks, befores, hwms, seconds = [], [], [], []
+        for run in range(runs):
+            app, _ = build_app()
+            runtime = LocalRuntime(app, budget_s=900, endpoint_url=endpoint)
+            app.records.segmenting = segmenting
+            drain(runtime.sqs, runtime.queue_url)  # the last run's continuation
+            task_id = app.client().start("chat", state, task_id=f"mem-{mode}-{run}")
+            args = f"{endpoint!r}, {runtime.queue_url!r}, {segmenting is not None}"
+            argv = [sys.executable, "-c", BOOTSTRAP.format(args=args)]
+            out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
+            report = json.loads(out.stdout.strip().splitlines()[-1])
+            assert report["batchItemFailures"] == [], report
+            record = runtime.record(task_id)
+            assert record.generation == 1, record
+            assert len(record.state["messages"]) == len(state["messages"]) + 2
+            assert bool(record.state_segments) == (segmenting is not None)
+            peaks.append(report["peak_kib"] / 1024)
+            befores.append(report["before_kib"] / 1024)
+            hwms.append(report["hwm_kib"] / 1024)
+            seconds.append(report["seconds"])
+        emit(f"checkpoint.invocation.{mode}.peak_rss", median(peaks), "MiB (target <= 160)")
+        emit(f"checkpoint.invocation.{mode}.peak_rss_max", max(peaks), "MiB")
+        emit(f"checkpoint.invocation.{mode}.peak_vm_hwm", median(hwms), "MiB (cross-check)")
+        emit(f"checkpoint.invocation.{mode}.rss_before_message", median(befores), "MiB")
+        emit(f"checkpoint.invocation.{mode}.seconds", median(seconds), "s (moto server)")
 
 
 def main(quick: bool = False) -> None:
     state = conversation(TARGET_BYTES // 10 if quick else TARGET_BYTES)
     emit("checkpoint.state_json", len(json.dumps(state, separators=(",", ":"))), "B")
     emit("checkpoint.messages", len(state["messages"]))
-    size_and_time(state, 2 if quick else 5)
-    invocation_memory(state, 1 if quick else 3)
+    with moto_server() as endpoint:
+        size_and_time(endpoint, state, 3 if quick else 15)
+        invocation_memory(endpoint, state, 1 if quick else 3)
 
 
 if __name__ == "__main__":

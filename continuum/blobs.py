@@ -11,6 +11,11 @@ Blobs are shared by content within a task, so two rules keep every record's blob
   or writers without a lease, remove nothing; what they leave is swept when the task
   finishes: unreferenced blobs are deleted, referenced ones tagged for the lifecycle rule, and
   only after the finish write landed.
+
+The segments of a large state (``segments.py``) are blobs like any other, under the same
+rules: an unchanged segment is skipped only on that proof, and a segment an edit superseded
+is removed only by the lease holder (an earlier record version gets it back from its stored
+versions, ``Blobs.restore``).
 """
 
 from __future__ import annotations

@@ -25,9 +25,14 @@ from continuum.history import InvocationRun, Usage
 from continuum.waiters import CancelState, OpenCallback, Waiter
 
 #: The record semantics this code understands. 2: retries and cursors are journaled (1 is
-#: read). 3: waits (sleeps, callbacks, signals, cancel). A record is written as format 2 unless
-#: it uses waits, so that a worker of the previous release can still run it in a rolling deploy.
-RECORD_FORMAT = 3
+#: read). 3: waits (sleeps, callbacks, signals, cancel). 4: large lists of the state are stored
+#: as segments (``state_segments``). A record is written in the lowest format that holds what it
+#: uses, so that a worker of a previous release can still run it in a rolling deploy, and
+#: refuses (leaves for a newer worker) what it would misread: a format-3 worker would take a
+#: segmented state's tail for the whole list.
+RECORD_FORMAT = 4
+SEGMENTS_RECORD_FORMAT = 4
+WAITS_RECORD_FORMAT = 3
 BASE_RECORD_FORMAT = 2
 MAX_TASK_ID_LENGTH = 128
 _TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -88,6 +93,24 @@ class BlobRef(_Model):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     size: int = Field(ge=0, description="bytes of the uncompressed JSON")
     stored: int = Field(ge=0, description="bytes stored (compressed)")
+
+
+class SegmentRef(BlobRef):
+    """A segment: a blob holding the JSON list of a run of consecutive items of a large list."""
+
+    items: int = Field(ge=0, description="how many items of the list it holds")
+
+
+class SegmentedList(_Model):
+    """A large list of the state, stored in segments (``segments.py``).
+
+    The list at ``path`` (the keys that lead to it from the top of the state; empty: the state
+    itself) is the items of ``segments``, in order, followed by the items the stored state
+    holds at ``path`` (its tail, the latest items).
+    """
+
+    path: list[str]
+    segments: list[SegmentRef]
 
 
 class Lease(_Model):
@@ -206,6 +229,8 @@ class TaskRecord(_Model):
     lease: Lease | None = None
     state: Any = None
     state_ref: BlobRef | None = None
+    #: the state's large lists stored as segments: the stored state holds only their tails.
+    state_segments: list[SegmentedList] = Field(default_factory=list)
     state_version: int = 1
     turn: int = 0
     journal: list[JournalEntry] = Field(default_factory=list)
@@ -273,7 +298,9 @@ class TaskRecord(_Model):
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""
-        refs = [self.state_ref, self.result_ref]
+        refs: list[BlobRef | None] = [self.state_ref, self.result_ref]
+        for listed in self.state_segments:
+            refs.extend(listed.segments)
         for entry in self.journal:
             refs.append(entry.result_ref)
             refs.append(entry.cursor_ref)

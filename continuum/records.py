@@ -17,6 +17,7 @@ from datetime import datetime
 from continuum.blobs import FINISHED_TAGS, BlobGone, BlobKeys, Blobs
 from continuum.codec import (
     DEFAULT_INLINE_LIMIT_BYTES,
+    describe_blobs,
     encode_record,
     inline_blobs,
     parse_record,
@@ -29,6 +30,7 @@ from continuum.errors import (
 )
 from continuum.inbox import Inbox
 from continuum.record import BlobRef, TaskRecord, utcnow
+from continuum.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 
 logger = logging.getLogger("continuum.records")
@@ -46,6 +48,8 @@ class Records:
         prefix: the key prefix of the records: ``{prefix}/{task_id}/record.json``.
         inline_limit: values whose JSON is larger go to blobs.
         max_value_bytes: the largest state, result, step result or cursor accepted (JSON).
+        segmenting: where a large state's large lists are cut into segments, so that a
+            checkpoint uploads only the segments that changed (None: the state is one blob).
     """
 
     def __init__(
@@ -55,11 +59,13 @@ class Records:
         prefix: str = "tasks",
         inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES,
         max_value_bytes: int | None = None,
+        segmenting: Segmenting | None = DEFAULT_SEGMENTING,
     ) -> None:
         self.store = store
         self.prefix = prefix.strip("/")
         self.inline_limit = inline_limit
         self.max_value_bytes = max_value_bytes
+        self.segmenting = segmenting
         self.blobs = Blobs(store, prefix=self.prefix)
         self.inbox = Inbox(store, prefix=self.prefix)
         self._local = threading.local()
@@ -89,7 +95,7 @@ class Records:
         return etag
 
     def load(self, task_id: str) -> tuple[TaskRecord, str]:
-        """Read a record and its etag; its blobs are fetched and verified.
+        """Read a record and its etag: one GET, then its blobs, in parallel, verified.
 
         Raises:
             RecordNotFoundError: no such task.
@@ -104,23 +110,51 @@ class Records:
                 raise RecordNotFoundError("no record for this task", task_id=task_id) from None
             self._local.size = len(stored.body)
             record = parse_record(stored.body, task_id=task_id)
+            gone = self._inline(record)
+            if gone and attempt < BLOB_RACE_RETRIES and self._moved(key, stored.etag):
+                continue  # a writer replaced the record and removed blobs: read it again
+            if gone:  # an earlier record version was restored: bring its blobs back
+                self._restore(record, gone)
+                gone = self._inline(record)
+            if not gone:
+                self.blobs.hold(task_id, stored.etag, self.blobs.keys_of(record))
+                return record, stored.etag
+        raise self._missing(record, gone)
+
+    def _inline(self, record: TaskRecord) -> list[BlobGone]:
+        """Fetch the record's blobs into it; the blobs that are gone (then it is unchanged)."""
+        gone: list[BlobGone] = []
+
+        def fetch(ref: BlobRef) -> bytes:
             try:
-                inline_blobs(record, lambda ref: self.blobs.fetch(task_id, ref))
-            except BlobGone as gone:
-                if attempt < BLOB_RACE_RETRIES and self._moved(key, stored.etag):
-                    continue  # a writer replaced the record and removed the blob: read again
-                if self.blobs.restore(gone.key, gone.ref):
-                    continue
-                raise BlobMissingError(
-                    f"the record points at blob {gone.key}, which is gone, and no stored "
-                    "version of it matches its digest",
-                    task_id=task_id,
-                    hint="restore that blob from a backup (or an earlier record version whose "
-                    "blobs still exist), then run `continuum resume TASK_ID`",
-                ) from None
-            self.blobs.hold(task_id, stored.etag, self.blobs.keys_of(record))
-            return record, stored.etag
-        raise AssertionError("unreachable")  # pragma: no cover
+                return self.blobs.fetch(record.task_id, ref)
+            except BlobGone as missing:
+                gone.append(missing)  # list.append is atomic: fetches run in parallel
+                raise
+
+        try:
+            inline_blobs(record, fetch)
+        except BlobGone:
+            return sorted(gone, key=lambda missing: missing.key)
+        return []
+
+    def _restore(self, record: TaskRecord, gone: list[BlobGone]) -> None:
+        """Restore every gone blob from a stored version, or raise BlobMissingError."""
+        lost = [missing for missing in gone if not self.blobs.restore(missing.key, missing.ref)]
+        if lost:
+            raise self._missing(record, lost)
+
+    def _missing(self, record: TaskRecord, gone: list[BlobGone]) -> BlobMissingError:
+        first = gone[0]
+        what = describe_blobs(record).get(first.ref.sha256, "a blob")
+        others = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
+        return BlobMissingError(
+            f"the record points at {what}, blob {first.key}{others}, which is gone, and no "
+            "stored version of it matches its digest",
+            task_id=record.task_id,
+            hint="restore that blob from a backup (or an earlier record version whose "
+            "blobs still exist), then run `continuum resume TASK_ID`",
+        )
 
     def replace(
         self,
@@ -221,6 +255,7 @@ class Records:
             put_blob=put_blob,
             inline_limit=self.inline_limit,
             max_value_bytes=self.max_value_bytes,
+            segmenting=self.segmenting,
         )
         self._local.size = len(body)
         return body, used

@@ -31,6 +31,7 @@ from tests.support import (
     TransientStoreError,
     event_record,
     moto_backend,
+    pack_blob,
 )
 
 # boto3 must never reach a real account from a test.
@@ -141,6 +142,18 @@ def snapshot_objects(runtime: LocalRuntime) -> dict[str, str]:
     return {key: store.get(key).etag for key in store.list_keys("")}
 
 
+class Blobs(dict):
+    """Blobs in a dict, digest -> packed bytes: ``put_blob`` and ``get_blob`` for the codec."""
+
+    def put(self, digest: str, data: bytes) -> Any:
+        ref, packed = pack_blob(data, digest)
+        self[digest] = packed
+        return ref
+
+    def get(self, ref: Any) -> bytes:
+        return bytes(self[ref.sha256])
+
+
 # -- the stored objects, on either backend ----------------------------------------------------
 
 
@@ -170,6 +183,52 @@ def tags_of(runtime: LocalRuntime, key: str) -> dict[str, str]:
         return runtime.store.tags_of(key)
     tag_set = runtime.s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"]
     return {tag["Key"]: tag["Value"] for tag in tag_set}
+
+
+@contextlib.contextmanager
+def uploads(runtime: LocalRuntime) -> Iterator[list[tuple[str, int]]]:
+    """The app's PUTs during the block, as (key, bytes of the body), in order."""
+    puts: list[tuple[str, int]] = []
+    if runtime.backend == "memory":
+        original = runtime.store.put
+
+        def put(key: str, body: bytes, **kwargs: Any) -> str:
+            puts.append((key, len(body)))
+            return original(key, body, **kwargs)
+
+        with replaced(runtime.store, "put", put):
+            yield puts
+        return
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        puts.append((params["Key"], len(params["Body"])))
+
+    with hooked(runtime.s3, {"before-parameter-build.s3.PutObject": count}):
+        yield puts
+
+
+def destroy(runtime: LocalRuntime, key: str) -> None:
+    """Remove an object and every stored version of it: gone for good."""
+    if runtime.backend == "memory":
+        runtime.store.delete(key)
+        runtime.store.versions = lambda key: []  # as in a bucket without versioning
+        return
+    listed = runtime.s3.list_object_versions(Bucket=BUCKET, Prefix=key)
+    for version in [*listed.get("Versions", []), *listed.get("DeleteMarkers", [])]:
+        runtime.s3.delete_object(Bucket=BUCKET, Key=key, VersionId=version["VersionId"])
+
+
+def agent_conversation(turns: int, words: int = 60) -> list[dict[str, Any]]:
+    """An agent's messages, as model APIs write them: an assistant text and tool call, then
+    the tool's result, per turn (deterministic text)."""
+    messages: list[dict[str, Any]] = []
+    for i in range(turns):
+        text = " ".join(f"word{(i * 7 + j) % 97}" for j in range(words))
+        call = {"type": "tool_use", "id": f"call-{i}", "name": "search", "input": {"page": i}}
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": text}, call]})
+        result = {"type": "tool_result", "tool_use_id": f"call-{i}", "content": text[::-1]}
+        messages.append({"role": "user", "content": [result]})
+    return messages
 
 
 # -- a second app on the same bucket and queue ------------------------------------------------

@@ -46,12 +46,14 @@ from continuum.scaffold import init_project, render_template
 from continuum.scaffold.project import module_name
 from continuum.scaffold.render import fill, keep_flavor
 from continuum.secrets import clear_cache, load_signing_keys
+from continuum.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
 from continuum.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
 from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum.values import dump_json
 
 __all__ = [
     "BUCKET",
+    "DEFAULT_SEGMENTING",
     "DEFAULT_STEP_S",
     "FINISHED_TAG",
     "REGION",
@@ -73,6 +75,7 @@ __all__ = [
     "QueueError",
     "Records",
     "Returned",
+    "Segmenting",
     "StepStats",
     "StoreError",
     "Suspended",
@@ -82,6 +85,7 @@ __all__ = [
     "Verdict",
     "check_task_id",
     "clear_cache",
+    "cut_state",
     "decode_continuation",
     "decode_message",
     "decode_record",
@@ -104,6 +108,7 @@ __all__ = [
     "pack_blob",
     "predict",
     "render_template",
+    "segment_ends",
     "unpack_blob",
     "utcnow",
     "worker_logger",

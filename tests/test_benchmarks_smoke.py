@@ -36,7 +36,6 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "aws_calls.per_continuation.all",
         "local_e2e.ratio",
         "cold_import.continuum_own",
-        "checkpoint.invocation.compressed.peak_rss",
         "wait_cost.usd_per_million_task_days.continuum",
         "wait_cost.usd_per_million_task_days.step_functions_standard",
         "wake_latency.memory.median",
@@ -45,5 +44,7 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "long_sleep.lifted.cold",
         "agent_overhead.model_request.overhead",
         "agent_overhead.tool_call.overhead",
+        "checkpoint.invocation.segmented.peak_rss",
+        "checkpoint.segmented.turn_upload",
     ):
         assert expected in names, expected

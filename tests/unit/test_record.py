@@ -10,27 +10,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from continuum import BadMessageError, InvalidTaskIdError, RecordCorruptError, Status
+from tests.conftest import Blobs
 from tests.support import (
+    DEFAULT_SEGMENTING,
     Continuation,
     JournalEntry,
+    Segmenting,
     TaskRecord,
     check_task_id,
     decode_message,
     decode_record,
+    dump_json,
     encode_message,
     encode_record,
-    pack_blob,
 )
-
-
-class Blobs(dict):
-    def put(self, digest, data):
-        ref, packed = pack_blob(data, digest)
-        self[digest] = packed
-        return ref
-
-    def get(self, ref):
-        return self[ref.sha256]
 
 
 def test_small_record_round_trips_inline_and_reads_as_json():
@@ -51,7 +44,7 @@ def test_state_over_the_inline_limit_goes_to_a_compressed_verified_blob():
     record = TaskRecord(task_id="t1", task_name="research", state=big, result=None)
     record.journal.append(JournalEntry(key="fetch#0", name="fetch", result="x" * 50_000))
     blobs = Blobs()
-    data = encode_record(record, put_blob=blobs.put, inline_limit=1024)
+    data = encode_record(record, put_blob=blobs.put, inline_limit=1024, segmenting=None)
 
     stored = json.loads(data)
     assert stored["state"] is None
@@ -148,15 +141,26 @@ json_values = st.recursive(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    state=json_values,
+    state=json_values | st.dictionaries(st.text(max_size=8), json_values, max_size=4),
     results=st.lists(json_values, max_size=4),
     limit=st.sampled_from([0, 16, 256, 1 << 20]),
+    segmenting=st.sampled_from(
+        [
+            None,
+            Segmenting(min_bytes=0, spread_bytes=1, max_bytes=1),  # every item a segment
+            Segmenting(min_bytes=8, spread_bytes=16, max_bytes=64),
+            Segmenting(min_bytes=64, spread_bytes=256, max_bytes=1024),
+            DEFAULT_SEGMENTING,
+        ]
+    ),
 )
-def test_any_json_state_and_results_round_trip_at_any_inline_limit(state, results, limit):
+def test_any_json_state_and_results_round_trip_at_any_inline_limit_and_segmenting(
+    state, results, limit, segmenting
+):
     record = TaskRecord(task_id="t1", task_name="x", state=state)
     record.journal = [JournalEntry(key=f"s#{i}", name="s", result=r) for i, r in enumerate(results)]
     blobs = Blobs()
-    data = encode_record(record, put_blob=blobs.put, inline_limit=limit)
+    data = encode_record(record, put_blob=blobs.put, inline_limit=limit, segmenting=segmenting)
     restored = decode_record(data, task_id="t1", get_blob=blobs.get)
-    assert restored.state == state
+    assert dump_json(restored.state) == dump_json(state)  # the same JSON: 1 is not 1.0 nor true
     assert [e.result for e in restored.journal] == results
