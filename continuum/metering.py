@@ -36,6 +36,7 @@ class CallCounter:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()  # blobs are fetched from pool threads
 
     def attach(self, client: Any) -> None:
         """Count the calls of a boto3 client."""
@@ -44,7 +45,8 @@ class CallCounter:
     def _count(self, event_name: str, **_kwargs: Any) -> None:
         # event_name is "after-call.<service>.<Operation>"
         _hook, service, operation = event_name.split(".", 2)
-        self.calls[f"{service}:{operation}"] += 1
+        with self._lock:
+            self.calls[f"{service}:{operation}"] += 1
 
     def total(self, service: str) -> int:
         return sum(n for key, n in self.calls.items() if key.startswith(f"{service}:"))
@@ -56,7 +58,8 @@ class CallCounter:
 
         def count(operation: str, _key: str) -> None:
             if not getattr(quiet, "on", False):
-                self.calls[f"{service}:{names[operation]}"] += 1
+                with self._lock:
+                    self.calls[f"{service}:{names[operation]}"] += 1
 
         return count
 
