@@ -35,16 +35,18 @@ class StepCalls(TurnState):
             raise self.unwinding  # user code caught it: it still unwinds, and is noticed
         if self.active_key is not None:
             return step.run_nested(args, kwargs)
-        self.replay_cancel()
-        key = self.journal.key_for(step.name, key)
-        entry = self.journal.replay(step.name, key)
-        if entry is not None and not entry.partial:
-            self.record.counters.steps_replayed += 1
-            if not entry.ok:
-                raise self._step_error(entry.error, key)
-            return from_json(step.adapter, entry.result)
-        self.boundary(reopen=entry is not None)
-        return self._run_live(step, key, args, kwargs, entry)
+        with self.lock:  # the record is shared with the branches of a batch, if any
+            self.replay_cancel()
+            key = self.journal.key_for(step.name, key)
+            entry = self.journal.replay(step.name, key)
+            if entry is not None and not entry.partial:
+                self.record.counters.steps_replayed += 1
+                if not entry.ok:
+                    raise self._step_error(entry.error, key)
+                return from_json(step.adapter, entry.result)
+            self.halt_check()
+            self.boundary(reopen=entry is not None)
+            return self._run_live(step, key, args, kwargs, entry)
 
     def _run_live(
         self,
@@ -85,16 +87,17 @@ class StepCalls(TurnState):
                 pending = JournalEntry(key, step.name, attempts=attempt, partial=True, started=True)
                 self._append(pending)
                 self.save_strict()
-            self.active_key = f"{record.task_id}/{record.turn}/{key}"
+            self.active_key = f"{record.task_id}/{record.turn}/{self.path}{key}"
             self.active_cursor = cursor
             self.step_started(key, step.name, attempt)
             wall, started = time.time(), time.monotonic()
             try:
-                if options.preemptible:
-                    limit = self.budget.preempt_after(record.save_stats)
-                    value = self.preemptor(lambda: step.fn(*args, **kwargs), limit)
-                else:
-                    value = step.fn(*args, **kwargs)
+                with self.unlocked():  # the step itself runs beside the other branches
+                    if options.preemptible:
+                        limit = self.budget.preempt_after(record.save_stats)
+                        value = self.preemptor(lambda: step.fn(*args, **kwargs), limit)
+                    else:
+                        value = step.fn(*args, **kwargs)
             except Preempted:
                 took = round(time.monotonic() - started, 6)
                 self.log_step(key, wall, took, attempt, "preempted", name=step.name)
@@ -261,7 +264,8 @@ class StepCalls(TurnState):
             return
         need = self.budget.need(stats, self.record.save_stats) + wait
         if self.budget.remaining() >= need:
-            time.sleep(wait)
+            with self.unlocked():
+                time.sleep(wait)
             return
         raise self.unwind(
             Suspend(

@@ -14,8 +14,8 @@ from pydantic import BaseModel
 from continuum.control import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 from continuum.steps import Runner, active_runner, as_step, stable_name
-from continuum.waiters import Signal
-from continuum.waits import Callback, Duration
+from continuum.waiters import Duration, Signal
+from continuum.waits import Callback
 
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")

@@ -28,8 +28,8 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 from pydantic import TypeAdapter
 
 from continuum.errors import ConfigurationError, ContinuumError
-from continuum.waiters import Signal
-from continuum.waits import Callback, Duration
+from continuum.waiters import Duration, Signal
+from continuum.waits import Callback
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from continuum.budget import Budget, Preemptor, alarm_preemptor
@@ -23,6 +24,25 @@ from continuum.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum.waiters import CancelState
 
 C = TypeVar("C", bound=ControlFlow)
+
+
+class Halt(threading.Event):
+    """Tells the branches of a batch to stop at their next boundary, and why."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = ""
+        self.cancelled = False
+
+    def stop(self, reason: str, *, cancelled: bool = False) -> None:
+        if not self.is_set():
+            self.reason, self.cancelled = reason, cancelled
+            self.set()
+
+    def signal(self) -> ControlFlow:
+        from continuum.control import Suspend
+
+        return Suspend(f"another branch stopped the batch: {self.reason}")
 
 
 class TurnState:
@@ -84,6 +104,28 @@ class TurnState:
         self.unwinding: BaseException | None = None
         #: an error that fails this turn whatever user code does with it.
         self.refused: ContinuumError | None = None
+        #: guards the record while the branches of a batch run in threads (``fanout.py``).
+        self.lock = threading.RLock()
+        #: where in the journal tree this runner records: "" (the turn), or a child
+        #: context's path ("search#0/"), which prefixes its steps' idempotency keys.
+        self.path = ""
+        #: set by a batch when its branches must stop at their next boundary.
+        self.halt: Halt | None = None
+
+    @contextmanager
+    def unlocked(self) -> Iterator[None]:
+        """Let the other branches at the record while this one runs user code or sleeps."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
+    def halt_check(self) -> None:
+        """A branch of a batch stops at a boundary once the batch must suspend or stop."""
+        halt = self.halt
+        if halt is not None and halt.is_set():
+            raise self.unwind(halt.signal())
 
     @property
     def task_id(self) -> str:

@@ -9,8 +9,9 @@ that the client can refuse an id the task never made.
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -31,6 +32,29 @@ def check_name(name: object, *, what: str, task_id: str | None = None) -> str:
             hint="use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
         )
     return name
+
+
+#: The longest wait accepted; anything longer is a mistake in units, not a plan.
+MAX_WAIT_S = 10 * 366 * 24 * 3600.0
+Duration = float | int | timedelta
+
+
+def seconds_of(value: Duration | None, *, what: str, task_id: str) -> float | None:
+    """A duration in seconds, refusing negative, infinite and absurd ones (None stays None)."""
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        raise ContinuumError(
+            f"{what} must be seconds or a timedelta, got {value!r}", task_id=task_id
+        )
+    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_WAIT_S:
+        raise ContinuumError(
+            f"{what} of {value!r} is not a duration a task can wait",
+            task_id=task_id,
+            hint=f"give 0 to {MAX_WAIT_S / 86400:.0f} days as seconds or a timedelta",
+        )
+    return float(seconds)
 
 
 def epoch_to_datetime(seconds: float | None) -> datetime | None:

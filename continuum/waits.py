@@ -14,10 +14,8 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
-from datetime import timedelta
 from typing import Any
 
 from continuum.control import Suspend, Wait
@@ -29,42 +27,22 @@ from continuum.errors import (
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.turnstate import TurnState
 from continuum.waiters import (
+    Duration,
     OpenCallback,
     Signal,
     Waiter,
     WaitKind,
     check_name,
     epoch_to_datetime,
+    seconds_of,
 )
 
 #: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
 #: would cost more than the wait.
 INLINE_WAIT_S = 1.0
-#: The longest wait accepted; anything longer is a mistake in units, not a plan.
-MAX_WAIT_S = 10 * 366 * 24 * 3600.0
 #: Before deciding that a wait cannot be answered now, the inbox is listed again if the last
 #: listing is older than this (the worker lists once more after writing ``waiting`` anyway).
 INBOX_FRESH_S = 2.0
-
-Duration = float | int | timedelta
-
-
-def seconds_of(value: Duration | None, *, what: str, task_id: str) -> float | None:
-    """A duration in seconds, refusing negative, infinite and absurd ones (None stays None)."""
-    if value is None:
-        return None
-    seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
-        raise ContinuumError(
-            f"{what} must be seconds or a timedelta, got {value!r}", task_id=task_id
-        )
-    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_WAIT_S:
-        raise ContinuumError(
-            f"{what} of {value!r} is not a duration a task can wait",
-            task_id=task_id,
-            hint=f"give 0 to {MAX_WAIT_S / 86400:.0f} days as seconds or a timedelta",
-        )
-    return float(seconds)
 
 
 class Callback:
@@ -93,7 +71,7 @@ class Callback:
             CallbackTimeoutError: no answer before the timeout, or heartbeats stopped.
             CallbackFailedError: the outside world failed it (``client.fail_callback``).
         """
-        return self._waits.callback_result(self)
+        return self._waits.callback_result(self)  # the runner that created it
 
     def __repr__(self) -> str:
         return f"Callback(name={self.name!r}, id={self.id!r})"
@@ -101,6 +79,30 @@ class Callback:
 
 class WaitCalls(TurnState):
     """The waiting half of a turn loop (with ``calls.StepCalls``, mixed into ``TurnLoop``)."""
+
+    # -- the waits, each with the record to itself (branches of a batch share it) -----------------
+
+    def sleep(self, duration: Duration, name: str | None) -> None:
+        with self.lock:
+            self.halt_check()
+            self._sleep(duration, name)
+
+    def create_callback(
+        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+    ) -> Callback:
+        with self.lock:
+            self.halt_check()
+            return self._create_callback(name, timeout, heartbeat_timeout)
+
+    def callback_result(self, callback: Callback) -> Any:
+        with self.lock:
+            self.halt_check()
+            return self._callback_result(callback)
+
+    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
+        with self.lock:
+            self.halt_check()
+            return self._wait_for_signal(name, timeout)
 
     def _enter(self, name: str, kind: EntryKind) -> tuple[str, JournalEntry | None]:
         """Start a wait: its key, and its entry (None: first reached; partial: not answered)."""
@@ -137,7 +139,7 @@ class WaitCalls(TurnState):
 
     # -- sleep -------------------------------------------------------------------------------------
 
-    def sleep(self, duration: Duration, name: str | None) -> None:
+    def _sleep(self, duration: Duration, name: str | None) -> None:
         label = check_name(name or "sleep", what="sleep name", task_id=self.record.task_id)
         seconds = seconds_of(duration, what="ctx.sleep", task_id=self.record.task_id)
         key, entry = self._enter(label, EntryKind.SLEEP)
@@ -150,7 +152,8 @@ class WaitCalls(TurnState):
         assert entry.deadline is not None
         left = entry.deadline - now
         if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.remaining():
-            time.sleep(left)
+            with self.unlocked():
+                time.sleep(left)
             left = 0
         if left <= 0:
             self._done(entry)
@@ -160,7 +163,7 @@ class WaitCalls(TurnState):
 
     # -- callbacks ---------------------------------------------------------------------------------
 
-    def create_callback(
+    def _create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
     ) -> Callback:
         task_id = self.record.task_id
@@ -192,7 +195,7 @@ class WaitCalls(TurnState):
             raise self.unwind(signal) from None
         return Callback(self, token, label)
 
-    def callback_result(self, callback: Callback) -> Any:
+    def _callback_result(self, callback: Callback) -> Any:
         name = f"{callback.name}.result"
         key, entry = self._enter(name, EntryKind.CALLBACK_RESULT)
         if entry is not None and not entry.partial:
@@ -272,7 +275,7 @@ class WaitCalls(TurnState):
 
     # -- signals -----------------------------------------------------------------------------------
 
-    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
+    def _wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
         task_id = self.record.task_id
         check_name(name, what="signal name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
