@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -45,10 +45,13 @@ class Served:
 @dataclass(frozen=True)
 class Notice:
     """A line at the top of the page: what an action did (``ok``) or why it did not
-    (``error``)."""
+    (``error``); after an error, the form of ``action`` is filled with what was sent, to fix.
+    """
 
     kind: str
     text: str
+    action: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 def timeline_page(

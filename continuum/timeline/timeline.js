@@ -61,7 +61,7 @@ function waiterText(w) {
 function header() {
   const task = T.task, sum = T.summary;
   const facts = [
-    `${sum.invocations} invocations over ${duration(sum.span_s)}`,
+    `${plural(sum.invocations, "invocation")} over ${duration(sum.span_s)}`,
     `${duration(sum.compute_s)} of compute`,
     sum.suspensions && `${sum.suspensions} suspended`,
     sum.crashes && `${sum.crashes} crashed`,
@@ -269,6 +269,18 @@ function timeline() {
       el("span", {}, el("i", { class: "cp" }), " checkpoint (click for its state and journal)")));
 }
 
+function refill(n) {
+  // After an error, the form that failed shows what was sent, to fix and send again.
+  if (!n || !n.action) return;
+  const forms = [...document.querySelectorAll(`form[action$="/${n.action}"]`)];
+  const form = forms.find((f) => !f.elements.callback_id ||
+    f.elements.callback_id.value === n.fields.callback_id);
+  if (!form) return;
+  for (const [name, value] of Object.entries(n.fields)) {
+    if (form.elements[name] && form.elements[name].type !== "hidden") form.elements[name].value = value;
+  }
+}
+
 // -- details: a checkpoint's state and journal, an invocation's steps --------------------------
 
 function table(head, rows, cls) {
@@ -331,4 +343,5 @@ document.getElementById("app").append(el("div", {},
   header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(),
   el("div", { class: "columns" }, timeline(), el("aside", { id: "details" })), costBox()));
 select(T.checkpoints.length ? { checkpoint: T.checkpoints.length - 1 } : {});
+refill(DATA.notice);
 document.body.dataset.rendered = "yes";

@@ -17,11 +17,12 @@ import os
 import select
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from continuum.clocks import real_monotonic
 
 #: The machine's flags for headless Chromium (its background requests would be refused here).
 FLAGS = [
@@ -201,9 +202,9 @@ class Browser:
             self._read()
 
     def _read(self) -> dict[str, Any]:
-        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        deadline = real_monotonic() + ANSWER_TIMEOUT_S
         while b"\0" not in self._buffer:
-            left = deadline - time.monotonic()
+            left = deadline - real_monotonic()
             ready, _, _ = select.select([self._from_browser], [], [], max(0.0, left))
             if not ready:
                 raise BrowserError(f"chromium did not answer in {ANSWER_TIMEOUT_S:.0f}s")

@@ -2,8 +2,8 @@
 
 ``report`` fetches twelve pages over several invocations (a small budget), its worker dies once
 in the middle of a fetch, it sleeps two days, waits for a person's approval (a callback) and
-then fails to publish. ``ask`` waits for a callback at once; ``tally`` suspends a few times
-and succeeds.
+then fails to publish. ``ask`` waits for a callback at once, ``hold`` for a signal;
+``tally`` suspends a few times and succeeds.
 """
 
 from __future__ import annotations
@@ -90,6 +90,11 @@ def timeline_app() -> Continuum:
         ctx.state.answer = ctx.wait_for_callback(hand_out, name="approve")
         return ctx.state.answer
 
+    @app.task(state=Ask)
+    def hold(ctx: TaskContext[Ask]) -> Any:
+        signal = ctx.wait_for_signal("go")
+        return None if signal is None else signal.payload
+
     @app.step
     def add(total: int, i: int) -> int:
         time.sleep(0.03)
@@ -151,12 +156,12 @@ def live_report(backend: str = "memory", *, answer: Any = "approved") -> Lived:
     return Lived(runtime, task_id, inspect_task(runtime.observer, task_id, versions=1000))
 
 
-def live_ask(note: str = "", *, task_id: str = "ask-1") -> Lived:
-    """``ask``, left waiting for its callback."""
+def live_ask(note: str = "", *, task: str = "ask", task_id: str = "ask-1") -> Lived:
+    """``ask`` (or ``hold``), left waiting for its callback (or its signal)."""
     app = timeline_app()
     runtime = LocalRuntime(app, budget_s=5, backend="memory", virtual_time=True)
     with runtime.time.running():
-        runtime.run("ask", {"note": note}, task_id=task_id)
+        runtime.run(task, {"note": note}, task_id=task_id)
     return Lived(runtime, task_id, inspect_task(runtime.observer, task_id))
 
 
