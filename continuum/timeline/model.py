@@ -135,11 +135,11 @@ def _owner(checkpoint: Checkpoint, runs: list[InvocationRun]) -> tuple[str, int]
     had started by then (give or take the clock's slack), the latest that could have written
     it did. What no run wrote goes to the gap it was written in.
     """
-    number = getattr(checkpoint, "invocation", None)  # exact, if a newer view says it
-    if isinstance(number, int):
-        for index, run in enumerate(runs):
-            if run.number == number:
-                return ("run", index)
+    number = getattr(checkpoint, "invocation", None)  # the latest run in that version
+    for index, run in enumerate(runs):
+        if isinstance(number, int) and run.number == number:
+            wrote = checkpoint.status == Status.PENDING or _wrote(run, checkpoint)
+            return ("run", index) if wrote else ("gap", index)
     saved = checkpoint.saved_at.timestamp()
     started = [
         i for i, run in enumerate(runs) if run.started_at.timestamp() <= saved + CLOCK_SLACK_S

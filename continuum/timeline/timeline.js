@@ -146,8 +146,8 @@ function costBox() {
   const c = T.task.cost, u = T.task.usage;
   return el("section", { id: "cost", class: "box" },
     el("h2", {}, "Cost ", el("span", { class: "total" }, dollars(c.total))),
-    el("p", {}, `Lambda ${dollars(c.lambda)} (${u.lambda_ms} ms billed, ${u.invocations} ` +
-      `invocations) · S3 ${dollars(c.s3)} (${u.s3_get} GET, ${u.s3_put} PUT, ${u.s3_list} ` +
+    el("p", {}, `Lambda ${dollars(c.lambda)} (${u.lambda_ms} ms billed over ` +
+      `${plural(u.invocations, "invocation")}${T.summary.hops ? ", timer hops included" : ""}) · S3 ${dollars(c.s3)} (${u.s3_get} GET, ${u.s3_put} PUT, ${u.s3_list} ` +
       `LIST) · SQS ${dollars(c.sqs)} (${u.sqs_send} sent, ${u.sqs_receives} received)`));
 }
 
