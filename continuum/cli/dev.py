@@ -6,6 +6,8 @@ runs ``continuum worker`` on its queues as a child process: the emulated Lambda.
 file of the app changes, the worker is stopped as ECS would stop it (SIGTERM: running tasks
 suspend at their next step) and started again on the new code, which continues them. Ctrl-C
 stops the worker the same way, then the server; tasks live as long as the server does.
+It also serves the timeline pages on the next port (``continuum.timeline.server``): the task
+list, each task's timeline, and forms that complete callbacks, send signals and cancel.
 """
 
 from __future__ import annotations

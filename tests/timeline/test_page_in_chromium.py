@@ -153,8 +153,12 @@ def test_inspect_html_writes_the_page_from_the_stored_records(tmp_path, capsys, 
         out = tmp_path / "tally.html"
         code = main(["inspect", "tally-cli", "--html", str(out), "--bucket", BUCKET,
                      "--region", REGION])  # fmt: skip
-    assert code == 0
-    assert capsys.readouterr().out.startswith(f"wrote {out}: the timeline of tally-cli")
+        to_stdout = main(["inspect", "tally-cli", "--html", "-", "--bucket", BUCKET,
+                          "--region", REGION])  # fmt: skip
+    assert (code, to_stdout) == (0, 0)
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"wrote {out}: the timeline of tally-cli")
+    assert printed.splitlines()[1] == "<!doctype html>"  # then the page itself, with "-"
     browser.open(out.as_uri())
     assert browser.evaluate("document.querySelector('#status').textContent") == "succeeded"
     assert browser.evaluate("document.querySelectorAll('.row.run').length") == done.invocations
