@@ -22,9 +22,13 @@ import json
 import logging
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from continuum.backends import DEFAULT_PREFIX
 from continuum.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from continuum.client import Client
 
 #: 5000 is moto_server's default port, and macOS's AirPlay receiver's.
 DEV_PORT = 5050
@@ -98,6 +102,25 @@ class DevStack:
             endpoint_url=self.endpoint,
             aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def task_client(self, prefix: str | None = None) -> Client:
+        """A client on this stack, with its own boto3 clients: the dev server's pages read the
+        records and send callbacks, signals and cancels with it."""
+        from continuum.client import Client
+        from continuum.continuation import Continuations
+        from continuum.records import Records
+        from continuum.s3 import S3RecordStore
+        from continuum.secrets import load_signing_keys
+        from continuum.settings import Settings
+        from continuum.sqs import SQSContinuationQueue
+
+        keys = load_signing_keys()
+        queue = SQSContinuationQueue(self.client("sqs"), self.queue_url)
+        return Client(
+            Records(S3RecordStore(self.client("s3"), BUCKET), prefix=prefix or DEFAULT_PREFIX),
+            Continuations(queue, keys=keys),
+            settings=Settings(signing_keys=keys),
         )
 
     def environment(self) -> dict[str, str]:

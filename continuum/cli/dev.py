@@ -6,17 +6,21 @@ runs ``continuum worker`` on its queues as a child process: the emulated Lambda.
 file of the app changes, the worker is stopped as ECS would stop it (SIGTERM: running tasks
 suspend at their next step) and started again on the new code, which continues them. Ctrl-C
 stops the worker the same way, then the server; tasks live as long as the server does.
+It also serves the timeline pages on the next port (``continuum.timeline.server``): the task
+list, each task's timeline, and forms that complete callbacks, send signals and cancel.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +78,15 @@ def register(commands: Any) -> None:
         metavar="SECONDS",
         help="seconds a reload or Ctrl-C gives running tasks to suspend (default: %(default)g)",
     )
+    dev.add_argument(
+        "--ui-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="the port of the timeline pages (tasks, their timelines, callbacks, signals, "
+        "cancel) on 127.0.0.1 (default: the server's port + 1; 0 with --port 0)",
+    )
+    dev.add_argument("--no-ui", action="store_true", help="do not serve the timeline pages")
     dev.add_argument("--no-reload", action="store_true", help="do not watch the app's files")
     dev.add_argument("--verbose", action="store_true", help="show the workers' JSON logs")
     dev.set_defaults(func=cmd_dev)
@@ -90,10 +103,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
     target = app_target(args.app, "dev")
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be 0 to 65535, got {args.port}")
+    ui_port = _ui_port(args)
     roots = [] if args.no_reload else source_roots(target)
-    with DevStack(port=args.port, budget_s=args.budget) as stack:
+    with DevStack(port=args.port, budget_s=args.budget) as stack, _pages(stack, ui_port) as pages:
         exports = {**stack.environment(), "CONTINUUM_APP": target}
-        _banner(args, target, stack, exports, roots)
+        _banner(args, target, stack, exports, roots, pages)
         worker = _WorkerProcess(_worker_command(args, target, stack), {**os.environ, **exports})
         shutdown = Shutdown()
         with stop_on_signals(shutdown, grace_s=args.grace, again=lambda _s: worker.kill()):
@@ -111,6 +125,29 @@ def cmd_dev(args: argparse.Namespace) -> int:
             worker.stop(args.grace)
     print("continuum dev: stopped; its tasks are gone with it", flush=True)
     return 0
+
+
+def _ui_port(args: argparse.Namespace) -> int | None:
+    """Where the timeline pages listen (None: not served)."""
+    if args.no_ui:
+        return None
+    if args.ui_port is None:
+        return 0 if args.port == 0 else args.port + 1
+    if not 0 <= args.ui_port <= 65535:
+        raise CliError(f"--ui-port must be 0 to 65535, got {args.ui_port}")
+    return int(args.ui_port)
+
+
+@contextlib.contextmanager
+def _pages(stack: Any, port: int | None) -> Iterator[Any]:
+    """The timeline pages of the stack's tasks, on 127.0.0.1:port, while the block runs."""
+    if port is None:
+        yield None
+        return
+    from continuum.timeline.server import TimelineServer
+
+    with TimelineServer(stack.task_client(os.environ.get("CONTINUUM_PREFIX")), port=port) as pages:
+        yield pages
 
 
 def _worker_command(args: argparse.Namespace, target: str, stack: Any) -> list[str]:
@@ -133,7 +170,12 @@ def _worker_command(args: argparse.Namespace, target: str, stack: Any) -> list[s
 
 
 def _banner(
-    args: argparse.Namespace, target: str, stack: Any, exports: dict[str, str], roots: list[Path]
+    args: argparse.Namespace,
+    target: str,
+    stack: Any,
+    exports: dict[str, str],
+    roots: list[Path],
+    pages: Any,
 ) -> None:
     watching = (
         "reloading when a .py file under " + ", ".join(map(str, roots)) + " changes"
@@ -141,16 +183,20 @@ def _banner(
         else "not reloading"
     )
     line = " ".join(f"{name}={shlex.quote(value)}" for name, value in exports.items())
-    print(
-        f"continuum dev: {target} on a local stack at {stack.endpoint} (moto)\n"
-        f"  workers: {args.concurrency} at a time, {args.budget:g}s per invocation; {watching}\n"
-        f"Point the other commands at it, in another terminal:\n"
-        f"  export {line}\n"
-        f"  continuum start TASK --input '{{...}}'     # prints the task id\n"
-        f"  continuum status TASK_ID\n"
-        f"Tasks live as long as this server does. Ctrl-C stops it.",
-        flush=True,
-    )
+    lines = [
+        f"continuum dev: {target} on a local stack at {stack.endpoint} (moto)",
+        f"  workers: {args.concurrency} at a time, {args.budget:g}s per invocation; {watching}",
+    ]
+    if pages is not None:
+        lines.append(f"  timeline: {pages.url}  (tasks and their timelines; callbacks, signals)")
+    lines += [
+        "Point the other commands at it, in another terminal:",
+        f"  export {line}",
+        "  continuum start TASK --input '{...}'     # prints the task id",
+        "  continuum status TASK_ID",
+        "Tasks live as long as this server does. Ctrl-C stops it.",
+    ]
+    print("\n".join(lines), flush=True)
 
 
 def _relative(path: Path) -> str:

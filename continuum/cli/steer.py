@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from continuum.cli.common import CliError, Stack, add_stack_options
@@ -40,7 +42,12 @@ def register(commands: Any) -> None:
     )
     inspect.add_argument("task_id", metavar="TASK_ID")
     inspect.add_argument("--json", action="store_true", help="the whole view as JSON")
-    inspect.add_argument("--html", default=None, metavar="FILE", help="write a timeline page")
+    inspect.add_argument(
+        "--html",
+        default=None,
+        metavar="FILE",
+        help="write the timeline as one self-contained HTML page (- for stdout)",
+    )
     inspect.add_argument("--versions", type=int, default=200, help="earlier versions to read")
     add_stack_options(inspect, queue=False)
     inspect.set_defaults(func=cmd_inspect)
@@ -98,11 +105,30 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         Stack.from_args(args).client().records, args.task_id, versions=args.versions
     )
     if args.html:
-        raise CliError("--html: the timeline page is not built yet")
+        return _write_timeline(view, args.html)
     if args.json:
         print(view.model_dump_json(indent=1))
         return 0
     print(render(view))
+    return 0
+
+
+def _write_timeline(view: TaskView, target: str) -> int:
+    from continuum.timeline import timeline_page
+
+    page = timeline_page(view)
+    if target == "-":
+        sys.stdout.write(page)
+        return 0
+    path = Path(target)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"--html: cannot write {target}: {exc.strerror}") from None
+    print(
+        f"wrote {path}: the timeline of {view.task_id} ({len(view.invocations)} invocations, "
+        f"{len(view.checkpoints)} checkpoints); open it in a browser"
+    )
     return 0
 
 

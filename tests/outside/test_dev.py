@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import signal
+import urllib.request
 
 from continuum.cli.common import Stack
 from tests.outside.processes import Command, base_env, cli, wait_until
@@ -70,6 +71,13 @@ def test_init_dev_start_status_reload_run_resume_and_ctrl_c(tmp_path):
         assert done["status"] == "succeeded"
         assert done["result"] == {"comes": 1, "goes": 1, "in": 1, "out": 1, "the": 2, "tide": 2}
         dev.wait_for(rf"task {task_id} word_count: succeeded")
+
+        # Its pages list the task and show its timeline (tests/timeline tests them whole).
+        pages = dev.wait_for(r"^  timeline: (http://127\.0\.0\.1:\d+/) ").group(1)
+        with urllib.request.urlopen(pages, timeout=10) as listing:
+            assert f'data-task-id="{task_id}"' in listing.read().decode()
+        with urllib.request.urlopen(f"{pages}tasks/{task_id}", timeout=10) as page:
+            assert f'"task_id":"{task_id}"' in page.read().decode()
 
         # A change to the app's code restarts the workers on it.
         module = src / "tides.py"

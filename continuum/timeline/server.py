@@ -1,0 +1,291 @@
+"""The dev server's pages: the task list, each task's timeline, and its buttons.
+
+``continuum dev`` serves them on 127.0.0.1 (the standard library's ``http.server``, in a
+thread):
+
+- ``GET /``: the tasks, newest first (``client.tasks()``), and what the waiting ones wait for;
+- ``GET /tasks/ID``: the task's timeline (the page ``continuum inspect --html`` writes), with
+  forms that complete a callback, send a signal and cancel the task;
+- ``POST /tasks/ID/callback`` (``callback_id``, ``result``: JSON), ``POST /tasks/ID/signal``
+  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``).
+
+A page of another site could make the browser post to localhost (a cross-site request), so
+every POST must carry this server's token, which only its own pages hold (a page of another
+origin cannot read them), and a request whose ``Host`` is not this server's (DNS rebinding)
+or whose ``Origin`` is another site is refused before anything else. A POST that succeeds
+redirects to the task's page; bad input (not JSON, an unknown callback, a finished task)
+shows that page again with the error, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import json
+import secrets
+import threading
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from continuum.client import Client
+from continuum.errors import ConfigurationError, ContinuumError, RecordNotFoundError
+from continuum.inspection import DEFAULT_VERSIONS, inspect_task
+from continuum.record import Status, check_task_id
+from continuum.timeline.listing import task_list_page
+from continuum.timeline.page import Notice, Served, document, timeline_page
+
+#: The largest form a POST may send (a callback result or a signal payload, and the rest).
+MAX_FORM_BYTES = 1 << 20
+#: How soon the server notices it is asked to stop.
+SHUTDOWN_POLL_S = 0.05
+#: What the task page says after each action succeeded.
+DONE = {
+    "callback": "Callback completed: the task wakes and takes the result.",
+    "signal": "Signal sent: the task takes it at its next wait for that name.",
+    "cancel": "Cancel requested: the task stops at its next step, wait or turn.",
+}
+
+
+@dataclass
+class Reply:
+    status: HTTPStatus
+    body: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class TimelineServer:
+    """The pages of ``continuum dev`` on ``host:port`` (0: a free port); a context manager.
+
+    Args:
+        client: reads the records and sends what the forms send.
+        versions: earlier record versions each task page reads.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        versions: int = DEFAULT_VERSIONS,
+    ) -> None:
+        self.client, self.versions = client, versions
+        self.host, self.port = host, port
+        #: Sent back by every form of this server's pages, and by nothing else.
+        self.token = secrets.token_urlsafe(24)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    def __enter__(self) -> TimelineServer:
+        pages = self
+
+        class Handler(_Handler):
+            server_pages = pages
+
+        try:
+            self._server = ThreadingHTTPServer((self.host, self.port), Handler)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"the timeline pages cannot listen on {self.host}:{self.port}: {exc.strerror}",
+                hint="pass another --ui-port (0 picks a free one)",
+            ) from None
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_S},
+            name="continuum-timeline",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    # -- the pages -------------------------------------------------------------------------------
+
+    def get(self, path: str, query: dict[str, list[str]]) -> Reply:
+        if path == "/":
+            return self._list()
+        task_id = _task_path(path)
+        if task_id is None:
+            return _message(HTTPStatus.NOT_FOUND, f"no page {path}")
+        done = DONE.get(query.get("done", [""])[0])
+        return self._task(task_id, Notice("ok", done) if done else None)
+
+    def post(self, path: str, form: dict[str, str]) -> Reply:
+        task_id, _, action = path.rpartition("/")
+        task_id = _task_path(task_id) or ""
+        if action not in DONE or not task_id:
+            return _message(HTTPStatus.NOT_FOUND, f"nothing to post to at {path}")
+        if not hmac.compare_digest(form.get("token", "").encode(), self.token.encode()):
+            return _message(
+                HTTPStatus.FORBIDDEN,
+                "this form does not carry this dev server's token (it restarted, or the "
+                "request came from another site): reload the task's page and try again",
+            )
+        try:
+            self._act(task_id, action, form)
+        except (ContinuumError, ValueError) as exc:
+            sent = {name: value for name, value in form.items() if name != "token"}
+            notice = Notice("error", _why(action, exc), action=action, fields=sent)
+            return self._task(task_id, notice, HTTPStatus.BAD_REQUEST)
+        where = f"/tasks/{quote(task_id, safe='')}?done={action}"
+        return Reply(HTTPStatus.SEE_OTHER, headers={"Location": where})
+
+    def _act(self, task_id: str, action: str, form: dict[str, str]) -> None:
+        if action == "callback":
+            callback_id = form.get("callback_id", "").strip()
+            if not callback_id.startswith(f"{task_id}."):
+                raise ValueError(f"callback {callback_id!r} is not one of this task's")
+            self.client.complete_callback(callback_id, _json(form.get("result", ""), "result"))
+        elif action == "signal":
+            payload = _json(form.get("payload", ""), "payload")
+            self.client.signal(task_id, form.get("name", "").strip(), payload)
+        else:
+            self.client.cancel(task_id, form.get("reason", "").strip() or None)
+
+    def _list(self) -> Reply:
+        tasks = self.client.tasks()
+        waits = {
+            t.task_id: self.client.status(t.task_id).waiting_for
+            for t in tasks
+            if t.status == Status.WAITING
+        }
+        return Reply(HTTPStatus.OK, task_list_page(tasks, waits, title="continuum dev: tasks"))
+
+    def _task(
+        self, task_id: str, notice: Notice | None, status: HTTPStatus = HTTPStatus.OK
+    ) -> Reply:
+        try:
+            view = inspect_task(self.client.records, task_id, versions=self.versions)
+        except RecordNotFoundError:
+            return _message(HTTPStatus.NOT_FOUND, f"no task {task_id!r}")
+        served = Served(token=self.token, base=f"/tasks/{quote(task_id, safe='')}")
+        return Reply(status, timeline_page(view, served=served, notice=notice))
+
+    # -- what every request must be --------------------------------------------------------------
+
+    def refusal(self, method: str, headers: Any) -> Reply | None:
+        """Why a request is refused before it is read, or None."""
+        hosts = {f"{self.host}:{self.port}", f"localhost:{self.port}"}
+        if headers.get("Host", "") not in hosts:
+            return _message(HTTPStatus.FORBIDDEN, "this server answers only on " + self.url)
+        if method == "POST":
+            origin = headers.get("Origin")
+            if origin is not None and origin not in {f"http://{h}" for h in hosts}:
+                return _message(HTTPStatus.FORBIDDEN, "a request from another site is refused")
+            if headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+                return _message(HTTPStatus.FORBIDDEN, "a request from another site is refused")
+        return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_pages: TimelineServer
+    server_version = "continuum-dev"
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        reply = self.server_pages.refusal("GET", self.headers)
+        if reply is None:
+            reply = self._safely(lambda: self.server_pages.get(url.path, parse_qs(url.query)))
+        self._send(reply)
+
+    def do_POST(self) -> None:
+        reply = self.server_pages.refusal("POST", self.headers) or self._read_form()
+        if isinstance(reply, dict):
+            form = reply
+            reply = self._safely(lambda: self.server_pages.post(urlsplit(self.path).path, form))
+        self._send(reply)
+
+    def _read_form(self) -> Reply | dict[str, str]:
+        kind = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if kind != "application/x-www-form-urlencoded":
+            return _message(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "post the page's form")
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            return _message(HTTPStatus.LENGTH_REQUIRED, "a POST needs a Content-Length")
+        if not 0 <= length <= MAX_FORM_BYTES:
+            return _message(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the form is too large")
+        raw = self.rfile.read(length).decode("utf-8", errors="replace")
+        fields = parse_qs(raw, keep_blank_values=True, max_num_fields=20)
+        return {name: values[-1] for name, values in fields.items()}
+
+    def _safely(self, page: Any) -> Reply:
+        try:
+            reply: Reply = page()
+        except Exception as exc:  # the dev server stays up; the page says what went wrong
+            self.log_error("%s %s: %s: %s", self.command, self.path, type(exc).__name__, exc)
+            return _message(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"[:2000])
+        return reply
+
+    def _send(self, reply: Reply) -> None:
+        body = reply.body.encode()
+        self.send_response(reply.status)
+        headers = {
+            "Content-Type": "text/html; charset=utf-8",
+            "Content-Length": str(len(body)),
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY",
+            "Referrer-Policy": "same-origin",  # no-referrer would make form posts say Origin: null
+            **reply.headers,
+        }
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the dev server prints
+        pass
+
+    def log_error(self, format: str, *args: Any) -> None:
+        print("continuum dev: timeline: " + format % args, flush=True)
+
+
+def _task_path(path: str) -> str | None:
+    """The task id of ``/tasks/ID``, if it is a safe one."""
+    prefix, _, quoted = path.partition("/tasks/")
+    if prefix or not quoted or "/" in quoted:
+        return None
+    try:
+        return check_task_id(unquote(quoted))
+    except ContinuumError:
+        return None
+
+
+def _json(text: str, what: str) -> Any:
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the {what} is not JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def _why(action: str, exc: Exception) -> str:
+    verb = {"callback": "complete the callback", "signal": "send the signal"}.get(
+        action, "cancel the task"
+    )
+    return f"Could not {verb}: {exc}"
+
+
+def _message(status: HTTPStatus, text: str) -> Reply:
+    body = (
+        f'<main><a class="back" href="/">← all tasks</a>'
+        f'<p class="notice notice-error" id="notice">{html.escape(text)}</p></main>'
+    )
+    return Reply(status, document(title=text, body=body, scripts=[], form_action="'none'"))
