@@ -50,6 +50,8 @@ class Checkpoint(BaseModel):
     #: the state was in a blob that is gone (a superseded checkpoint's).
     state_missing: bool = False
     journal: list[JournalEntry] = Field(default_factory=list)
+    #: the invocation whose write this version is (its history's last run), if it says.
+    invocation: int | None = None
 
 
 class TaskView(BaseModel):
@@ -155,6 +157,7 @@ def _from_versions(
                 state=state,
                 state_missing=missing,
                 journal=old.journal,
+                invocation=old.history[-1].number if old.history else None,
             )
         )
     return checkpoints, runs
