@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 
 from continuum.local import REGION
+from continuum.queue import QueueMessage
 
 BUCKET = "continuum-chaos"
 QUEUE = "continuum-chaos"
@@ -121,3 +122,14 @@ def queue_depth(sqs: Any, url: str) -> int:
     ]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
     return sum(int(attributes.get(name, 0)) for name in names)
+
+
+def as_queue_message(message: Any) -> QueueMessage:
+    """A received SQS message (boto3's dict) as the queue protocol's QueueMessage."""
+    attributes = message.get("Attributes", {})
+    return QueueMessage(
+        body=message["Body"],
+        message_id=message["MessageId"],
+        receipt_handle=message["ReceiptHandle"],
+        receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
+    )

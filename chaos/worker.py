@@ -27,23 +27,11 @@ from botocore.exceptions import ClientError
 
 from chaos import tasks
 from chaos.faults import KILL_POINTS, EventLog, Injector
-from chaos.server import client_options
+from chaos.server import as_queue_message, client_options
 from continuum.local import LocalLambdaContext, event_record
-from continuum.queue import QueueMessage
 
 #: How long an idle worker waits before polling the queue again.
 IDLE_POLL_S = 0.05
-
-
-def as_queue_message(message: Any) -> QueueMessage:
-    """A received SQS message (boto3's dict) as the queue protocol's QueueMessage."""
-    attributes = message.get("Attributes", {})
-    return QueueMessage(
-        body=message["Body"],
-        message_id=message["MessageId"],
-        receipt_handle=message["ReceiptHandle"],
-        receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
-    )
 
 
 def task_of(body: str) -> str | None:
