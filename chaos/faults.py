@@ -3,8 +3,8 @@
 :class:`Injector` is installed by ``chaos.worker`` on the app's boto3 clients (botocore event
 hooks) and around the app's step functions. It
 
-- kills its own process with SIGKILL at the n-th occurrence of one chosen kill point (a Lambda
-  that times out or runs out of memory gets no ``finally`` either);
+- kills its own process with SIGKILL at the n-th occurrence of one of its armed kill points
+  (a Lambda that times out or runs out of memory gets no ``finally`` either);
 - kills it whenever the poison step runs, or when an invocation passes its deadline (a
   watchdog thread, as Lambda's timeout);
 - makes AWS calls fail with a per-call probability per fault kind, by answering the call with a
@@ -112,8 +112,9 @@ class Injector:
 
     Args:
         events: the shared event log.
-        kill_point: the kill point to die at (or "none").
-        kill_at: die at this occurrence of ``kill_point`` in this process (1 = the first).
+        kills: the armed kill points: die at the n-th occurrence (1 = the first) in this
+            process of any of them, whichever comes first (empty: die only of poison or at a
+            deadline).
         rates: probability per eligible call, per fault kind.
         rng: the random source for faults (seeded by the harness).
         shadow_s3: an S3 client without hooks, for writes that land before an error.
@@ -124,16 +125,14 @@ class Injector:
         self,
         events: EventLog,
         *,
-        kill_point: str,
-        kill_at: int,
+        kills: dict[str, int],
         rates: dict[str, float],
         rng: random.Random,
         shadow_s3: Any,
         shadow_sqs: Any,
     ) -> None:
         self.events = events
-        self.kill_point = kill_point
-        self.kill_at = kill_at
+        self.kills = kills
         self.rates = rates
         self.rng = rng
         self.shadow_s3 = shadow_s3
@@ -153,7 +152,7 @@ class Injector:
     def reach(self, point: str) -> None:
         """Count an occurrence of ``point``; die if it is the chosen one."""
         self.seen[point] += 1
-        if point == self.kill_point and self.seen[point] == self.kill_at:
+        if self.kills.get(point) == self.seen[point]:
             self.die(point)
 
     def die(self, point: str) -> None:

@@ -1,12 +1,15 @@
 """The fault-injection harness: many tasks, real worker deaths, hostile deliveries; then checks.
 
-    python -m chaos.harness --seed 7 --tasks 200 [--workers 2] [--budget 1.0]
+    python -m chaos.harness --seed 7 --tasks 200 [--workers 3] [--warm 1] [--budget 1.0]
 
 It starts a moto server on loopback, a versioned bucket, a continuation queue with a short
 visibility timeout and a dead-letter queue, starts the tasks, and keeps ``--workers`` worker
-processes (``chaos.worker``) running; each dies by SIGKILL at a kill point drawn from the seed
-and is replaced. AWS calls fail at rates drawn from the seed; the harness sends duplicate,
-late, stale and forged continuations and feeds dead letters to ``app.dead_letter_handler``.
+processes (``chaos.worker``, forked by ``chaos.zygote``) running. ``--warm`` of them are warm:
+they keep their app for the whole run. Each other one arms a kill point drawn from the seed,
+dies there by SIGKILL (or retires after ``--retire-after`` invocations) and is replaced, as
+Lambda replaces execution environments. AWS calls fail at rates drawn from the seed; the
+harness sends duplicate, late, stale and forged continuations and feeds dead letters to
+``app.dead_letter_handler``.
 When every task has finished, or nothing is left in any queue, it stops the workers and checks
 every task against its records' versions and the ledger of real step executions
 (``chaos.checks``). It prints ``name: value unit`` lines and exits 1 if an invariant failed.
@@ -51,7 +54,12 @@ DELIVERY_BASE_RATES = {"duplicate": 0.08, "late": 0.05, "stale": 0.04, "forged":
 TOPICS = ("tides", "glaciers", "lichens", "comets", "reefs", "dunes", "auroras", "caves")
 #: Seconds the queues must stay empty before the run counts as quiescent.
 QUIET_S = 2.0
+#: How often the harness looks at the queues (and feeds dead letters to their handler), and
+#: asks the records whether open tasks finished (finish writes are seen in the event log; this
+#: is for tasks the dead-letter handler failed). Every request it makes is one the moto
+#: server does not serve a worker.
 CHECK_EVERY_S = 1.0
+CONFIRM_EVERY_S = 5.0
 
 
 def draw_rates(rng: random.Random, kinds: list[str], scale: float) -> dict[str, float]:
@@ -118,6 +126,9 @@ class Run:
             random.Random(self.rng.randrange(2**32)),
             opts.kill_prob,
             opts.workers,
+            armed=opts.armed,
+            retire_after=opts.retire_after,
+            warm=opts.warm,
         )
         delivery_rates = {k: v * opts.delivery_scale for k, v in DELIVERY_BASE_RATES.items()}
         self.mischief = Mischief(
@@ -138,7 +149,7 @@ class Run:
         """
         client = self.app.client()
         ends = time.monotonic() + self.opts.timeout
-        next_check, quiet_since = 0.0, None
+        next_check, next_confirm, quiet_since = 0.0, 0.0, None
         while time.monotonic() < ends:
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
@@ -147,11 +158,13 @@ class Run:
             self.fleet.reap()
             self.fleet.fill()
             self._follow()
-            self.pump.pump()
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + CHECK_EVERY_S
-                self._confirm_finished()
+                self.pump.pump()
+                if now >= next_confirm:
+                    next_confirm = now + CONFIRM_EVERY_S
+                    self._confirm_finished()
                 if not self.open and not self.waiting:
                     return "finished"
                 depth = queue_depth(self.sqs, self.resources.queue_url)
@@ -308,13 +321,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--seed", type=int, required=True, help="seeds every random choice")
     p.add_argument("--tasks", type=int, default=200)
-    p.add_argument("--workers", type=int, default=2, help="worker processes at once")
+    p.add_argument("--workers", type=int, default=3, help="worker processes at once")
+    p.add_argument(
+        "--warm", type=int, default=1, help="of them, warm ones (no kill point, no retiring)"
+    )
     p.add_argument("--budget", type=float, default=1.0, help="seconds per invocation")
     p.add_argument("--active", type=int, default=None, help="tasks running at once (4/worker)")
     p.add_argument("--doomed", type=int, default=None, help="poison and runaway tasks, each")
     p.add_argument("--faults", default="all", help="'all', 'none' or kinds, comma-separated")
     p.add_argument("--fault-scale", type=float, default=1.0, help="multiplies the fault rates")
-    p.add_argument("--kill-prob", type=float, default=0.8, help="share of workers that die")
+    p.add_argument("--kill-prob", type=float, default=0.9, help="share of workers that die")
+    p.add_argument("--armed", type=int, default=1, help="kill points each such worker arms")
+    p.add_argument(
+        "--retire-after", type=int, default=12, help="invocations before a worker retires"
+    )
     p.add_argument("--delivery-scale", type=float, default=1.0, help="multiplies copy rates")
     p.add_argument("--visibility", type=int, default=3, help="queue visibility timeout (s)")
     p.add_argument("--max-receives", type=int, default=8, help="redrive maxReceiveCount")
