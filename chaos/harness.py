@@ -32,12 +32,17 @@ import boto3
 
 from chaos import tasks
 from chaos.checks import (
+    Failure,
     PlannedTask,
     Report,
+    check_blobs,
     check_deliveries,
     check_history,
     check_outcome,
+    check_planned_steps,
     check_steps,
+    count_outcomes,
+    hard_hit,
     read_jsonl,
     read_versions,
     recovery_latencies,
@@ -67,30 +72,81 @@ def draw_rates(rng: random.Random, kinds: list[str], scale: float) -> dict[str, 
     return {k: round(FAULT_BASE_RATES[k] * scale * rng.uniform(0.5, 1.5), 4) for k in kinds}
 
 
+#: Share of the tasks of these kinds (at least one each in a run of 10 tasks or more).
+SHARES = {"blobs": 0.1, "nan": 0.03, "pool": 0.02}
+#: Kinds whose tasks take longest (long invocations, deaths at every attempt): none is
+#: started in the last quarter of the run, so that the run does not end waiting for them.
+SLOW = ("blobs", "poison", "runaway")
+#: What an unserialisable value's error says (NaN, infinity, not JSON).
+NOT_JSON = r"(?i)\bnan\b|infinit|\binf\b|not (valid )?json"
+
+
+def _count(n: int, share: float) -> int:
+    return max(1, round(n * share)) if n >= 10 else 0
+
+
+def _input(rng: random.Random, name: str, budget: float) -> dict[str, Any]:
+    """A random input for a task of kind ``name``."""
+    salt = rng.randrange(10**6)
+    if name == "batch":
+        return {"items": rng.randint(20, 40), "chunk": rng.randint(3, 6), "salt": salt}
+    if name == "agent":
+        return {"topic": rng.choice(TOPICS), "max_turns": rng.randint(6, 12), "salt": salt}
+    if name == "blobs":
+        return {"salt": salt, "turns": rng.randint(12, 20)}
+    if name == "nan":
+        where, value = rng.choice(("step", "state")), rng.choice(("nan", "inf", "-inf"))
+        return {"salt": salt, "at": rng.randint(1, 4), "where": where, "value": value}
+    if name == "pool":
+        return {"salt": salt, "at": rng.randint(1, 3)}
+    return {"salt": salt, "seconds": round(budget * 3, 3)}
+
+
+def planned_failure(name: str, state: dict[str, Any]) -> Failure | None:
+    """How a task of kind ``name`` started with ``state`` must fail (None: it must succeed)."""
+    if name in tasks.DOOMED:
+        return Failure("doomed tasks not failed naming their step", tasks.DOOMED[name])
+    if name == "nan":
+        return Failure(
+            "NaN tasks not failed with UnserializableValueError naming the step or field",
+            "measure" if state["where"] == "step" else "score",
+            error_type="UnserializableValueError",
+            pattern=NOT_JSON,
+        )
+    if name == "pool":
+        return Failure(
+            "thread-pool tasks not failed with the refusal naming the step",
+            "pooled",
+            pattern=r"(?i)thread",
+        )
+    return None
+
+
 def plan_tasks(
     rng: random.Random, n: int, *, seed: int, budget: float, doomed: int
 ) -> list[PlannedTask]:
-    """``n`` tasks: ``doomed`` poison and ``doomed`` runaway ones, the rest batch or agent."""
+    """``n`` tasks: ``doomed`` poison and ``doomed`` runaway ones, ``SHARES`` of blobs, nan
+    and pool ones, the rest batch or agent."""
     names = ["poison"] * doomed + ["runaway"] * doomed
+    names += [name for name, share in SHARES.items() for _ in range(_count(n, share))]
     names += [rng.choice(("batch", "agent")) for _ in range(max(0, n - len(names)))]
     rng.shuffle(names)
+    cut = 3 * len(names) // 4
+    for i in range(cut, len(names)):
+        early = [j for j in range(cut) if names[j] not in SLOW]
+        if names[i] in SLOW and early:
+            j = rng.choice(early)
+            names[i], names[j] = names[j], names[i]
     plan = []
     for i, name in enumerate(names[:n]):
-        salt = rng.randrange(10**6)
-        state: dict[str, Any]
-        if name == "batch":
-            state = {"items": rng.randint(20, 40), "chunk": rng.randint(3, 6), "salt": salt}
-        elif name == "agent":
-            state = {"topic": rng.choice(TOPICS), "max_turns": rng.randint(6, 12), "salt": salt}
-        else:
-            state = {"salt": salt, "seconds": round(budget * 3, 3)}
+        state = _input(rng, name, budget)
         plan.append(
             PlannedTask(
                 task_id=f"{name}-{seed}-{i:04d}",
                 name=name,
                 input=state,
                 expected=tasks.expected_result(name, state),
-                doomed_step=tasks.DOOMED.get(name),
+                failure=planned_failure(name, state),
             )
         )
     return plan
@@ -197,19 +253,21 @@ class Run:
         self.fleet.stop()
         self._follow()
         report = Report()
-        versions = read_versions(self.s3, self.resources.bucket)
+        bucket = self.resources.bucket
+        versions = read_versions(self.s3, bucket)
         ledger = read_jsonl(os.path.join(self.run_dir, "ledger.jsonl"))
         with open(os.path.join(self.run_dir, "versions.json"), "w") as f:
             json.dump(versions, f, indent=1)  # every record version, oldest first, per task
         statuses: Counter[str] = Counter()
         not_started = {task.task_id for task in self.waiting}
+        excused = hard_hit(self.events, self.pump.task_ids)
         for task in self.plan:
             if task.task_id in not_started:
                 report.violate("tasks not started before the timeout", task.task_id)
                 continue
             history = versions.get(task.task_id, [])
             check_history(report, task.task_id, history)
-            status = check_outcome(report, task, history[-1] if history else None)
+            status = check_outcome(report, task, self._final(history), excused)
             statuses[status] += 1
             if status not in ("succeeded", "failed", "cancelled"):
                 invariant = (
@@ -217,9 +275,20 @@ class Run:
                 )
                 report.violate(invariant, f"{task.task_id}: {status}, v{len(history)}")
         check_steps(report, versions, ledger)
+        check_planned_steps(report, self.plan, ledger, self.events)
+        check_blobs(report, self.s3, bucket, versions, self.events)
         check_deliveries(report, self.events)
         self._figures(report, ending, statuses, versions, started)
         return report
+
+    def _final(self, history: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The latest version of a record, with its result read back if it is in a blob."""
+        if not history:
+            return None
+        final = history[-1]
+        if final.get("result_ref") and final.get("status") == "succeeded":
+            final = {**final, "result": self.app.client().status(final["task_id"]).result}
+        return final
 
     def _figures(
         self,
@@ -231,6 +300,7 @@ class Run:
     ) -> None:
         """Put what was done (tasks, kills, faults, deliveries) before the checks' figures."""
         kills = Counter(e["point"] for e in self.events if e["ev"] == "kill")
+        invoked = [e for e in self.events if e["ev"] == "invoked"]
         faults = Counter(e["kind"] for e in self.events if e["ev"] == "fault")
         failed = Counter(
             str((h[-1].get("error") or {}).get("type"))
@@ -247,7 +317,9 @@ class Run:
             ("run ended", ending, ""),
             ("worker processes", self.fleet.started, "processes"),
             ("worker processes crashed unexpectedly", self.fleet.exits["crashed"], "processes"),
-            ("invocations", sum(e["ev"] == "invoked" for e in self.events), "invocations"),
+            ("invocations", len(invoked), "invocations"),
+            ("warm invocations", sum(bool(e.get("warm")) for e in invoked), "invocations"),
+            ("faults and kills", sum(faults.values()) + sum(kills.values()), "injected"),
             ("kills", sum(kills.values()), "kills"),
         ]
         head += [(f"kills {p}", kills[p], "kills") for p in [*KILL_POINTS, "deadline", "poison"]]
@@ -260,6 +332,13 @@ class Run:
             head.append(("dead letter handler", "missing", ""))
         head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed")]
         head += [(f"tasks failed {kind}", n, "tasks") for kind, n in sorted(failed.items())]
+
+        def final(task_id: str) -> dict[str, Any] | None:
+            history = versions.get(task_id)
+            return history[-1] if history else None
+
+        outcomes = count_outcomes(self.plan, final, [*SHARES, *tasks.DOOMED])
+        head += [(f"outcome {name}", n, "tasks") for name, n in outcomes]
         for invariant in ("tasks stranded", "tasks unfinished at timeout"):
             head.append((invariant, report.violations[invariant], "tasks"))
         head.append(("record versions", sum(len(h) for h in versions.values()), "versions"))

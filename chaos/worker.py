@@ -1,12 +1,13 @@
 """One worker process: plays a Lambda execution environment fed by the SQS event source.
 
 It loops: receive one message (never long-polling), build the SQS event as Lambda would,
-call ``app.handler`` with a Lambda context whose deadline is the budget, and delete the
-messages the handler did not report as failed — until it is told to stop (SIGTERM), its parent
-goes away, it retires, or it dies. It keeps its app, clients and caches between invocations,
-as a warm Lambda environment does. The :class:`chaos.faults.Injector` decides from outside the
-library where it dies and which AWS calls fail. A watchdog kills the process if an invocation
-runs past its deadline, as Lambda does.
+call ``app.handler`` with a Lambda context whose deadline is the budget (longer for the blob
+task: ``chaos.tasks.invocation_budget``), and delete the messages the handler did not report
+as failed — until it is told to stop (SIGTERM), its parent goes away, or it dies. It keeps its
+app, clients and caches between invocations, as a warm Lambda environment does. The
+:class:`chaos.faults.Injector` decides from outside the library where it dies and which AWS
+calls fail. A watchdog kills the process if an invocation runs past its deadline, as Lambda
+does.
 
 Forked by ``chaos.zygote`` for the harness; ``python -m chaos.worker --endpoint URL --bucket B
 --queue-url Q ...`` runs one by hand.
@@ -97,9 +98,10 @@ class Environment:
         messages = response.get("Messages", [])
         if not messages:
             return False
-        context = LocalLambdaContext(self.args.budget)
-        invocation = context.aws_request_id
         task_id = task_of(messages[0]["Body"])
+        budget = tasks.invocation_budget(task_id, self.args.budget)
+        context = LocalLambdaContext(budget)
+        invocation = context.aws_request_id
         for message in messages:
             attributes = message.get("Attributes", {})
             self.events.write(
@@ -113,10 +115,10 @@ class Environment:
         event = {
             "Records": [event_record(as_queue_message(m), self.args.queue_arn) for m in messages]
         }
-        tasks.set_invocation(invocation, time.time() + self.args.budget)
+        tasks.set_invocation(invocation, time.time() + budget)
         self.injector.begin(invocation, task_id)
         # Lambda kills an invocation at its deadline: no finally, no atexit.
-        watchdog = threading.Timer(self.args.budget, self.injector.die, args=("deadline",))
+        watchdog = threading.Timer(budget, self.injector.die, args=("deadline",))
         watchdog.daemon = True
         started = time.monotonic()
         watchdog.start()
