@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import Any
 
 from chaos.faults import INJECTED_CODES
+from chaos.server import StoredVersion
 from chaos.tasks import POOL_THREAD
 
 FINISHED = ("succeeded", "failed", "cancelled")
@@ -122,12 +123,29 @@ class Report:
         return not self.violations
 
 
-def read_versions(s3: Any, bucket: str, prefix: str = "tasks") -> dict[str, list[dict[str, Any]]]:
+def _parse(body: bytes) -> dict[str, Any]:
+    try:
+        record: dict[str, Any] = json.loads(body)
+    except ValueError as exc:
+        record = {"_corrupt": str(exc)}
+    return record
+
+
+def read_versions(
+    s3: Any, bucket: str, prefix: str = "tasks", stored: list[StoredVersion] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Every version of every record, oldest first, as parsed JSON ({"_corrupt": ...} if not).
 
-    Versions are ordered by S3's LastModified, ties broken by the record's own updated_at
-    (each write sets it after reading the version it replaces).
+    From ``stored`` (the bucket's versions in write order) if given; else through the S3
+    API, ordered by S3's LastModified, ties broken by the record's own updated_at (each write
+    sets it after reading the version it replaces).
     """
+    if stored is not None:
+        in_order: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for version in stored:
+            if version.key.endswith("/record.json") and version.body is not None:
+                in_order[version.key.split("/")[-2]].append(_parse(version.body))
+        return dict(in_order)
     refs = []
     paginator = s3.get_paginator("list_object_versions")
     for page in paginator.paginate(Bucket=bucket, Prefix=f"{prefix}/"):
@@ -138,11 +156,7 @@ def read_versions(s3: Any, bucket: str, prefix: str = "tasks") -> dict[str, list
     def fetch(ref: tuple[str, str, datetime]) -> tuple[str, datetime, dict[str, Any]]:
         key, version_id, modified = ref
         body = s3.get_object(Bucket=bucket, Key=key, VersionId=version_id)["Body"].read()
-        try:
-            record = json.loads(body)
-        except ValueError as exc:
-            record = {"_corrupt": str(exc)}
-        return key.split("/")[-2], modified, record
+        return key.split("/")[-2], modified, _parse(body)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         fetched = list(pool.map(fetch, refs))
@@ -451,9 +465,22 @@ class BlobObject:
     current: bool = False
 
 
-def read_blobs(s3: Any, bucket: str, prefix: str = "tasks") -> dict[str, BlobObject]:
-    """Every blob key ever written, with its versions and whether it is current (not deleted)."""
+def read_blobs(
+    s3: Any, bucket: str, prefix: str = "tasks", stored: list[StoredVersion] | None = None
+) -> dict[str, BlobObject]:
+    """Every blob key ever written, with its versions and whether it is current (not deleted),
+    from ``stored`` if given, else through the S3 API."""
     blobs: dict[str, BlobObject] = defaultdict(BlobObject)
+    if stored is not None:
+        for version in stored:
+            if "/blobs/" in version.key:
+                blob = blobs[version.key]
+                if version.body is None:
+                    blob.delete_markers += 1
+                else:
+                    blob.versions += 1
+                    blob.current = blob.current or version.latest
+        return dict(blobs)
     paginator = s3.get_paginator("list_object_versions")
     for page in paginator.paginate(Bucket=bucket, Prefix=f"{prefix}/"):
         for version in page.get("Versions", []):
@@ -508,9 +535,10 @@ def check_blobs(
     bucket: str,
     versions: dict[str, list[dict[str, Any]]],
     events: list[dict[str, Any]],
+    stored: list[StoredVersion] | None = None,
 ) -> None:
     """Every blob ends referenced, deleted or tagged; none a latest record needs is gone."""
-    blobs = read_blobs(s3, bucket)
+    blobs = read_blobs(s3, bucket, stored=stored)
     referenced = {
         _blob_key(task_id, digest)
         for task_id, history in versions.items()

@@ -51,7 +51,14 @@ from chaos.checks import (
 from chaos.deliveries import DeadLetterPump, EventTail, Mischief
 from chaos.faults import FAULT_BASE_RATES, KILL_POINTS
 from chaos.fleet import Fleet
-from chaos.server import MotoServer, Resources, client_options, create_resources, queue_depth
+from chaos.server import (
+    MotoServer,
+    Resources,
+    backend_versions,
+    client_options,
+    create_resources,
+    queue_depth,
+)
 from continuum.batch import logger as continuum_logger
 
 #: Probability per first delivery that the harness sends a copy back, by kind.
@@ -254,7 +261,9 @@ class Run:
         self._follow()
         report = Report()
         bucket = self.resources.bucket
-        versions = read_versions(self.s3, bucket)
+        stored = None if self.opts.via_s3_api else backend_versions(bucket, "tasks/")
+        versions = read_versions(self.s3, bucket, stored=stored)
+        report.add("record versions read", "via the S3 API" if stored is None else "from moto")
         ledger = read_jsonl(os.path.join(self.run_dir, "ledger.jsonl"))
         with open(os.path.join(self.run_dir, "versions.json"), "w") as f:
             json.dump(versions, f, indent=1)  # every record version, oldest first, per task
@@ -276,7 +285,7 @@ class Run:
                 report.violate(invariant, f"{task.task_id}: {status}, v{len(history)}")
         check_steps(report, versions, ledger)
         check_planned_steps(report, self.plan, ledger, self.events)
-        check_blobs(report, self.s3, bucket, versions, self.events)
+        check_blobs(report, self.s3, bucket, versions, self.events, stored)
         check_deliveries(report, self.events)
         self._figures(report, ending, statuses, versions, started)
         return report
@@ -375,11 +384,15 @@ def run(opts: argparse.Namespace) -> Report:
             max_receive_count=opts.max_receives,
         )
         chaos_run = Run(opts, resources, run_dir)
+        driving = time.monotonic()
         try:
             ending = chaos_run.drive()
         finally:
             chaos_run.fleet.stop()
+        checking = time.monotonic()
         report = chaos_run.finish(ending, started)
+        report.add("time running the tasks", round(checking - driving, 1), "s")
+        report.add("time checking", round(time.monotonic() - checking, 1), "s")
     report.figures.insert(1, ("run dir", run_dir, ""))
     return report
 
@@ -418,6 +431,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--visibility", type=int, default=3, help="queue visibility timeout (s)")
     p.add_argument("--max-receives", type=int, default=8, help="redrive maxReceiveCount")
     p.add_argument("--timeout", type=float, default=None, help="seconds (default 60 + 4/task)")
+    p.add_argument(
+        "--via-s3-api",
+        action="store_true",
+        help="read the record versions through the S3 API, not from the in-process moto",
+    )
     p.add_argument("--run-dir", default=None, help="events, ledger and worker logs go here")
     p.add_argument("--report-json", default=None, help="also write the report as JSON here")
     opts = p.parse_args(argv)
