@@ -8,7 +8,8 @@ hooks) and around the app's step functions. It
 - kills it whenever the poison step runs, or when an invocation passes its deadline (a
   watchdog thread, as Lambda's timeout);
 - makes AWS calls fail with a per-call probability per fault kind, by answering the call with a
-  synthetic error response from a ``before-call`` hook. Two kinds first let the real call land
+  synthetic error response from a ``before-call`` hook (so botocore's own retries are spent:
+  the library sees what a client sees when they ran out). Two kinds first let the real call land
   and then report an error, as a client does when a response is lost and botocore's retry of
   the same request fails: ``s3_412_own_write`` (a conditional write landed; the retry gets
   412) and ``sqs_send_lost_reply`` (the message was sent; the client saw a 500).
@@ -52,7 +53,7 @@ KILL_POINTS: dict[str, int] = {
     "before_blob_put": 6,  # a blob upload is about to be sent; no record references it yet
     "after_blob_put": 6,  # a blob landed; the record write that references it not yet made
     "after_blob_delete": 6,  # a superseded blob was deleted (mid-run, or by the finish sweep)
-    "after_blob_tag": 2,  # a finished task's blob was tagged; the sweep is not done
+    "after_blob_tag": 1,  # a finished task's blob was tagged; the sweep is not done
 }
 
 #: Fault kinds and their base probability per eligible call (the harness scales them).
