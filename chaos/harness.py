@@ -430,7 +430,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--delivery-scale", type=float, default=1.0, help="multiplies copy rates")
     p.add_argument("--visibility", type=int, default=3, help="queue visibility timeout (s)")
     p.add_argument("--max-receives", type=int, default=8, help="redrive maxReceiveCount")
-    p.add_argument("--timeout", type=float, default=None, help="seconds (default 60 + 4/task)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds (default 60 + 6/task)")
     p.add_argument(
         "--via-s3-api",
         action="store_true",
@@ -444,7 +444,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if opts.active is None:
         opts.active = 4 * opts.workers
     if opts.timeout is None:
-        opts.timeout = 60.0 + 4.0 * opts.tasks
+        opts.timeout = 60.0 + 6.0 * opts.tasks
     return opts
 
 
