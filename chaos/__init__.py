@@ -8,10 +8,11 @@ Modules, in the order a run uses them:
 
 - ``server``: the moto server on loopback, the bucket and the queues.
 - ``tasks``: the chaos app; its steps record every real execution in a ledger.
-- ``fleet``: the worker processes, each with a kill point drawn from the seed.
+- ``fleet``: the worker processes, each with a kill point drawn from the seed (or warm).
+- ``zygote``: the fork server that starts each worker process in milliseconds.
 - ``worker``: one worker process, an emulated Lambda execution environment.
 - ``faults``: the botocore hooks and step wrappers that kill the worker or fail AWS calls.
 - ``deliveries``: duplicate, late, stale and forged continuations; the dead-letter pump.
-- ``checks``: the invariants, checked against every record version and the ledger.
+- ``checks``: the invariants, checked against every record version, every blob and the ledger.
 - ``harness``: the command line that runs it all and prints the figures.
 """

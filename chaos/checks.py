@@ -17,6 +17,11 @@ The re-execution check, and why it is sound without comparing clocks:
   the watchdog that kills each worker at its deadline, as Lambda does (executions past their
   invocation's deadline are reported).
 
+Blobs (``tasks/<id>/blobs/<sha256>.json.gz``): after the run every blob object is referenced
+by the latest record of its task, deleted (only noncurrent versions and a delete marker left),
+or tagged ``continuum-finished=true``; no latest record points at a blob that is gone; and a
+blob is tagged only after its task's finish write landed (a fenced finish tags nothing).
+
 Also checked: every journal entry was produced by a real execution of an invocation that had
 claimed at or before that version; a step never ran twice in one invocation; every key a
 succeeded task ran is recorded in its final version (so a step that ran again used the same
@@ -27,14 +32,18 @@ versions, and a finished record never changed status again.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from chaos.faults import INJECTED_CODES
+from chaos.server import StoredVersion
+from chaos.tasks import POOL_THREAD
 
 FINISHED = ("succeeded", "failed", "cancelled")
 #: Failures a task that is not doomed may end in under chaos: the designed, bounded ones.
@@ -43,15 +52,49 @@ ALLOWED_FAILURES = ("StepCrashedWorker", "DeadLettered")
 STORM_DELIVERIES = 20
 
 
+#: A task that a worker death kept from failing as planned fails so after this many deaths.
+HARD_HIT_KILLS = 3
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How a task that must fail has to fail.
+
+    Attributes:
+        invariant: the name a violation is counted under.
+        mentions: a name the error's step or message must contain (the step, the field).
+        error_type: the error's type (None: any).
+        pattern: a regular expression the error's message must match (None: any).
+    """
+
+    invariant: str
+    mentions: str
+    error_type: str | None = None
+    pattern: str | None = None
+
+    def problem(self, status: str, error: dict[str, Any]) -> str | None:
+        """What is wrong with this ending (None: it is the planned failure)."""
+        message = str(error.get("message"))
+        if status != "failed":
+            return f"ended {status}"
+        if self.mentions not in f"{error.get('step')} {message}":
+            return f"does not name {self.mentions!r}"
+        if self.error_type is not None and error.get("type") != self.error_type:
+            return f"type {error.get('type')}, not {self.error_type}"
+        if self.pattern is not None and not re.search(self.pattern, message):
+            return f"message does not match {self.pattern!r}"
+        return None
+
+
 @dataclass(frozen=True)
 class PlannedTask:
-    """A task the harness started, and what it must end as."""
+    """A task the harness started, and what it must end as (its result, or a failure)."""
 
     task_id: str
     name: str
     input: dict[str, Any]
     expected: Any
-    doomed_step: str | None = None
+    failure: Failure | None = None
 
 
 @dataclass
@@ -65,6 +108,11 @@ class Report:
     def add(self, name: str, value: Any, unit: str = "") -> None:
         self.figures.append((name, value, unit))
 
+    def add_all(self, unit: str, figures: dict[str, Any]) -> None:
+        """Several figures of one unit."""
+        for name, value in figures.items():
+            self.add(name, value, unit)
+
     def violate(self, invariant: str, example: str) -> None:
         self.violations[invariant] += 1
         if len(self.examples[invariant]) < 5:
@@ -75,12 +123,29 @@ class Report:
         return not self.violations
 
 
-def read_versions(s3: Any, bucket: str, prefix: str = "tasks") -> dict[str, list[dict[str, Any]]]:
+def _parse(body: bytes) -> dict[str, Any]:
+    try:
+        record: dict[str, Any] = json.loads(body)
+    except ValueError as exc:
+        record = {"_corrupt": str(exc)}
+    return record
+
+
+def read_versions(
+    s3: Any, bucket: str, prefix: str = "tasks", stored: list[StoredVersion] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Every version of every record, oldest first, as parsed JSON ({"_corrupt": ...} if not).
 
-    Versions are ordered by S3's LastModified, ties broken by the record's own updated_at
-    (each write sets it after reading the version it replaces).
+    From ``stored`` (the bucket's versions in write order) if given; else through the S3
+    API, ordered by S3's LastModified, ties broken by the record's own updated_at (each write
+    sets it after reading the version it replaces).
     """
+    if stored is not None:
+        in_order: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for version in stored:
+            if version.key.endswith("/record.json") and version.body is not None:
+                in_order[version.key.split("/")[-2]].append(_parse(version.body))
+        return dict(in_order)
     refs = []
     paginator = s3.get_paginator("list_object_versions")
     for page in paginator.paginate(Bucket=bucket, Prefix=f"{prefix}/"):
@@ -91,11 +156,7 @@ def read_versions(s3: Any, bucket: str, prefix: str = "tasks") -> dict[str, list
     def fetch(ref: tuple[str, str, datetime]) -> tuple[str, datetime, dict[str, Any]]:
         key, version_id, modified = ref
         body = s3.get_object(Bucket=bucket, Key=key, VersionId=version_id)["Body"].read()
-        try:
-            record = json.loads(body)
-        except ValueError as exc:
-            record = {"_corrupt": str(exc)}
-        return key.split("/")[-2], modified, record
+        return key.split("/")[-2], modified, _parse(body)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         fetched = list(pool.map(fetch, refs))
@@ -227,23 +288,37 @@ def check_history(report: Report, task_id: str, history: list[dict[str, Any]]) -
         previous = version
 
 
-def check_outcome(report: Report, task: PlannedTask, final: dict[str, Any] | None) -> str:
-    """Check how one task ended; return its final status ('missing' if no record)."""
+def hard_hit(events: list[dict[str, Any]], dead_lettered: Iterable[str]) -> set[str]:
+    """Tasks whose workers died often enough (or that were dead-lettered) that the designed,
+    bounded failures (``ALLOWED_FAILURES``) may end them before their planned failure."""
+    kills = Counter(e.get("task_id") for e in events if e["ev"] == "kill")
+    return {str(t) for t, n in kills.items() if n >= HARD_HIT_KILLS} | set(dead_lettered)
+
+
+def check_outcome(
+    report: Report, task: PlannedTask, final: dict[str, Any] | None, excused: set[str]
+) -> str:
+    """Check how one task ended; return its final status ('missing' if no record).
+
+    ``excused``: tasks that may end in one of ``ALLOWED_FAILURES`` instead of their planned
+    failure (see :func:`hard_hit`).
+    """
     if final is None:
         report.violate("tasks without a record", task.task_id)
         return "missing"
     status = str(final.get("status"))
     error = final.get("error") or {}
-    if status == "succeeded" and task.doomed_step is None and final.get("result") != task.expected:
+    if status == "succeeded" and task.failure is None and final.get("result") != task.expected:
         report.violate("wrong results", f"{task.task_id}: {final.get('result')!r}")
     if status == "failed" and not error.get("message"):
         report.violate("failed tasks without a reason", task.task_id)
-    if task.doomed_step is not None:
-        names_step = task.doomed_step in f"{error.get('step')} {error.get('message')}"
-        if status != "failed" or not names_step:
+    if task.failure is not None:
+        problem = task.failure.problem(status, error)
+        bounded = error.get("type") in ALLOWED_FAILURES and task.task_id in excused
+        if problem is not None and not (status == "failed" and bounded):
             report.violate(
-                "doomed tasks not failed naming their step",
-                f"{task.task_id} ({task.name}): {status}, {error.get('type')}: "
+                task.failure.invariant,
+                f"{task.task_id} ({task.name}): {problem}; {status}, {error.get('type')}: "
                 f"{str(error.get('message'))[:160]}",
             )
     elif status == "failed" and error.get("type") not in ALLOWED_FAILURES:
@@ -321,3 +396,262 @@ def summarize_latency(report: Report, latencies: dict[str, list[float]]) -> None
         if values:
             report.add(f"{label} median", round(statistics.median(values), 3), "s")
             report.add(f"{label} max", round(max(values), 3), "s")
+
+
+# -- the tasks with a planned failure: what the ledger must show ------------------------------
+
+
+def check_planned_steps(
+    report: Report,
+    plan: Iterable[PlannedTask],
+    ledger: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+) -> None:
+    """A NaN step ran at most once outside killed invocations; no step ran in a task's pool.
+
+    A NaN result can be neither journaled nor retried: the first invocation that gets it
+    fails the task. Only a worker death before the failure was written lets it run again.
+    """
+    killed = {e.get("inv") for e in events if e["ev"] == "kill"}
+    nan_steps = {
+        (t.task_id, int(t.input["at"]))
+        for t in plan
+        if t.name == "nan" and t.input.get("where") == "step"
+    }
+    runs: Counter[str] = Counter()
+    pooled = 0
+    for e in ledger:
+        if e["step"] == "measure" and (e["task_id"], e["turn"]) in nan_steps:
+            runs["executions"] += 1
+            if e["inv"] not in killed:
+                runs[e["task_id"]] += 1
+                if runs[e["task_id"]] == 2:
+                    report.violate(
+                        "NaN steps run again by an invocation that was not killed",
+                        f"{e['key']} in {e['inv']}",
+                    )
+        if e["step"] == "pooled" or str(e.get("thread", "")).startswith(POOL_THREAD):
+            pooled += 1
+            report.violate(
+                "steps run from a task's thread pool", f"{e['key']} on {e.get('thread')}"
+            )
+    report.add("NaN steps executed", runs["executions"], "executions")
+    report.add("steps executed from a thread pool", pooled, "executions")
+
+
+# -- blobs -------------------------------------------------------------------------------------
+
+
+def blob_digests(value: Any) -> set[str]:
+    """The digest of every blob reference (``{"sha256", "size", "stored"}``) in a raw record."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if isinstance(value.get("sha256"), str) and "stored" in value:
+            found.add(value["sha256"])
+        for item in value.values():
+            found |= blob_digests(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= blob_digests(item)
+    return found
+
+
+@dataclass
+class BlobObject:
+    """What the bucket holds under one blob key."""
+
+    versions: int = 0
+    delete_markers: int = 0
+    current: bool = False
+
+
+def read_blobs(
+    s3: Any, bucket: str, prefix: str = "tasks", stored: list[StoredVersion] | None = None
+) -> dict[str, BlobObject]:
+    """Every blob key ever written, with its versions and whether it is current (not deleted),
+    from ``stored`` if given, else through the S3 API."""
+    blobs: dict[str, BlobObject] = defaultdict(BlobObject)
+    if stored is not None:
+        for version in stored:
+            if "/blobs/" in version.key:
+                blob = blobs[version.key]
+                if version.body is None:
+                    blob.delete_markers += 1
+                else:
+                    blob.versions += 1
+                    blob.current = blob.current or version.latest
+        return dict(blobs)
+    paginator = s3.get_paginator("list_object_versions")
+    for page in paginator.paginate(Bucket=bucket, Prefix=f"{prefix}/"):
+        for version in page.get("Versions", []):
+            if "/blobs/" in version["Key"]:
+                blob = blobs[version["Key"]]
+                blob.versions += 1
+                blob.current = blob.current or bool(version.get("IsLatest"))
+        for marker in page.get("DeleteMarkers", []):
+            if "/blobs/" in marker["Key"]:
+                blobs[marker["Key"]].delete_markers += 1
+    return dict(blobs)
+
+
+def _blob_key(task_id: str, digest: str, prefix: str = "tasks") -> str:
+    return f"{prefix}/{task_id}/blobs/{digest}.json.gz"
+
+
+def _tagged_finished(s3: Any, bucket: str, key: str) -> bool:
+    tags = s3.get_object_tagging(Bucket=bucket, Key=key)["TagSet"]
+    return {"Key": "continuum-finished", "Value": "true"} in tags
+
+
+TIDYING = ("DeleteObject", "PutObjectTagging", "ListObjectsV2")
+#: A leaked blob whose task's finish sweep was cut short: a kill or a fault after the finish.
+SWEEP_LEAK = "blobs leaked by an interrupted finish sweep"
+OTHER_LEAK = "blobs left unreferenced, undeleted and untagged"
+MISSING_BLOB = "records pointing at a missing blob"
+TAGGED_EARLY = "blobs tagged before their task finished"
+
+
+def sweep_interruptions(task_id: str, events: list[dict[str, Any]]) -> list[str]:
+    """What cut short the sweep of a task's blobs: a kill or a fault on a tidying call met
+    by the invocation that wrote its finish, after that write."""
+    causes: list[str] = []
+    finisher = None
+    for e in events:
+        if e.get("task_id") != task_id:
+            continue
+        if e["ev"] == "write" and e["kind"] == "finish_write":
+            finisher = e["inv"]
+        elif finisher is not None and e.get("inv") == finisher:
+            if e["ev"] == "kill":
+                causes.append(f"killed at {e['point']}")
+            elif e["ev"] == "fault" and e["op"] in TIDYING:
+                causes.append(f"{e['kind']} on {e['op']}")
+    return causes
+
+
+def check_blobs(
+    report: Report,
+    s3: Any,
+    bucket: str,
+    versions: dict[str, list[dict[str, Any]]],
+    events: list[dict[str, Any]],
+    stored: list[StoredVersion] | None = None,
+) -> None:
+    """Every blob ends referenced, deleted or tagged; none a latest record needs is gone."""
+    blobs = read_blobs(s3, bucket, stored=stored)
+    referenced = {
+        _blob_key(task_id, digest)
+        for task_id, history in versions.items()
+        if history
+        for digest in blob_digests(history[-1])
+    }
+    for key in sorted(referenced):
+        if not (key in blobs and blobs[key].current):
+            task_id = key.split("/")[1]
+            status = versions[task_id][-1].get("status")
+            report.violate(MISSING_BLOB, f"{task_id} ({status}): {key}")
+    counts: Counter[str] = Counter()
+    for key, blob in sorted(blobs.items()):
+        counts["written"] += blob.versions
+        if not blob.current:
+            counts["deleted"] += 1
+        elif key in referenced:
+            counts["referenced"] += 1
+            final = versions[key.split("/")[1]][-1]
+            if final.get("status") in FINISHED and not _tagged_finished(s3, bucket, key):
+                counts["finished untagged"] += 1
+        elif _tagged_finished(s3, bucket, key):
+            counts["tagged"] += 1
+        else:
+            task_id = key.split("/")[1]
+            status = (versions.get(task_id) or [{}])[-1].get("status")
+            causes = sweep_interruptions(task_id, events)
+            why = ", ".join(causes) if causes else "no kill or tidying fault after the finish"
+            report.violate(SWEEP_LEAK if causes else OTHER_LEAK, f"{key} (task {status}; {why})")
+    check_tags_after_finish(report, events)
+    report.add("blob versions written", counts["written"], "versions")
+    report.add_all(
+        "blobs",
+        {
+            "blob keys": len(blobs),
+            "blobs deleted": counts["deleted"],
+            "blobs referenced by a latest record": counts["referenced"],
+            "blobs referenced by a finished record, untagged (never expire)": counts[
+                "finished untagged"
+            ],
+            "blobs unreferenced, tagged finished": counts["tagged"],
+        },
+    )
+    invariants = (OTHER_LEAK, SWEEP_LEAK, MISSING_BLOB, TAGGED_EARLY)
+    report.add_all("blobs", {name: report.violations[name] for name in invariants})
+    add_blob_sharing(report, events)
+
+
+def check_tags_after_finish(report: Report, events: list[dict[str, Any]]) -> None:
+    """A worker tags a task's blobs only after a finish write of that task landed."""
+    finished: set[str] = set()
+    for e in events:
+        if e["ev"] == "write" and e["kind"] == "finish_write":
+            finished.add(e["task_id"])
+        elif e["ev"] == "blob" and e["op"] == "tag" and "/blobs/" in str(e["key"]):
+            task_id = str(e["key"]).split("/")[1]
+            if task_id not in finished:
+                report.violate(TAGGED_EARLY, f"{e['key']} by {e['inv']}")
+
+
+def add_blob_sharing(report: Report, events: list[dict[str, Any]]) -> None:
+    """How often warm workers shared blobs: the case a stale "I uploaded it" would break.
+
+    A *re-upload after another's delete* is a worker putting a blob it had put before, after
+    another worker process deleted it: the upload must happen (and did, or the record
+    pointing at it would find it gone).
+    """
+    put_by: dict[str, set[int]] = defaultdict(set)
+    deleted_by: dict[str, int] = {}
+    counts: Counter[str] = Counter()
+    claimers: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e["ev"] == "write" and e["kind"] == "claim":
+            claimers[e["task_id"]].add(e["pid"])
+        if e["ev"] != "blob" or e["op"] == "tag":
+            continue
+        key, pid = str(e["key"]), int(e["pid"])
+        counts[e["op"]] += 1
+        if e["op"] == "delete":
+            deleted_by[key] = pid
+            continue
+        other = deleted_by.pop(key, None)
+        if other is not None:
+            counts["re-uploaded after a delete"] += 1
+            if pid in put_by[key] and other != pid:
+                counts["re-uploaded after another worker deleted it"] += 1
+        put_by[key].add(pid)
+    blob_tasks = {str(e["key"]).split("/")[1] for e in events if e["ev"] == "blob"}
+    shared = sum(len(claimers[t]) > 1 for t in blob_tasks)
+    report.add_all(
+        "calls",
+        {
+            "blob puts": counts["put"],
+            "blob deletes": counts["delete"],
+            "blob re-uploads after a delete": counts["re-uploaded after a delete"],
+            "blob re-uploads by a worker after another worker deleted it": counts[
+                "re-uploaded after another worker deleted it"
+            ],
+        },
+    )
+    report.add("blob tasks claimed by more than one worker process", shared, "tasks")
+
+
+def count_outcomes(
+    plan: Iterable[PlannedTask], final: Callable[[str], dict[str, Any] | None], names: Iterable[str]
+) -> list[tuple[str, int]]:
+    """``outcome NAME STATUS [ERROR TYPE]`` counts for the tasks of the kinds ``names``."""
+    wanted = set(names)
+    outcomes: Counter[str] = Counter()
+    for task in plan:
+        if task.name not in wanted:
+            continue
+        record = final(task.task_id) or {}
+        error = (record.get("error") or {}).get("type")
+        outcomes[" ".join(filter(None, [task.name, str(record.get("status")), error]))] += 1
+    return sorted(outcomes.items())

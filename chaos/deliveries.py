@@ -15,6 +15,7 @@ import random
 from collections import Counter, defaultdict
 from typing import Any
 
+from chaos.server import as_queue_message
 from continuum import Continuum
 from continuum.local import LocalLambdaContext, event_record
 
@@ -130,7 +131,7 @@ class DeadLetterPump:
         messages = response.get("Messages", [])
         if not messages:
             return 0
-        event = {"Records": [event_record(m, self.dlq_arn) for m in messages]}
+        event = {"Records": [event_record(as_queue_message(m), self.dlq_arn) for m in messages]}
         result = self.app.dead_letter_handler(event, LocalLambdaContext(30.0))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
         for message in messages:

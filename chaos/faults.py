@@ -3,12 +3,13 @@
 :class:`Injector` is installed by ``chaos.worker`` on the app's boto3 clients (botocore event
 hooks) and around the app's step functions. It
 
-- kills its own process with SIGKILL at the n-th occurrence of one chosen kill point (a Lambda
-  that times out or runs out of memory gets no ``finally`` either);
+- kills its own process with SIGKILL at the n-th occurrence of one of its armed kill points
+  (a Lambda that times out or runs out of memory gets no ``finally`` either);
 - kills it whenever the poison step runs, or when an invocation passes its deadline (a
   watchdog thread, as Lambda's timeout);
 - makes AWS calls fail with a per-call probability per fault kind, by answering the call with a
-  synthetic error response from a ``before-call`` hook. Two kinds first let the real call land
+  synthetic error response from a ``before-call`` hook (so botocore's own retries are spent:
+  the library sees what a client sees when they ran out). Two kinds first let the real call land
   and then report an error, as a client does when a response is lost and botocore's retry of
   the same request fails: ``s3_412_own_write`` (a conditional write landed; the retry gets
   412) and ``sqs_send_lost_reply`` (the message was sent; the client saw a 500).
@@ -36,31 +37,39 @@ from chaos.tasks import POISON_STEP
 from continuum import Continuum
 
 #: Kill points, and the largest occurrence count the harness draws for each (a rare point
-#: gets a small count so that a worker meets it within a few invocations).
+#: gets a small count so that a worker meets it within a few invocations; a blob point a
+#: larger one, since one invocation of the blob task meets it several times).
 KILL_POINTS: dict[str, int] = {
-    "mid_step": 20,  # the library started a step; its function has not run
-    "after_step": 20,  # the step's function returned (its effect happened); not yet recorded
-    "after_get": 6,  # the record was read
-    "after_claim": 5,  # the claim (status running, lease) was written
-    "after_persist": 8,  # a journal save was written
-    "after_suspend_write": 3,  # the suspended record was written; no continuation sent yet
-    "after_finish_write": 3,  # succeeded/failed was written
-    "before_send": 3,  # a continuation is about to be sent
-    "after_send": 3,  # a continuation was sent; the message not yet acknowledged
-    "before_ack": 5,  # the handler returned; the event source has not deleted the message
+    "mid_step": 6,  # the library started a step; its function has not run
+    "after_step": 6,  # the step's function returned (its effect happened); not yet recorded
+    "after_get": 2,  # the record was read
+    "after_claim": 2,  # the claim (status running, lease) was written
+    "after_persist": 3,  # a journal save was written
+    "after_suspend_write": 1,  # the suspended record was written; no continuation sent yet
+    "after_finish_write": 1,  # succeeded/failed was written; its blobs not yet swept
+    "before_send": 1,  # a continuation is about to be sent
+    "after_send": 1,  # a continuation was sent; the message not yet acknowledged
+    "before_ack": 2,  # the handler returned; the event source has not deleted the message
+    "before_blob_put": 6,  # a blob upload is about to be sent; no record references it yet
+    "after_blob_put": 6,  # a blob landed; the record write that references it not yet made
+    "after_blob_delete": 6,  # a superseded blob was deleted (mid-run, or by the finish sweep)
+    "after_blob_tag": 1,  # a finished task's blob was tagged; the sweep is not done
 }
 
 #: Fault kinds and their base probability per eligible call (the harness scales them).
 FAULT_BASE_RATES: dict[str, float] = {
-    "s3_500": 0.01,  # GetObject / PutObject: 500 InternalError (nothing written)
-    "s3_503": 0.01,  # GetObject / PutObject: 503 SlowDown (S3's throttling)
-    "s3_409": 0.03,  # conditional PutObject: 409 ConditionalRequestConflict
-    "s3_412_own_write": 0.01,  # conditional PutObject of a record: lands, then 412
-    "sqs_send_error": 0.02,  # SendMessage: 500 InternalFailure (nothing sent)
-    "sqs_throttle": 0.02,  # SendMessage / ChangeMessageVisibility: ThrottlingException
-    "sqs_send_lost_reply": 0.02,  # SendMessage: sent, then 500
-    "sqs_visibility_error": 0.03,  # ChangeMessageVisibility: 500
-    "sqs_delete_error": 0.02,  # the event source's DeleteMessage: 500 (so: redelivered)
+    "s3_500": 0.03,  # GetObject / PutObject: 500 InternalError (nothing written)
+    "s3_503": 0.03,  # GetObject / PutObject: 503 SlowDown (S3's throttling)
+    "s3_409": 0.1,  # conditional PutObject: 409 ConditionalRequestConflict
+    "s3_412_own_write": 0.04,  # conditional PutObject of a record: lands, then 412
+    "s3_delete_error": 0.1,  # DeleteObject of a blob: 500 InternalError (nothing deleted)
+    "s3_tag_error": 0.05,  # PutObjectTagging: 503 SlowDown (nothing tagged)
+    "s3_list_error": 0.05,  # ListObjectsV2 (the finish sweep's listing): 500 InternalError
+    "sqs_send_error": 0.04,  # SendMessage: 500 InternalFailure (nothing sent)
+    "sqs_throttle": 0.04,  # SendMessage / ChangeMessageVisibility: ThrottlingException
+    "sqs_send_lost_reply": 0.04,  # SendMessage: sent, then 500
+    "sqs_visibility_error": 0.1,  # ChangeMessageVisibility: 500
+    "sqs_delete_error": 0.06,  # the event source's DeleteMessage: 500 (so: redelivered)
 }
 
 _ERRORS: dict[str, tuple[int, str]] = {
@@ -68,6 +77,9 @@ _ERRORS: dict[str, tuple[int, str]] = {
     "s3_503": (503, "SlowDown"),
     "s3_409": (409, "ConditionalRequestConflict"),
     "s3_412_own_write": (412, "PreconditionFailed"),
+    "s3_delete_error": (500, "InternalError"),
+    "s3_tag_error": (503, "SlowDown"),
+    "s3_list_error": (500, "InternalError"),
     "sqs_send_error": (500, "InternalFailure"),
     "sqs_throttle": (400, "ThrottlingException"),
     "sqs_send_lost_reply": (500, "InternalFailure"),
@@ -77,6 +89,11 @@ _ERRORS: dict[str, tuple[int, str]] = {
 
 #: The error codes above: a task that failed with one of them failed of a transient fault.
 INJECTED_CODES = frozenset(code for _status, code in _ERRORS.values())
+
+
+def is_blob(params: dict[str, Any]) -> bool:
+    """Is this call about a blob (``tasks/<id>/blobs/<sha256>.json.gz``)?"""
+    return "/blobs/" in str(params.get("Key", ""))
 
 
 class EventLog:
@@ -112,8 +129,9 @@ class Injector:
 
     Args:
         events: the shared event log.
-        kill_point: the kill point to die at (or "none").
-        kill_at: die at this occurrence of ``kill_point`` in this process (1 = the first).
+        kills: the armed kill points: die at the n-th occurrence (1 = the first) in this
+            process of any of them, whichever comes first (empty: die only of poison or at a
+            deadline).
         rates: probability per eligible call, per fault kind.
         rng: the random source for faults (seeded by the harness).
         shadow_s3: an S3 client without hooks, for writes that land before an error.
@@ -124,16 +142,14 @@ class Injector:
         self,
         events: EventLog,
         *,
-        kill_point: str,
-        kill_at: int,
+        kills: dict[str, int],
         rates: dict[str, float],
         rng: random.Random,
         shadow_s3: Any,
         shadow_sqs: Any,
     ) -> None:
         self.events = events
-        self.kill_point = kill_point
-        self.kill_at = kill_at
+        self.kills = kills
         self.rates = rates
         self.rng = rng
         self.shadow_s3 = shadow_s3
@@ -153,7 +169,7 @@ class Injector:
     def reach(self, point: str) -> None:
         """Count an occurrence of ``point``; die if it is the chosen one."""
         self.seen[point] += 1
-        if point == self.kill_point and self.seen[point] == self.kill_at:
+        if self.kills.get(point) == self.seen[point]:
             self.die(point)
 
     def die(self, point: str) -> None:
@@ -166,16 +182,36 @@ class Injector:
     def install(self, app: Continuum, s3: Any, sqs: Any, source_sqs: Any) -> None:
         """Register the hooks on the app's clients and the event source's, wrap the steps."""
         s3_events, sqs_events = s3.meta.events, sqs.meta.events
-        s3_events.register("before-parameter-build.s3.PutObject", self._stash)
+        for op in ("PutObject", "DeleteObject", "PutObjectTagging"):
+            s3_events.register(f"before-parameter-build.s3.{op}", self._stash)
         s3_events.register("before-call.s3.PutObject", self._before_put)
         s3_events.register("after-call.s3.PutObject", self._after_put)
-        s3_events.register("before-call.s3.GetObject", self._before_get)
+        s3_events.register(
+            "before-call.s3.GetObject", self._failing("GetObject", "s3_500", "s3_503")
+        )
         s3_events.register("after-call.s3.GetObject", self._after_get)
+        for op, kind in (
+            ("DeleteObject", "s3_delete_error"),
+            ("PutObjectTagging", "s3_tag_error"),
+            ("ListObjectsV2", "s3_list_error"),
+        ):
+            s3_events.register(f"before-call.s3.{op}", self._failing(op, kind))
+        s3_events.register(
+            "after-call.s3.DeleteObject", self._after_blob("delete", "after_blob_delete")
+        )
+        s3_events.register(
+            "after-call.s3.PutObjectTagging", self._after_blob("tag", "after_blob_tag")
+        )
         sqs_events.register("before-parameter-build.sqs.SendMessage", self._stash)
         sqs_events.register("before-call.sqs.SendMessage", self._before_send)
         sqs_events.register("after-call.sqs.SendMessage", self._after_send)
-        sqs_events.register("before-call.sqs.ChangeMessageVisibility", self._before_visibility)
-        source_sqs.meta.events.register("before-call.sqs.DeleteMessage", self._before_delete)
+        sqs_events.register(
+            "before-call.sqs.ChangeMessageVisibility",
+            self._failing("ChangeMessageVisibility", "sqs_visibility_error", "sqs_throttle"),
+        )
+        source_sqs.meta.events.register(
+            "before-call.sqs.DeleteMessage", self._failing("DeleteMessage", "sqs_delete_error")
+        )
         for step in app.steps.values():
             _ = step.adapter  # resolve the return type from the real function first
             step.fn = self._wrap_step(step.name, step.fn)
@@ -201,6 +237,11 @@ class Injector:
                 return kind
         return None
 
+    def _maybe(self, op: str, *kinds: str) -> tuple[AWSResponse, dict[str, Any]] | None:
+        """Fail this call with one of ``kinds`` (rolled), or let it through (None)."""
+        kind = self._roll(*kinds)
+        return None if kind is None else self._inject(kind, op)
+
     def _inject(self, kind: str, op: str) -> tuple[AWSResponse, dict[str, Any]]:
         self.events.write("fault", kind=kind, op=op, task_id=self.task_id, inv=self.invocation)
         return synthetic_error(*_ERRORS[kind])
@@ -211,6 +252,8 @@ class Injector:
 
     def _before_put(self, context: dict[str, Any], **_: Any) -> Any:
         params = context.get("chaos_params", {})
+        if is_blob(params):
+            self.reach("before_blob_put")
         conditional = "IfMatch" in params or "IfNoneMatch" in params
         is_record = str(params.get("Key", "")).endswith("/record.json")
         kinds = ["s3_500", "s3_503"]
@@ -230,9 +273,34 @@ class Injector:
     def _after_put(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         if http_response.status_code >= 300:
             return
-        kind = self._log_write(context.get("chaos_params", {}))
+        params = context.get("chaos_params", {})
+        if is_blob(params):
+            self._blob_landed("put", params, "after_blob_put")
+            return
+        kind = self._log_write(params)
         if kind is not None:
             self.reach(f"after_{kind}")
+
+    def _blob_landed(self, op: str, params: dict[str, Any], point: str) -> None:
+        """A blob put, delete or tag landed: log it (for the blob checks), then maybe die."""
+        self.events.write(
+            "blob", op=op, key=params.get("Key"), task_id=self.task_id, inv=self.invocation
+        )
+        self.reach(point)
+
+    def _failing(self, op: str, *kinds: str) -> Callable[..., Any]:
+        """A ``before-call`` hook that fails ``op`` with one of ``kinds`` (rolled)."""
+        return lambda **_: self._maybe(op, *kinds)
+
+    def _after_blob(self, op: str, point: str) -> Callable[..., None]:
+        """An ``after-call`` hook: a blob ``op`` (delete, tag) landed; log it, maybe die."""
+
+        def hook(http_response: Any, context: dict[str, Any], **_: Any) -> None:
+            params = context.get("chaos_params", {})
+            if http_response.status_code < 300 and is_blob(params):
+                self._blob_landed(op, params, point)
+
+        return hook
 
     def _log_write(self, params: dict[str, Any]) -> str | None:
         """Log a record write that landed; return claim/persist/suspend_write/finish_write."""
@@ -261,10 +329,6 @@ class Injector:
         )
         return kind
 
-    def _before_get(self, **_: Any) -> Any:
-        kind = self._roll("s3_500", "s3_503")
-        return None if kind is None else self._inject(kind, "GetObject")
-
     def _after_get(self, http_response: Any, **_: Any) -> None:
         if http_response.status_code < 300:
             self.reach("after_get")
@@ -279,11 +343,3 @@ class Injector:
     def _after_send(self, http_response: Any, **_: Any) -> None:
         if http_response.status_code < 300:
             self.reach("after_send")
-
-    def _before_visibility(self, **_: Any) -> Any:
-        kind = self._roll("sqs_visibility_error", "sqs_throttle")
-        return None if kind is None else self._inject(kind, "ChangeMessageVisibility")
-
-    def _before_delete(self, **_: Any) -> Any:
-        kind = self._roll("sqs_delete_error")
-        return None if kind is None else self._inject(kind, "DeleteMessage")

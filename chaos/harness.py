@@ -1,12 +1,15 @@
 """The fault-injection harness: many tasks, real worker deaths, hostile deliveries; then checks.
 
-    python -m chaos.harness --seed 7 --tasks 200 [--workers 2] [--budget 1.0]
+    python -m chaos.harness --seed 7 --tasks 200 [--workers 3] [--warm 1] [--budget 1.0]
 
 It starts a moto server on loopback, a versioned bucket, a continuation queue with a short
 visibility timeout and a dead-letter queue, starts the tasks, and keeps ``--workers`` worker
-processes (``chaos.worker``) running; each dies by SIGKILL at a kill point drawn from the seed
-and is replaced. AWS calls fail at rates drawn from the seed; the harness sends duplicate,
-late, stale and forged continuations and feeds dead letters to ``app.dead_letter_handler``.
+processes (``chaos.worker``, forked by ``chaos.zygote``) running. ``--warm`` of them are warm:
+they keep their app for the whole run. Each other one arms a kill point drawn from the seed,
+dies there by SIGKILL (or retires after ``--retire-after`` invocations) and is replaced, as
+Lambda replaces execution environments. AWS calls fail at rates drawn from the seed; the
+harness sends duplicate, late, stale and forged continuations and feeds dead letters to
+``app.dead_letter_handler``.
 When every task has finished, or nothing is left in any queue, it stops the workers and checks
 every task against its records' versions and the ledger of real step executions
 (``chaos.checks``). It prints ``name: value unit`` lines and exits 1 if an invariant failed.
@@ -29,12 +32,17 @@ import boto3
 
 from chaos import tasks
 from chaos.checks import (
+    Failure,
     PlannedTask,
     Report,
+    check_blobs,
     check_deliveries,
     check_history,
     check_outcome,
+    check_planned_steps,
     check_steps,
+    count_outcomes,
+    hard_hit,
     read_jsonl,
     read_versions,
     recovery_latencies,
@@ -43,7 +51,14 @@ from chaos.checks import (
 from chaos.deliveries import DeadLetterPump, EventTail, Mischief
 from chaos.faults import FAULT_BASE_RATES, KILL_POINTS
 from chaos.fleet import Fleet
-from chaos.server import MotoServer, Resources, client_options, create_resources, queue_depth
+from chaos.server import (
+    MotoServer,
+    Resources,
+    backend_versions,
+    client_options,
+    create_resources,
+    queue_depth,
+)
 from continuum.batch import logger as continuum_logger
 
 #: Probability per first delivery that the harness sends a copy back, by kind.
@@ -51,7 +66,12 @@ DELIVERY_BASE_RATES = {"duplicate": 0.08, "late": 0.05, "stale": 0.04, "forged":
 TOPICS = ("tides", "glaciers", "lichens", "comets", "reefs", "dunes", "auroras", "caves")
 #: Seconds the queues must stay empty before the run counts as quiescent.
 QUIET_S = 2.0
+#: How often the harness looks at the queues (and feeds dead letters to their handler), and
+#: asks the records whether open tasks finished (finish writes are seen in the event log; this
+#: is for tasks the dead-letter handler failed). Every request it makes is one the moto
+#: server does not serve a worker.
 CHECK_EVERY_S = 1.0
+CONFIRM_EVERY_S = 5.0
 
 
 def draw_rates(rng: random.Random, kinds: list[str], scale: float) -> dict[str, float]:
@@ -59,30 +79,81 @@ def draw_rates(rng: random.Random, kinds: list[str], scale: float) -> dict[str, 
     return {k: round(FAULT_BASE_RATES[k] * scale * rng.uniform(0.5, 1.5), 4) for k in kinds}
 
 
+#: Share of the tasks of these kinds (at least one each in a run of 10 tasks or more).
+SHARES = {"blobs": 0.1, "nan": 0.03, "pool": 0.02}
+#: Kinds whose tasks take longest (long invocations, deaths at every attempt): none is
+#: started in the last quarter of the run, so that the run does not end waiting for them.
+SLOW = ("blobs", "poison", "runaway")
+#: What an unserialisable value's error says (NaN, infinity, not JSON).
+NOT_JSON = r"(?i)\bnan\b|infinit|\binf\b|not (valid )?json"
+
+
+def _count(n: int, share: float) -> int:
+    return max(1, round(n * share)) if n >= 10 else 0
+
+
+def _input(rng: random.Random, name: str, budget: float) -> dict[str, Any]:
+    """A random input for a task of kind ``name``."""
+    salt = rng.randrange(10**6)
+    if name == "batch":
+        return {"items": rng.randint(20, 40), "chunk": rng.randint(3, 6), "salt": salt}
+    if name == "agent":
+        return {"topic": rng.choice(TOPICS), "max_turns": rng.randint(6, 12), "salt": salt}
+    if name == "blobs":
+        return {"salt": salt, "turns": rng.randint(12, 20)}
+    if name == "nan":
+        where, value = rng.choice(("step", "state")), rng.choice(("nan", "inf", "-inf"))
+        return {"salt": salt, "at": rng.randint(1, 4), "where": where, "value": value}
+    if name == "pool":
+        return {"salt": salt, "at": rng.randint(1, 3)}
+    return {"salt": salt, "seconds": round(budget * 3, 3)}
+
+
+def planned_failure(name: str, state: dict[str, Any]) -> Failure | None:
+    """How a task of kind ``name`` started with ``state`` must fail (None: it must succeed)."""
+    if name in tasks.DOOMED:
+        return Failure("doomed tasks not failed naming their step", tasks.DOOMED[name])
+    if name == "nan":
+        return Failure(
+            "NaN tasks not failed with UnserializableValueError naming the step or field",
+            "measure" if state["where"] == "step" else "score",
+            error_type="UnserializableValueError",
+            pattern=NOT_JSON,
+        )
+    if name == "pool":
+        return Failure(
+            "thread-pool tasks not failed with the refusal naming the step",
+            "pooled",
+            pattern=r"(?i)thread",
+        )
+    return None
+
+
 def plan_tasks(
     rng: random.Random, n: int, *, seed: int, budget: float, doomed: int
 ) -> list[PlannedTask]:
-    """``n`` tasks: ``doomed`` poison and ``doomed`` runaway ones, the rest batch or agent."""
+    """``n`` tasks: ``doomed`` poison and ``doomed`` runaway ones, ``SHARES`` of blobs, nan
+    and pool ones, the rest batch or agent."""
     names = ["poison"] * doomed + ["runaway"] * doomed
+    names += [name for name, share in SHARES.items() for _ in range(_count(n, share))]
     names += [rng.choice(("batch", "agent")) for _ in range(max(0, n - len(names)))]
     rng.shuffle(names)
+    cut = 3 * len(names) // 4
+    for i in range(cut, len(names)):
+        early = [j for j in range(cut) if names[j] not in SLOW]
+        if names[i] in SLOW and early:
+            j = rng.choice(early)
+            names[i], names[j] = names[j], names[i]
     plan = []
     for i, name in enumerate(names[:n]):
-        salt = rng.randrange(10**6)
-        state: dict[str, Any]
-        if name == "batch":
-            state = {"items": rng.randint(20, 40), "chunk": rng.randint(3, 6), "salt": salt}
-        elif name == "agent":
-            state = {"topic": rng.choice(TOPICS), "max_turns": rng.randint(6, 12), "salt": salt}
-        else:
-            state = {"salt": salt, "seconds": round(budget * 3, 3)}
+        state = _input(rng, name, budget)
         plan.append(
             PlannedTask(
                 task_id=f"{name}-{seed}-{i:04d}",
                 name=name,
                 input=state,
                 expected=tasks.expected_result(name, state),
-                doomed_step=tasks.DOOMED.get(name),
+                failure=planned_failure(name, state),
             )
         )
     return plan
@@ -118,6 +189,9 @@ class Run:
             random.Random(self.rng.randrange(2**32)),
             opts.kill_prob,
             opts.workers,
+            armed=opts.armed,
+            retire_after=opts.retire_after,
+            warm=opts.warm,
         )
         delivery_rates = {k: v * opts.delivery_scale for k, v in DELIVERY_BASE_RATES.items()}
         self.mischief = Mischief(
@@ -138,7 +212,7 @@ class Run:
         """
         client = self.app.client()
         ends = time.monotonic() + self.opts.timeout
-        next_check, quiet_since = 0.0, None
+        next_check, next_confirm, quiet_since = 0.0, 0.0, None
         while time.monotonic() < ends:
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
@@ -147,11 +221,13 @@ class Run:
             self.fleet.reap()
             self.fleet.fill()
             self._follow()
-            self.pump.pump()
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + CHECK_EVERY_S
-                self._confirm_finished()
+                self.pump.pump()
+                if now >= next_confirm:
+                    next_confirm = now + CONFIRM_EVERY_S
+                    self._confirm_finished()
                 if not self.open and not self.waiting:
                     return "finished"
                 depth = queue_depth(self.sqs, self.resources.queue_url)
@@ -184,19 +260,23 @@ class Run:
         self.fleet.stop()
         self._follow()
         report = Report()
-        versions = read_versions(self.s3, self.resources.bucket)
+        bucket = self.resources.bucket
+        stored = None if self.opts.via_s3_api else backend_versions(bucket, "tasks/")
+        versions = read_versions(self.s3, bucket, stored=stored)
+        report.add("record versions read", "via the S3 API" if stored is None else "from moto")
         ledger = read_jsonl(os.path.join(self.run_dir, "ledger.jsonl"))
         with open(os.path.join(self.run_dir, "versions.json"), "w") as f:
             json.dump(versions, f, indent=1)  # every record version, oldest first, per task
         statuses: Counter[str] = Counter()
         not_started = {task.task_id for task in self.waiting}
+        excused = hard_hit(self.events, self.pump.task_ids)
         for task in self.plan:
             if task.task_id in not_started:
                 report.violate("tasks not started before the timeout", task.task_id)
                 continue
             history = versions.get(task.task_id, [])
             check_history(report, task.task_id, history)
-            status = check_outcome(report, task, history[-1] if history else None)
+            status = check_outcome(report, task, self._final(history), excused)
             statuses[status] += 1
             if status not in ("succeeded", "failed", "cancelled"):
                 invariant = (
@@ -204,9 +284,20 @@ class Run:
                 )
                 report.violate(invariant, f"{task.task_id}: {status}, v{len(history)}")
         check_steps(report, versions, ledger)
+        check_planned_steps(report, self.plan, ledger, self.events)
+        check_blobs(report, self.s3, bucket, versions, self.events, stored)
         check_deliveries(report, self.events)
         self._figures(report, ending, statuses, versions, started)
         return report
+
+    def _final(self, history: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The latest version of a record, with its result read back if it is in a blob."""
+        if not history:
+            return None
+        final = history[-1]
+        if final.get("result_ref") and final.get("status") == "succeeded":
+            final = {**final, "result": self.app.client().status(final["task_id"]).result}
+        return final
 
     def _figures(
         self,
@@ -218,6 +309,7 @@ class Run:
     ) -> None:
         """Put what was done (tasks, kills, faults, deliveries) before the checks' figures."""
         kills = Counter(e["point"] for e in self.events if e["ev"] == "kill")
+        invoked = [e for e in self.events if e["ev"] == "invoked"]
         faults = Counter(e["kind"] for e in self.events if e["ev"] == "fault")
         failed = Counter(
             str((h[-1].get("error") or {}).get("type"))
@@ -234,7 +326,9 @@ class Run:
             ("run ended", ending, ""),
             ("worker processes", self.fleet.started, "processes"),
             ("worker processes crashed unexpectedly", self.fleet.exits["crashed"], "processes"),
-            ("invocations", sum(e["ev"] == "invoked" for e in self.events), "invocations"),
+            ("invocations", len(invoked), "invocations"),
+            ("warm invocations", sum(bool(e.get("warm")) for e in invoked), "invocations"),
+            ("faults and kills", sum(faults.values()) + sum(kills.values()), "injected"),
             ("kills", sum(kills.values()), "kills"),
         ]
         head += [(f"kills {p}", kills[p], "kills") for p in [*KILL_POINTS, "deadline", "poison"]]
@@ -247,6 +341,13 @@ class Run:
             head.append(("dead letter handler", "missing", ""))
         head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed")]
         head += [(f"tasks failed {kind}", n, "tasks") for kind, n in sorted(failed.items())]
+
+        def final(task_id: str) -> dict[str, Any] | None:
+            history = versions.get(task_id)
+            return history[-1] if history else None
+
+        outcomes = count_outcomes(self.plan, final, [*SHARES, *tasks.DOOMED])
+        head += [(f"outcome {name}", n, "tasks") for name, n in outcomes]
         for invariant in ("tasks stranded", "tasks unfinished at timeout"):
             head.append((invariant, report.violations[invariant], "tasks"))
         head.append(("record versions", sum(len(h) for h in versions.values()), "versions"))
@@ -283,11 +384,15 @@ def run(opts: argparse.Namespace) -> Report:
             max_receive_count=opts.max_receives,
         )
         chaos_run = Run(opts, resources, run_dir)
+        driving = time.monotonic()
         try:
             ending = chaos_run.drive()
         finally:
             chaos_run.fleet.stop()
+        checking = time.monotonic()
         report = chaos_run.finish(ending, started)
+        report.add("time running the tasks", round(checking - driving, 1), "s")
+        report.add("time checking", round(time.monotonic() - checking, 1), "s")
     report.figures.insert(1, ("run dir", run_dir, ""))
     return report
 
@@ -308,17 +413,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--seed", type=int, required=True, help="seeds every random choice")
     p.add_argument("--tasks", type=int, default=200)
-    p.add_argument("--workers", type=int, default=2, help="worker processes at once")
+    p.add_argument("--workers", type=int, default=3, help="worker processes at once")
+    p.add_argument(
+        "--warm", type=int, default=1, help="of them, warm ones (no kill point, no retiring)"
+    )
     p.add_argument("--budget", type=float, default=1.0, help="seconds per invocation")
     p.add_argument("--active", type=int, default=None, help="tasks running at once (4/worker)")
     p.add_argument("--doomed", type=int, default=None, help="poison and runaway tasks, each")
     p.add_argument("--faults", default="all", help="'all', 'none' or kinds, comma-separated")
     p.add_argument("--fault-scale", type=float, default=1.0, help="multiplies the fault rates")
-    p.add_argument("--kill-prob", type=float, default=0.8, help="share of workers that die")
+    p.add_argument("--kill-prob", type=float, default=0.9, help="share of workers that die")
+    p.add_argument("--armed", type=int, default=1, help="kill points each such worker arms")
+    p.add_argument(
+        "--retire-after", type=int, default=12, help="invocations before a worker retires"
+    )
     p.add_argument("--delivery-scale", type=float, default=1.0, help="multiplies copy rates")
     p.add_argument("--visibility", type=int, default=3, help="queue visibility timeout (s)")
     p.add_argument("--max-receives", type=int, default=8, help="redrive maxReceiveCount")
-    p.add_argument("--timeout", type=float, default=None, help="seconds (default 60 + 4/task)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds (default 60 + 6/task)")
+    p.add_argument(
+        "--via-s3-api",
+        action="store_true",
+        help="read the record versions through the S3 API, not from the in-process moto",
+    )
     p.add_argument("--run-dir", default=None, help="events, ledger and worker logs go here")
     p.add_argument("--report-json", default=None, help="also write the report as JSON here")
     opts = p.parse_args(argv)
@@ -327,7 +444,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if opts.active is None:
         opts.active = 4 * opts.workers
     if opts.timeout is None:
-        opts.timeout = 60.0 + 4.0 * opts.tasks
+        opts.timeout = 60.0 + 6.0 * opts.tasks
     return opts
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 
 from continuum.local import REGION
+from continuum.queue import QueueMessage
 
 BUCKET = "continuum-chaos"
 QUEUE = "continuum-chaos"
@@ -121,3 +122,52 @@ def queue_depth(sqs: Any, url: str) -> int:
     ]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
     return sum(int(attributes.get(name, 0)) for name in names)
+
+
+def as_queue_message(message: Any) -> QueueMessage:
+    """A received SQS message (boto3's dict) as the queue protocol's QueueMessage."""
+    attributes = message.get("Attributes", {})
+    return QueueMessage(
+        body=message["Body"],
+        message_id=message["MessageId"],
+        receipt_handle=message["ReceiptHandle"],
+        receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
+    )
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    """One version of one object, as the bucket holds it after the run."""
+
+    key: str
+    version_id: str
+    body: bytes | None  # None: a delete marker
+    latest: bool
+
+
+def backend_versions(bucket: str, prefix: str) -> list[StoredVersion] | None:
+    """Every version under ``prefix``, oldest first per key, read from the moto backend that
+    serves the server in this process; None if that is not possible (another moto).
+
+    The same objects the S3 API would return, in their true write order, without one HTTP
+    request per version: the checks read thousands of versions, and the one server process
+    serves them slowly.
+    """
+    try:
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.s3.models import FakeDeleteMarker, s3_backends
+
+        store = s3_backends[DEFAULT_ACCOUNT_ID]["global"].get_bucket(bucket).keys
+        found = []
+        for key, versions in store.iterlists():
+            if not key.startswith(prefix):
+                continue
+            for i, version in enumerate(versions):
+                marker = isinstance(version, FakeDeleteMarker)
+                body = None if marker else bytes(version.value)
+                found.append(
+                    StoredVersion(key, str(version.version_id), body, i == len(versions) - 1)
+                )
+        return found
+    except Exception:  # a moto without these internals: the checks use the S3 API
+        return None

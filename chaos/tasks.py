@@ -15,14 +15,26 @@ Tasks:
         ``tool`` calls, and an effect step ``act``.
     poison: a step that kills its worker every time (the worker wrapper sees to that).
     runaway: a step that overruns the whole invocation budget every time.
+    blobs: a crawl whose state grows past the app's inline limit (4 KiB) and whose large
+        ``page`` result alternates between two contents, so every turn writes blobs, supersedes
+        others and reuses a content that an earlier turn's blob had (and that another worker
+        may have deleted since). Its invocations are ``LONG_LEASE_S`` longer (see there).
+    nan: a step returns NaN or infinity at turn ``at`` (``where="step"``), or the task puts
+        it in its state (``where="state"``): the task must fail once, naming the step or
+        the field, with ``UnserializableValueError``.
+    pool: at turn ``at`` the task calls a step from a ``ThreadPoolExecutor`` thread: the call
+        must be refused (the task fails naming the step) and the step's body never run.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,8 +49,28 @@ LEDGER_ENV = "CHAOS_LEDGER"
 POISON_STEP = "poison_step"
 RUNAWAY_STEP = "runaway_step"
 DOOMED = {"poison": POISON_STEP, "runaway": RUNAWAY_STEP}
+#: Values over this go to blobs: the blob task's state and pages pass it, no other value does.
+INLINE_LIMIT_BYTES = 4096
+#: continuum removes the blobs a write superseded only while the writer's lease has 5 s left
+#: (else the finish sweep does). Invocations of 1 s never have that, so the blob task's
+#: invocations are this much longer, and its safety margin as much larger: it does as much
+#: work per invocation as the others, and superseded blobs are removed mid-run, as in a
+#: real 15-minute invocation.
+LONG_LEASE_S = 6.0
+#: Tasks whose invocations are LONG_LEASE_S longer (by the name their task ids start with).
+LONG_LEASE_TASKS = ("blobs",)
+#: The app's safety margin (continuum's default); the blob task's is LONG_LEASE_S larger.
+SAFETY_MARGIN_S = 0.25
+#: The name prefix of the thread pool the pool task calls its step from.
+POOL_THREAD = "chaos-pool"
 
-app = Continuum(default_step_s=0.1, persist_every_s=0.25, visibility_margin_s=1)
+app = Continuum(
+    default_step_s=0.1,
+    persist_every_s=0.25,
+    visibility_margin_s=1,
+    inline_limit_bytes=INLINE_LIMIT_BYTES,
+    safety_margin_s=SAFETY_MARGIN_S,
+)
 
 #: The invocation the steps of this process run in (set by ``chaos.worker``).
 _invocation: dict[str, Any] = {"id": "local", "deadline": None}
@@ -70,6 +102,12 @@ def idempotency_key() -> str:
     return str(getattr(runner, "active_key", None))
 
 
+def invocation_budget(task_id: str | None, budget_s: float) -> float:
+    """The budget of an invocation for a message of ``task_id`` (ids start with the name)."""
+    long = task_id is not None and task_id.split("-", 1)[0] in LONG_LEASE_TASKS
+    return budget_s + LONG_LEASE_S if long else budget_s
+
+
 def _work(step: str, seconds: float) -> None:
     """Do a step's work: sleep, then record the execution in the ledger, durably."""
     time.sleep(seconds)
@@ -86,6 +124,7 @@ def _work(step: str, seconds: float) -> None:
         "inv": _invocation["id"],
         "deadline": _invocation["deadline"],
         "pid": os.getpid(),
+        "thread": threading.current_thread().name,
         "t": time.time(),
     }
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -121,6 +160,29 @@ def tool_value(topic: str, salt: int, turn: int, i: int) -> str:
 
 def act_value(topic: str, salt: int, turn: int, summary: str) -> str:
     return f"t{turn}:{_h('act', topic, salt, turn, summary) % 100000}"
+
+
+#: 16 hex digits per chunk: a page is about 6 KiB of JSON, over the inline limit.
+PAGE_CHUNKS = 400
+#: A note is 512 characters: the blob task's state passes the inline limit after 8 turns.
+NOTE_CHUNKS = 32
+
+
+def _hex(chunks: int, *parts: object) -> str:
+    return "".join(f"{_h(*parts, i):016x}" for i in range(chunks))
+
+
+def page_value(salt: int, variant: int) -> str:
+    return _hex(PAGE_CHUNKS, "page", salt, variant)
+
+
+def note_value(salt: int, turn: int, page: str) -> str:
+    return f"{turn}:" + _hex(NOTE_CHUNKS, "note", salt, turn, page[:32])
+
+
+def measure_value(salt: int, turn: int, value: str) -> float:
+    """What ``measure`` returns: ``float(value)`` if given (NaN, inf), else a finite number."""
+    return float(value) if value else (_h("measure", salt, turn) % 1000) / 10
 
 
 # -- steps -----------------------------------------------------------------------------------
@@ -174,6 +236,30 @@ def runaway_step(seconds: float) -> float:
     return seconds
 
 
+@app.step
+def page(salt: int, variant: int) -> str:
+    _work("page", _ms(30, 60, "page", salt, variant))
+    return page_value(salt, variant)
+
+
+@app.step(effect=True)  # the journal is saved after it: one record write (and blobs) per turn
+def note(salt: int, turn: int, text: str) -> str:
+    _work("note", _ms(5, 15, "note", salt, turn))
+    return note_value(salt, turn, text)
+
+
+@app.step
+def measure(salt: int, turn: int, value: str) -> float:
+    _work("measure", _ms(5, 15, "measure", salt, turn))
+    return measure_value(salt, turn, value)
+
+
+@app.step
+def pooled(salt: int, i: int) -> int:
+    _work("pooled", 0.005)
+    return fetch_value(salt, i)
+
+
 # -- tasks -----------------------------------------------------------------------------------
 
 
@@ -197,6 +283,27 @@ class Doomed(BaseModel):
     salt: int
     seconds: float = 0.0
     warmed: int = 0
+
+
+class Blobs(BaseModel):
+    salt: int
+    turns: int
+    notes: list[str] = []
+
+
+class Measured(BaseModel):
+    salt: int
+    at: int
+    where: str  # "step" or "state"
+    value: str  # "nan", "inf" or "-inf"
+    turns: int = 0
+    score: float = 0.0
+
+
+class Pooled(BaseModel):
+    salt: int
+    at: int
+    values: list[int] = []
 
 
 @app.task(state=Batch)
@@ -238,6 +345,40 @@ def runaway(ctx: TaskContext[Doomed]) -> float | None:
     return runaway_step(s.seconds)
 
 
+@app.task(state=Blobs, safety_margin_s=SAFETY_MARGIN_S + LONG_LEASE_S)
+def blobs(ctx: TaskContext[Blobs]) -> dict[str, Any] | None:
+    s = ctx.state
+    turn = len(s.notes)
+    s.notes.append(note(s.salt, turn, page(s.salt, turn % 2)))
+    return {"notes": s.notes} if len(s.notes) >= s.turns else None
+
+
+#: Turns a NaN task takes after ``at`` if it did not fail (it must fail at ``at``).
+NAN_TAIL = 3
+
+
+@app.task(state=Measured)
+def nan(ctx: TaskContext[Measured]) -> dict[str, Any] | None:
+    s = ctx.state
+    turn = s.turns
+    here = turn == s.at
+    x = measure(s.salt, turn, s.value if here and s.where == "step" else "")
+    s.score = float(s.value) if here and s.where == "state" else s.score + x
+    s.turns += 1
+    return {"score": s.score} if s.turns > s.at + NAN_TAIL else None
+
+
+@app.task(state=Pooled)
+def pool(ctx: TaskContext[Pooled]) -> dict[str, Any] | None:
+    s = ctx.state
+    if len(s.values) < s.at:
+        s.values.append(fetch(s.salt, len(s.values)))
+        return None
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix=POOL_THREAD) as threads:
+        s.values += threads.map(functools.partial(pooled, s.salt), range(2))
+    return {"values": s.values}
+
+
 # -- what the harness expects ----------------------------------------------------------------
 
 
@@ -256,4 +397,8 @@ def expected_result(task_name: str, state: dict[str, Any]) -> Any:
             summary = plan["text"] + "|" + ";".join(found)
             messages.append(act_value(a.topic, a.salt, turn, summary))
         return {"messages": messages}
+    if task_name == "blobs":
+        c = Blobs.model_validate(state)
+        notes = [note_value(c.salt, t, page_value(c.salt, t % 2)) for t in range(c.turns)]
+        return {"notes": notes}
     return None

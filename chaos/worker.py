@@ -1,13 +1,16 @@
 """One worker process: plays a Lambda execution environment fed by the SQS event source.
 
 It loops: receive one message (never long-polling), build the SQS event as Lambda would,
-call ``app.handler`` with a Lambda context whose deadline is the budget, and delete the
-messages the handler did not report as failed — until it is told to stop (SIGTERM), its parent
-goes away, or it dies. The :class:`chaos.faults.Injector` decides from outside the library
-where it dies and which AWS calls fail. A watchdog kills the process if an invocation runs past
-its deadline, as Lambda does.
+call ``app.handler`` with a Lambda context whose deadline is the budget (longer for the blob
+task: ``chaos.tasks.invocation_budget``), and delete the messages the handler did not report
+as failed — until it is told to stop (SIGTERM), its parent goes away, or it dies. It keeps its
+app, clients and caches between invocations, as a warm Lambda environment does. The
+:class:`chaos.faults.Injector` decides from outside the library where it dies and which AWS
+calls fail. A watchdog kills the process if an invocation runs past its deadline, as Lambda
+does.
 
-Run by the harness as ``python -m chaos.worker --endpoint URL --bucket B --queue-url Q ...``.
+Forked by ``chaos.zygote`` for the harness; ``python -m chaos.worker --endpoint URL --bucket B
+--queue-url Q ...`` runs one by hand.
 """
 
 from __future__ import annotations
@@ -27,23 +30,12 @@ from botocore.exceptions import ClientError
 
 from chaos import tasks
 from chaos.faults import KILL_POINTS, EventLog, Injector
-from chaos.server import client_options
+from chaos.server import as_queue_message, client_options
 from continuum.local import LocalLambdaContext, event_record
-from continuum.queue import QueueMessage
 
-#: How long an idle worker waits before polling the queue again.
-IDLE_POLL_S = 0.05
-
-
-def as_queue_message(message: Any) -> QueueMessage:
-    """A received SQS message (boto3's dict) as the queue protocol's QueueMessage."""
-    attributes = message.get("Attributes", {})
-    return QueueMessage(
-        body=message["Body"],
-        message_id=message["MessageId"],
-        receipt_handle=message["ReceiptHandle"],
-        receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
-    )
+#: How long an idle worker waits before polling the queue again (each poll is a request the
+#: moto server, one process for the whole fleet, does not spend on real work).
+IDLE_POLL_S = 0.1
 
 
 def task_of(body: str) -> str | None:
@@ -61,6 +53,7 @@ class Environment:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.stopping = False
+        self.invocations = 0  # in this process: after the first, the worker is warm
         self.parent = os.getppid()
         options = client_options(args.endpoint)
         s3, sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
@@ -73,8 +66,7 @@ class Environment:
         self.events = EventLog(os.path.join(args.run_dir, "events.jsonl"))
         self.injector = Injector(
             self.events,
-            kill_point=args.kill_point,
-            kill_at=args.kill_at,
+            kills=dict(args.kill),
             rates=json.loads(args.faults),
             rng=random.Random(args.seed),
             shadow_s3=boto3.client("s3", **options),
@@ -84,11 +76,13 @@ class Environment:
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, self._stop)
-        self.events.write("start", kill_point=self.args.kill_point, kill_at=self.args.kill_at)
+        self.events.write("start", kills=dict(self.args.kill), retire=self.args.retire_after)
         while not self.stopping and os.getppid() == self.parent:
+            if self.args.retire_after and self.invocations >= self.args.retire_after:
+                break  # Lambda retires execution environments too
             if not self.invoke_once():
                 time.sleep(IDLE_POLL_S)
-        self.events.write("exit")
+        self.events.write("exit", invocations=self.invocations)
 
     def _stop(self, *_: Any) -> None:
         self.stopping = True
@@ -104,9 +98,10 @@ class Environment:
         messages = response.get("Messages", [])
         if not messages:
             return False
-        context = LocalLambdaContext(self.args.budget)
-        invocation = context.aws_request_id
         task_id = task_of(messages[0]["Body"])
+        budget = tasks.invocation_budget(task_id, self.args.budget)
+        context = LocalLambdaContext(budget)
+        invocation = context.aws_request_id
         for message in messages:
             attributes = message.get("Attributes", {})
             self.events.write(
@@ -120,10 +115,10 @@ class Environment:
         event = {
             "Records": [event_record(as_queue_message(m), self.args.queue_arn) for m in messages]
         }
-        tasks.set_invocation(invocation, time.time() + self.args.budget)
+        tasks.set_invocation(invocation, time.time() + budget)
         self.injector.begin(invocation, task_id)
         # Lambda kills an invocation at its deadline: no finally, no atexit.
-        watchdog = threading.Timer(self.args.budget, self.injector.die, args=("deadline",))
+        watchdog = threading.Timer(budget, self.injector.die, args=("deadline",))
         watchdog.daemon = True
         started = time.monotonic()
         watchdog.start()
@@ -133,8 +128,14 @@ class Environment:
             watchdog.cancel()
         seconds = time.monotonic() - started
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+        self.invocations += 1
         self.events.write(
-            "invoked", task_id=task_id, inv=invocation, seconds=seconds, failed=len(failed)
+            "invoked",
+            task_id=task_id,
+            inv=invocation,
+            seconds=seconds,
+            failed=len(failed),
+            warm=self.invocations > 1,
         )
         self.injector.reach("before_ack")
         for message in messages:
@@ -148,6 +149,14 @@ class Environment:
         return True
 
 
+def kill_spec(text: str) -> tuple[str, int]:
+    """``POINT:N`` (a kill point of ``chaos.faults.KILL_POINTS`` and an occurrence)."""
+    point, _, at = text.partition(":")
+    if point not in KILL_POINTS or not at.isdigit() or int(at) < 1:
+        raise argparse.ArgumentTypeError(f"expected POINT:N with POINT in {sorted(KILL_POINTS)}")
+    return point, int(at)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m chaos.worker", description=__doc__)
     parser.add_argument("--endpoint", required=True, help="the moto server's URL")
@@ -157,8 +166,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--run-dir", required=True, help="where events.jsonl lives")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per invocation")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault dice")
-    parser.add_argument("--kill-point", choices=["none", *KILL_POINTS], default="none")
-    parser.add_argument("--kill-at", type=int, default=1, help="die at this occurrence")
+    parser.add_argument(
+        "--kill",
+        type=kill_spec,
+        action="append",
+        default=[],
+        metavar="POINT:N",
+        help="die at the N-th occurrence of POINT (repeat to arm several; the first wins)",
+    )
+    parser.add_argument(
+        "--retire-after", type=int, default=0, help="exit after this many invocations (0: never)"
+    )
     parser.add_argument("--faults", default="{}", help="JSON: fault kind -> probability")
     parser.add_argument("--visibility-margin", type=int, default=1)
     return parser.parse_args(argv)

@@ -37,7 +37,20 @@ INVARIANTS = [
     "generation regressions",
     "record versions that do not parse",
     "generations delivered more than 20 times (message storm)",
+    "NaN tasks not failed with UnserializableValueError naming the step or field",
+    "thread-pool tasks not failed with the refusal naming the step",
+    "NaN steps run again by an invocation that was not killed",
+    "steps run from a task's thread pool",
+    "blobs left unreferenced, undeleted and untagged",
+    "records pointing at a missing blob",
+    "blobs tagged before their task finished",
 ]
+#: Invariants a known library bug breaks in some runs; each has a strict xfail reproducer.
+KNOWN_BUGS = {
+    "blobs leaked by an interrupted finish sweep": (
+        "library bug: the finish sweep runs once; see tests/hardening/test_chaos_findings.py"
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +80,36 @@ def test_invariant_holds(chaos_run, invariant):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("invariant", sorted(KNOWN_BUGS))
+def test_invariant_broken_only_by_a_known_bug(chaos_run, invariant):
+    _done, report, _figures = chaos_run
+    count = report["violations"].get(invariant, 0)
+    if count:
+        examples = "\n".join(report["examples"].get(invariant, []))
+        pytest.xfail(f"{KNOWN_BUGS[invariant]}: {count}\n{examples}")
+
+
+@pytest.mark.slow
 def test_faults_were_injected_and_every_task_accounted_for(chaos_run):
     done, report, figures = chaos_run
     f = report["figures"]
     assert f["tasks"] == TASKS
     assert f["kills"] > 0, figures
     assert f["aws faults"] > 0, figures
+    assert f["faults and kills"] == f["kills"] + f["aws faults"], figures
     assert f["step executions"] >= f["recorded steps"] > 0, figures
     assert f["tasks succeeded"] + f["tasks failed"] == TASKS, figures
     assert done.returncode == (0 if not report["violations"] else 1), figures
+
+
+@pytest.mark.slow
+def test_the_hardening_cases_ran(chaos_run):
+    """Blobs were written and superseded blobs removed mid-run; NaN and pool tasks ran."""
+    _done, report, figures = chaos_run
+    f = report["figures"]
+    for kind in ("blobs", "nan", "pool"):
+        assert f[f"tasks {kind}"] >= 1, figures
+    assert f["blob puts"] > 0, figures
+    assert f["blob deletes"] > 0, figures
+    assert f["warm invocations"] > 0, figures
+    assert f["steps executed from a thread pool"] == 0, figures
