@@ -47,10 +47,9 @@ from continuum.record import (
     Status,
     StepStats,
     TaskRecord,
-    end_recovery,
-    note_death,
     utcnow,
 )
+from continuum.recovery import end_recovery, note_death
 from continuum.turns import Returned, Suspended, TurnLoop
 
 BUDGET_S = 900.0

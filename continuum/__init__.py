@@ -7,13 +7,16 @@ modules behind it are private.
 from continuum.app import Continuum
 from continuum.batch import LambdaContext
 from continuum.client import Client, TaskStatus
+from continuum.completion import BatchResult, Completion, Item
 from continuum.context import TaskContext, current_context
 from continuum.errors import (
     BadMessageError,
+    BatchError,
     BlobMissingError,
     CallbackError,
     CallbackFailedError,
     CallbackTimeoutError,
+    ChildTaskError,
     ConditionNotMetError,
     ConfigurationError,
     ContinuumError,
@@ -59,12 +62,16 @@ from continuum.waits import Callback
 
 __all__ = [
     "BadMessageError",
+    "BatchError",
+    "BatchResult",
     "BlobMissingError",
     "Callback",
     "CallbackError",
     "CallbackFailedError",
     "CallbackTimeoutError",
+    "ChildTaskError",
     "Client",
+    "Completion",
     "ConditionNotMetError",
     "ConfigurationError",
     "ContinuationQueue",
@@ -74,6 +81,7 @@ __all__ = [
     "InvalidTaskIdError",
     "InvocationEnded",
     "InvocationStarted",
+    "Item",
     "LambdaContext",
     "MessageHandled",
     "MessageTooNewError",

@@ -15,6 +15,7 @@ from continuum.budget import observe
 from continuum.control import Abort, Paused, Preempted, Suspend
 from continuum.errors import StepError, UnserializableValueError
 from continuum.record import ErrorInfo, JournalEntry, StepStats
+from continuum.recovery import mark_step
 from continuum.steps import Step
 from continuum.turnstate import TurnState
 from continuum.values import from_json, to_json
@@ -184,6 +185,16 @@ class StepCalls(TurnState):
             self.last_save = time.monotonic()
         return from_json(step.adapter, result)
 
+    # -- work that is not a step (creating child tasks), under the same budget -------------------
+
+    def check_work(self, name: str) -> None:
+        """Suspend before a unit of framework work that will not fit, as before a step."""
+        stats = self.record.step_stats.setdefault(name, StepStats())
+        self._check_budget(name, stats, preemptible=False)
+
+    def observe_work(self, name: str, seconds: float) -> None:
+        observe(self.record.step_stats.setdefault(name, StepStats()), seconds)
+
     # -- pieces --------------------------------------------------------------------------------
 
     def _unmark(self, marker: JournalEntry | None) -> None:
@@ -290,24 +301,9 @@ class StepCalls(TurnState):
 
     def _mark_start(self, key: str) -> None:
         """In recovery: save which step starts now, or fail if it keeps killing its worker."""
-        record = self.record
-        here = f"{record.turn}:{self.journal.position}:{key}"
-        if record.crashes >= self.max_step_crashes and record.crash_at == here:
-            raise self.unwind(
-                Abort(
-                    ErrorInfo(
-                        type="StepCrashedWorker",
-                        message=(
-                            f"step {key!r} was running each of the last {record.crashes} times its "
-                            "worker died (killed, out of memory, or past the invocation deadline); "
-                            "failing the task rather than trying again"
-                        ),
-                        step=key,
-                        turn=record.turn,
-                    )
-                )
-            )
-        record.running_step = here
+        error = mark_step(self.record, self.journal.position, key, self.max_step_crashes)
+        if error is not None:
+            raise self.unwind(Abort(error))
         self.save()
 
     def _preempted(self, key: str, stats: StepStats, started: float) -> None:

@@ -25,11 +25,10 @@ from continuum.record import (
     Lease,
     Status,
     TaskRecord,
-    end_recovery,
-    note_death,
     utcnow,
 )
 from continuum.records import Records
+from continuum.recovery import end_recovery, note_death
 from continuum.store import StoreError
 from continuum.waiters import Waiter
 

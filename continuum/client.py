@@ -26,7 +26,7 @@ from continuum.settings import Settings
 from continuum.steer import Steering
 from continuum.tasks import Registry, Task
 from continuum.values import dump_json, model_to_json
-from continuum.waiters import Waiter, WaitKind
+from continuum.waiters import ParentLink, Waiter, WaitKind
 
 
 class TaskStatus(BaseModel):
@@ -78,6 +78,13 @@ class Client(Mail, Steering):
         self.registry = registry
         self.settings = settings or Settings()
 
+    def start_child(
+        self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
+    ) -> str:
+        """Start a child task (``ctx.invoke``, ``ctx.map_tasks``); ``send=False`` only creates
+        its record, pending (its predecessor or its parent starts it)."""
+        return self._start(task_name, input, task_id, parent=parent, send=send)
+
     def start(self, task_name: str, input: Any, task_id: str | None = None) -> str:
         """Start ``task_name`` with ``input`` as its initial state; return the task id.
 
@@ -89,6 +96,17 @@ class Client(Mail, Steering):
             InvalidTaskIdError: the id is not a safe S3 key segment.
             PayloadTooLargeError: the input is over the app's ``max_state_bytes``.
         """
+        return self._start(task_name, input, task_id)
+
+    def _start(
+        self,
+        task_name: str,
+        input: Any,
+        task_id: str | None,
+        *,
+        parent: ParentLink | None = None,
+        send: bool = True,
+    ) -> str:
         if self.registry is None:
             raise ConfigurationError("this client has no task registry; use app.client()")
         task = self.registry.task(task_name)
@@ -101,7 +119,11 @@ class Client(Mail, Steering):
                 task_id=task_id,
             )
         record = TaskRecord(
-            task_id=task_id, task_name=task.name, state=state, state_version=task.version
+            task_id=task_id,
+            task_name=task.name,
+            state=state,
+            state_version=task.version,
+            parent=parent,
         )
         try:
             self.records.create(record)
@@ -113,10 +135,11 @@ class Client(Mail, Steering):
                     task_id=task_id,
                     hint="choose another task id",
                 ) from None
-            if existing.status != Status.PENDING:
+            if existing.status != Status.PENDING or not send:
                 return task_id
             # The first start may have died before sending: send again, harmlessly.
-        self.continuations.send(task_id, generation=0, reason="start")
+        if send:
+            self.continuations.send(task_id, generation=0, reason="start")
         return task_id
 
     def status(self, task_id: str) -> TaskStatus:

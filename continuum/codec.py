@@ -32,10 +32,13 @@ from continuum.record import (
     SEGMENTS_RECORD_FORMAT,
     WAITS_RECORD_FORMAT,
     BlobRef,
+    EntryKind,
     JournalEntry,
     SegmentedList,
     SegmentRef,
+    Status,
     TaskRecord,
+    walk,
 )
 from continuum.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, describe_path, join_list
 from continuum.values import dump_json
@@ -157,18 +160,38 @@ def encode_record(
     if stored.state_segments:
         stored.format = SEGMENTS_RECORD_FORMAT
     else:
-        stored.format = WAITS_RECORD_FORMAT if record.uses_waits() else BASE_RECORD_FORMAT
+        stored.format = WAITS_RECORD_FORMAT if uses_waits(record) else BASE_RECORD_FORMAT
     return stored.model_dump_json(indent=1).encode()
+
+
+def uses_waits(record: TaskRecord) -> bool:
+    """Whether the record holds anything only a worker that knows waits understands."""
+    return bool(
+        record.status == Status.WAITING
+        or record.waiting_for
+        or record.callbacks
+        or record.signals_taken
+        or record.cancel
+        or record.children
+        or record.parent
+        or any(entry.kind != EntryKind.STEP or entry.started for entry in walk(record.journal))
+    )
 
 
 def _encode_entry(entry: JournalEntry, out: _Externalizer) -> JournalEntry:
     result, result_ref = out(entry.result, f"the result of step {entry.key!r}")
     cursor, cursor_ref = out(entry.cursor, f"the cursor of step {entry.key!r}")
+    children = [_encode_entry(c, out) for c in entry.children] if entry.children else None
     untouched = entry.result_ref is None and entry.cursor_ref is None
-    if result_ref is None and cursor_ref is None and untouched:
+    if result_ref is None and cursor_ref is None and untouched and children == entry.children:
         return entry
     return replace(
-        entry, result=result, result_ref=result_ref, cursor=cursor, cursor_ref=cursor_ref
+        entry,
+        result=result,
+        result_ref=result_ref,
+        cursor=cursor,
+        cursor_ref=cursor_ref,
+        children=children,
     )
 
 
@@ -217,7 +240,7 @@ def inline_blobs(record: TaskRecord, get_blob: GetBlob) -> TaskRecord:
         except LookupError as exc:
             raise _corrupt(f"the record's state_segments do not fit its state: {exc}", tid) from exc
     record.state, record.result = state, result
-    for entry in record.journal:
+    for entry in walk(record.journal):
         if entry.result_ref is not None:
             entry.result = next(values)
         if entry.cursor_ref is not None:
@@ -253,7 +276,7 @@ def describe_blobs(record: TaskRecord) -> dict[str, str]:
             )
     if record.result_ref is not None:
         names[record.result_ref.sha256] = "the task's result"
-    for entry in record.journal:
+    for entry in walk(record.journal):
         for kind, blob in (("result", entry.result_ref), ("cursor", entry.cursor_ref)):
             if blob is not None:
                 names[blob.sha256] = f"the {kind} of step {entry.key!r}"

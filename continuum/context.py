@@ -6,11 +6,12 @@ the turn loop in ``turns.py``), which does the work.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from continuum.completion import BatchResult, Completion
 from continuum.control import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 from continuum.steps import Runner, active_runner, as_step, stable_name
@@ -117,6 +118,108 @@ class TaskContext(Generic[S]):
         """Take the oldest signal ``name`` from the task's mailbox, waiting for one without
         compute; None if ``timeout`` passes first. A signal sent before the wait is kept."""
         return self._runner.wait_for_signal(name, timeout)
+
+    # -- fan-out ------------------------------------------------------------------------------
+
+    def child_context(self, fn: Callable[..., T], *args: Any, name: str | None = None) -> T:
+        """Run ``fn(child_ctx, *args)`` as a named block: its steps are journaled under its
+        name (``name#0/fetch#1``) and its result as one unit, so a finished block returns its
+        result on replay without running.
+
+        Example:
+            >>> summary = ctx.child_context(summarize, doc, name="summary")  # doctest: +SKIP
+        """
+        from continuum.fanout import child_context
+
+        value: T = child_context(self._runner, fn, args, name)
+        return value
+
+    def parallel(
+        self,
+        branches: Sequence[Callable[[TaskContext[S]], Any]]
+        | Mapping[str, Callable[[TaskContext[S]], Any]],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """Run each branch ``fn(child_ctx)`` in its own child context, side by side on threads
+        of this invocation (at most ``max_concurrency`` at once); the results in order.
+
+        ``branches`` is a list, or a dict of name -> branch. A wait or a suspension inside a
+        branch suspends the task; on replay, finished branches return their results.
+        """
+        from continuum.batches import run_batch
+        from continuum.fanout import Branch
+
+        named = branches.items() if isinstance(branches, Mapping) else ((None, b) for b in branches)
+        return run_batch(
+            self._runner,
+            [Branch(fn=fn, name=label) for label, fn in named],
+            label=name or "parallel",
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
+    def map(
+        self,
+        items: Iterable[Any],
+        fn: Callable[[TaskContext[S], Any, int], Any],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """Run ``fn(child_ctx, item, index)`` for each item, each in its own child context,
+        side by side on threads of this invocation; the results in index order.
+
+        Example:
+            >>> pages = ctx.map(urls, fetch_page, max_concurrency=10).values()  # doctest: +SKIP
+        """
+        from continuum.batches import run_batch
+        from continuum.fanout import Branch
+
+        return run_batch(
+            self._runner,
+            [Branch(fn=fn, args=(item, i)) for i, item in enumerate(items)],
+            label=name or stable_name(fn),
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
+    def invoke(
+        self,
+        task_name: str,
+        input: Any,
+        *,
+        name: str | None = None,
+        timeout: Duration | None = None,
+    ) -> Any:
+        """Run ``task_name`` as a child task (its own record and invocations) and wait for its
+        result, without compute. Its id derives from this call's place in the journal, so a
+        replay never starts it twice.
+
+        Raises:
+            ChildTaskError: the child failed, was cancelled, or did not finish by ``timeout``.
+        """
+        from continuum.children import invoke
+
+        return invoke(self._runner, task_name, input, name, timeout)
+
+    def map_tasks(
+        self,
+        task_name: str,
+        inputs: Iterable[Any],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """One child task of ``task_name`` per input, in parallel Lambdas, at most
+        ``max_concurrency`` running at once; their results in index order, as a batch."""
+        from continuum.children import map_tasks
+
+        return map_tasks(self._runner, task_name, list(inputs), name, max_concurrency, completion)
 
     def wait_for_condition(
         self,

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from continuum.errors import BadMessageError, MessageTooNewError, describe_errors
 from continuum.queue import ContinuationQueue
 from continuum.record import check_task_id
+from continuum.waiters import BatchHint
 
 #: The message semantics this code writes and understands; a newer one is left for a newer
 #: worker (retried, not acknowledged), never dropped.
@@ -45,6 +46,8 @@ class Continuation(BaseModel):
     #: "continue" (run the generation), "timer" (a waiting task's deadline, or the next hop
     #: of a long sleep) or "wake" (something arrived in the task's inbox).
     kind: MessageKind = "continue"
+    #: a child's wake: the batch it reports to (an unsigned hint: it only saves a read).
+    batch: BatchHint | None = None
     #: HMAC-SHA256 of the other fields, when the app has signing keys.
     sig: str | None = Field(default=None, max_length=64)
 
@@ -135,6 +138,7 @@ class Continuations:
         reason: str,
         delay_s: int = 0,
         kind: MessageKind = "continue",
+        batch: BatchHint | None = None,
     ) -> str:
         """Send the continuation for ``generation`` of ``task_id``; return the message id."""
         message = Continuation(
@@ -143,6 +147,7 @@ class Continuations:
             reason=reason[:200],
             sent_at=time.time(),
             kind=kind,
+            batch=batch,
         )
         return self.queue.send(encode_continuation(message, keys=self.keys), delay_s=delay_s)
 

@@ -29,8 +29,9 @@ from continuum.errors import (
     RecordTooNewError,
 )
 from continuum.fence import Verdict, fence
-from continuum.record import ErrorInfo, Status, end_recovery, utcnow
+from continuum.record import ErrorInfo, Status, utcnow
 from continuum.records import Records
+from continuum.recovery import end_recovery
 
 #: A 412 here means a worker moved the record meanwhile; look again this many times.
 CONFLICT_RETRIES = 3

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from enum import StrEnum
+from typing import Any
 
 from continuum.batch import logger
 from continuum.claim import Claim
 from continuum.continuation import Continuation, Continuations
 from continuum.errors import PayloadTooLargeError, RecordConflictError, RecordTooNewError
+from continuum.family import report_to_parent
 from continuum.history import Usage, bill
 from continuum.observers import Observers, TaskFinished, TaskParked
 from continuum.recent import RecentRecords
@@ -79,12 +81,14 @@ class Endings:
         settings: Settings,
         recent: RecentRecords,
         observers: Observers | None = None,
+        children: Any = None,
     ) -> None:
         self.records = records
         self.continuations = continuations
         self.settings = settings
         self.recent = recent
         self.observers = observers if observers is not None else Observers()
+        self.children = children
 
     def suspend(
         self, claim: Claim, reason: str, *, delay_s: float, message_id: str, limit: int
@@ -208,6 +212,10 @@ class Endings:
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
         claim.finish(status, error=error)
         record = claim.record
+        if status == Status.CANCELLED and record.children and self.children is not None:
+            ids = [child for batch in record.children for child in batch.ids()]
+            self.children.cancel(ids, f"its parent {record.task_id} was cancelled")
+        report_to_parent(self.records, self.continuations, record)
         self.observers.emit(
             "task_finished",
             TaskFinished(

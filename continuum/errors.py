@@ -209,3 +209,34 @@ class CallbackError(ContinuumError):
 
 class TaskFinishedError(ContinuumError):
     """A signal or cancel request for a task that already finished; nothing was written."""
+
+
+# -- fan-out ----------------------------------------------------------------------------------
+
+
+class BatchError(ContinuumError):
+    """Items of a batch failed (``BatchResult.values()`` or ``throw_if_error()``).
+
+    Attributes:
+        failures: ``(index, ErrorInfo)`` of each failed item.
+    """
+
+    def __init__(
+        self, message: str, *, failures: list[tuple[int, object]], **facts: object
+    ) -> None:
+        self.failures = failures
+        super().__init__(message, **facts)  # type: ignore[arg-type]
+
+
+class ChildTaskError(ContinuumError):
+    """A child task (``ctx.invoke``) failed or was cancelled.
+
+    Attributes:
+        child_id: the child task's id.
+        error_type: the child's error type; ``message``: its error message.
+    """
+
+    def __init__(self, message: str, *, child_id: str, error_type: str, **facts: object) -> None:
+        self.child_id = child_id
+        self.error_type = error_type
+        super().__init__(message, **facts)  # type: ignore[arg-type]

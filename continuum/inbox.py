@@ -81,6 +81,9 @@ class Listing:
     def has_cancel(self) -> bool:
         return "cancel.json" in self.keys
 
+    def child_keys(self, child_id: str) -> list[str]:
+        return sorted(k for k in self.keys if k.startswith(f"children/{child_id}/"))
+
     def signal_keys(self, name: str) -> list[str]:
         return sorted(k for k in self.keys if k.startswith(f"signals/{name}/"))
 
@@ -167,6 +170,14 @@ class Inbox:
             task_id, "cancel.json", CancelRequest(reason=reason, requested_at=_now())
         )
 
+    def put_child_report(self, task_id: str, child_id: str, status: str, report: BaseModel) -> bool:
+        """Write a child's report to its parent; False if it was written before."""
+        return self._create(task_id, f"children/{child_id}/{status}.json", report)
+
+    def child_report(self, task_id: str, relative: str, model: type[M]) -> M | None:
+        """Read a child's report (``relative``: its key in the listing)."""
+        return self._read(task_id, relative, model)
+
     def _create(self, task_id: str, relative: str, model: BaseModel) -> bool:
         body = dump_json(model.model_dump(mode="json"))
         key = self.key(task_id, relative)
@@ -228,6 +239,12 @@ class TaskInbox:
         if self._inbox is None or not self.listing.has_cancel:
             return None
         return self._inbox.cancel(self.task_id)
+
+    def read(self, relative: str, model: type[M]) -> M | None:
+        """An object of this inbox (``relative``: its key in the listing)."""
+        if self._inbox is None:
+            return None
+        return self._inbox._read(self.task_id, relative, model)
 
     def oldest_signal(self, name: str, taken: set[str]) -> tuple[str, Signal] | None:
         if self._inbox is None:

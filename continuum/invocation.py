@@ -36,6 +36,7 @@ class Invocation:
         settings: the budget policy, limits and margins.
         endings: how the hold ends.
         observers: who hears of it.
+        children: starts child tasks (``children.ChildTasks``).
     """
 
     def __init__(
@@ -48,10 +49,12 @@ class Invocation:
         settings: Settings,
         endings: Endings,
         observers: Observers,
+        children: Any = None,
     ) -> None:
         self.claim, self.task, self.context = claim, task, context
         self.records, self.settings = records, settings
         self.endings, self.observers = endings, observers
+        self.children = children
 
     def fail(self, error: ErrorInfo) -> Outcome:
         """End the hold with the task failed (before any turn ran)."""
@@ -118,6 +121,7 @@ class Invocation:
             invocation=claim.run,
             observers=self.observers,
         )
+        loop.children = self.children
         if listing is not None:
             loop.note_inbox(listing)
         return loop

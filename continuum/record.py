@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -22,14 +23,11 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serialize
 
 from continuum.errors import InvalidTaskIdError
 from continuum.history import InvocationRun, Usage
-from continuum.waiters import CancelState, OpenCallback, Waiter
+from continuum.waiters import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
 
-#: The record semantics this code understands. 2: retries and cursors are journaled (1 is
-#: read). 3: waits (sleeps, callbacks, signals, cancel). 4: large lists of the state are stored
-#: as segments (``state_segments``). A record is written in the lowest format that holds what it
-#: uses, so that a worker of a previous release can still run it in a rolling deploy, and
-#: refuses (leaves for a newer worker) what it would misread: a format-3 worker would take a
-#: segmented state's tail for the whole list.
+#: Record formats: 2 journals retries and cursors; 3 adds waits; 4 segments large lists of the
+#: state. A record is written in the lowest format that holds what it uses, so a worker of the
+#: previous release can run it in a rolling deploy, and leaves alone what it would misread.
 RECORD_FORMAT = 4
 SEGMENTS_RECORD_FORMAT = 4
 WAITS_RECORD_FORMAT = 3
@@ -198,6 +196,16 @@ class JournalEntry:
     ref: str | None = None
     #: an ``at_most_once`` step was started here and has not been recorded as done.
     started: bool = False
+    #: a child context's (or a batch's) own journal, while it is not done.
+    children: list[JournalEntry] | None = None
+
+
+def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
+    """Every entry of a journal, depth first: a child context's entries after it."""
+    for entry in journal:
+        yield entry
+        if entry.children:
+            yield from walk(entry.children)
 
 
 class EntryKind(StrEnum):
@@ -209,6 +217,24 @@ class EntryKind(StrEnum):
     CALLBACK_RESULT = "callback_result"  # a callback's answer was awaited (ref: its token)
     SIGNAL = "signal"  # a signal was awaited (ref: the signal taken)
     CANCEL = "cancel"  # TaskCancelledError was raised here
+    CONTEXT = "context"  # a child context, or one branch or item of a batch (its children)
+    BATCH = "batch"  # ctx.parallel or ctx.map: one CONTEXT child per branch or item
+    CHILDREN = "children"  # ctx.invoke or ctx.map_tasks: child tasks (ref: their id prefix)
+
+
+_KEEP = object()
+
+
+def _drop_defaults(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kept = []
+    for entry in entries:
+        slim = {
+            k: v for k, v in entry.items() if k not in _ENTRY_DEFAULTS or v != _ENTRY_DEFAULTS[k]
+        }
+        if slim.get("children"):
+            slim["children"] = _drop_defaults(slim["children"])
+        kept.append(slim)
+    return kept
 
 
 #: JournalEntry fields left out of the stored record when they hold their default, so that
@@ -276,55 +302,21 @@ class TaskRecord(_Model):
     usage: Usage = Field(default_factory=Usage)
     #: the task this one was forked from (``continuum fork``).
     forked_from: str | None = None
+    #: the parent of a child task (``ctx.invoke``, ``ctx.map_tasks``), and the children this
+    #: task started.
+    parent: ParentLink | None = None
+    children: list[ChildBatch] = Field(default_factory=list)
 
     @field_serializer("journal", mode="wrap")
     def _drop_entry_defaults(self, journal: list[JournalEntry], handler: Any) -> Any:
-        dumped = handler(journal)
-        return [
-            {k: v for k, v in entry.items() if k not in _ENTRY_DEFAULTS or v != _ENTRY_DEFAULTS[k]}
-            for entry in dumped
-        ]
-
-    def uses_waits(self) -> bool:
-        """Whether the record holds anything only a worker that knows waits understands."""
-        return bool(
-            self.status == Status.WAITING
-            or self.waiting_for
-            or self.callbacks
-            or self.signals_taken
-            or self.cancel
-            or any(entry.kind != EntryKind.STEP or entry.started for entry in self.journal)
-        )
+        return _drop_defaults(handler(journal))
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""
         refs: list[BlobRef | None] = [self.state_ref, self.result_ref]
         for listed in self.state_segments:
             refs.extend(listed.segments)
-        for entry in self.journal:
+        for entry in walk(self.journal):
             refs.append(entry.result_ref)
             refs.append(entry.cursor_ref)
         return [ref for ref in refs if ref is not None]
-
-
-def note_death(record: TaskRecord) -> None:
-    """Account for a worker that died holding the record.
-
-    Only a death while a marked step was running counts against that step; a step that
-    kills its worker every time then fails the task after ``max_step_crashes`` deaths
-    instead of looping. Deaths elsewhere (during a claim or a save) blame no step. Either
-    way, the next workers run in recovery until the task suspends (``TaskRecord.recovering``).
-    """
-    marker = record.running_step
-    if marker is not None:
-        record.crashes = record.crashes + 1 if record.crash_at == marker else 1
-        record.crash_at = marker
-    record.running_step = None
-    record.recovering = True
-    record.counters.recoveries += 1
-
-
-def end_recovery(record: TaskRecord) -> None:
-    """The task suspended or finished: leave recovery and forget past deaths."""
-    record.recovering, record.running_step = False, None
-    record.crashes, record.crash_at = 0, None

@@ -22,8 +22,9 @@ from pydantic import BaseModel
 from continuum.continuation import Continuations
 from continuum.errors import ContinuumError, RecordExistsError
 from continuum.history import Usage
-from continuum.record import Counters, Status, TaskRecord, check_task_id, end_recovery, utcnow
+from continuum.record import Counters, Status, TaskRecord, check_task_id, utcnow
 from continuum.records import Records
+from continuum.recovery import end_recovery
 
 
 class TaskSummary(BaseModel):

@@ -111,6 +111,8 @@ class TurnState:
         self.path = ""
         #: set by a batch when its branches must stop at their next boundary.
         self.halt: Halt | None = None
+        #: starts child tasks (``children.ChildTasks``; given by the worker).
+        self.children: Any = None
 
     @contextmanager
     def unlocked(self) -> Iterator[None]:

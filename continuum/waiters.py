@@ -76,12 +76,56 @@ class WaitKind(StrEnum):
 
 class Waiter(_Model):
     """One thing a task waits for: its kind, its name, its id (a callback's id, a child's task
-    id) and until when (None: no deadline)."""
+    id, a batch's id prefix) and until when (None: no deadline).
+
+    A batch of child tasks also says how many it waits for and its completion policy, so the
+    worker can tell from the inbox alone when the batch can decide.
+    """
 
     kind: WaitKind
     name: str
     id: str | None = None
     deadline: datetime | None = None
+    count: int | None = None
+    completion: dict[str, Any] | None = None
+
+
+class ParentLink(_Model):
+    """Whose child a task is, and where the parent waits for it (``family.py``)."""
+
+    task_id: str
+    #: the id prefix of the batch the child belongs to (``ctx.invoke``: the child's own id).
+    batch: str
+    index: int = 0
+    #: the child to start when this one finishes (``map_tasks`` with ``max_concurrency``).
+    successor: str | None = None
+    #: the batch's size and completion policy (the hint its wakes carry).
+    count: int = 1
+    completion: dict[str, Any] | None = None
+
+
+class ChildBatch(_Model):
+    """Child tasks a task started: ``prefix`` (``ctx.invoke``: the child's id) and how many
+    (``map_tasks``: ``prefix.0`` ... ``prefix.{count-1}``)."""
+
+    prefix: str
+    task_name: str
+    count: int = 1
+    single: bool = True
+
+    def ids(self) -> list[str]:
+        return [self.prefix] if self.single else [f"{self.prefix}.{i}" for i in range(self.count)]
+
+
+class BatchHint(BaseModel):
+    """In a child's wake: its batch, so a worker can judge the batch from the parent's inbox
+    without reading the parent's record."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prefix: str
+    count: int
+    completion: dict[str, Any] | None = None
 
 
 class OpenCallback(_Model):

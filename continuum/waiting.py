@@ -25,10 +25,11 @@ import time
 from datetime import datetime
 from enum import StrEnum
 
-from continuum.continuation import Continuations
+from continuum.continuation import Continuation, Continuations
+from continuum.family import batch_counts, decisive
 from continuum.inbox import Inbox, Listing
 from continuum.queue import MAX_DELAY_S
-from continuum.record import TaskRecord
+from continuum.record import Status, TaskRecord
 from continuum.waiters import Waiter, WaitKind, epoch_to_datetime
 
 #: A timer may come this much before its deadline and still count as due (clock skew between
@@ -58,6 +59,10 @@ def answered(record: TaskRecord, listing: Listing) -> bool:
             key not in taken for key in listing.signal_keys(waiter.name)
         ):
             return True
+        if waiter.kind == WaitKind.CHILD and waiter.id is not None:
+            reports = batch_counts(listing.keys, waiter.id)
+            if decisive(reports, count=waiter.count or 1, completion=waiter.completion):
+                return True
     return False
 
 
@@ -131,3 +136,26 @@ def after_wait(
         record.task_id, generation=generation, reason=reason, delay_s=delay, kind="timer"
     )
     return "timer"
+
+
+def listing_for(
+    inbox: Inbox, record: TaskRecord, message: Continuation, poll_s: float
+) -> Listing | None:
+    """List the task's inbox if this message needs it: a waiting or new task, a wake, or a
+    running task whose inbox was not looked at for ``poll_s``."""
+    checked = record.inbox_checked_at
+    due = checked is None or time.time() - checked >= poll_s
+    if record.status in (Status.WAITING, Status.PENDING) or message.kind == "wake" or due:
+        listing = inbox.list(record.task_id)
+        if record.status == Status.WAITING:
+            refresh_deadlines(record, inbox, listing)
+        return listing
+    return None
+
+
+def undecided(inbox: Inbox, message: Continuation) -> bool:
+    """A child's wake: whether its batch still cannot decide (one LIST, no record GET)."""
+    hint = message.batch
+    assert hint is not None
+    reports = batch_counts(inbox.list(message.task_id).keys, hint.prefix)
+    return not decisive(reports, count=hint.count, completion=hint.completion)

@@ -34,6 +34,7 @@ from continuum.batch import (
     shorten_visibility,
 )
 from continuum.claim import Claim, error_info
+from continuum.client import Client
 from continuum.continuation import Continuation, Continuations
 from continuum.endings import Endings, Outcome
 from continuum.errors import (
@@ -46,9 +47,9 @@ from continuum.errors import (
     RecordTooNewError,
     UnknownTaskError,
 )
+from continuum.family import ChildTasks, report_to_parent
 from continuum.fence import Verdict, fence
 from continuum.history import RunClock
-from continuum.inbox import Listing
 from continuum.invocation import Invocation
 from continuum.metering import Meter
 from continuum.observers import MessageHandled, Observers
@@ -57,7 +58,7 @@ from continuum.record import Status, TaskRecord, utcnow
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.tasks import Registry, Task
-from continuum.waiting import Decision, decide, refresh_deadlines
+from continuum.waiting import Decision, decide, listing_for, undecided
 
 __all__ = ["Outcome", "Worker"]
 
@@ -98,7 +99,13 @@ class Worker:
         #: what happens is told to the Powertools metrics, then to the app's observers.
         self.observers = Observers(then=observers)
         self.observers.add(OutcomeMetrics())
-        self.endings = Endings(records, continuations, settings, self.recent, self.observers)
+        #: starts child tasks for the turns (``ctx.invoke``, ``ctx.map_tasks``).
+        self.children = ChildTasks(
+            Client(records, continuations, registry=registry, settings=settings)
+        )
+        self.endings = Endings(
+            records, continuations, settings, self.recent, self.observers, self.children
+        )
         self._local = threading.local()
         #: counts this worker's store and queue calls per message (the app wraps both in it).
         self.meter = meter or Meter()
@@ -155,6 +162,12 @@ class Worker:
     def _process(
         self, message: Continuation, delivery: Delivery, context: LambdaContext
     ) -> Outcome:
+        if (
+            message.kind == "wake"
+            and message.batch is not None
+            and undecided(self.records.inbox, message)
+        ):
+            return Outcome.IGNORED  # a child reported; its batch cannot decide yet
         mine = self.recent.take(message)
         if mine is not None:
             try:
@@ -202,6 +215,11 @@ class Worker:
                 # sending; send again (a duplicate is fenced like any other).
                 self.endings.resend(record)
                 return Outcome.RESENT
+            case Verdict.FINISHED:
+                # A child that finished reports again (idempotent): its worker may have died
+                # between its finish write and its report.
+                report_to_parent(self.records, self.continuations, record)
+                return Outcome.FINISHED
             case Verdict.FUTURE:
                 logger.error(
                     "message names a generation the record has not reached",
@@ -210,7 +228,7 @@ class Worker:
                 return Outcome.REJECTED
             case _:
                 return Outcome(verdict.value)
-        listing = self._listing(record, message)
+        listing = listing_for(self.records.inbox, record, message, self.settings.inbox_poll_s)
         if record.status == Status.WAITING:
             assert listing is not None
             timer = verdict is Verdict.RUN and message.kind == "timer"
@@ -271,6 +289,7 @@ class Worker:
             settings=self.settings,
             endings=self.endings,
             observers=self.observers,
+            children=self.children,
         )
         if task is None:
             return invocation.fail(error_info(unknown, record))
@@ -279,18 +298,6 @@ class Worker:
         )
         # 3. The turns, and 4. the ending.
         return invocation.run(message, delivery.message_id, listing)
-
-    def _listing(self, record: TaskRecord, message: Continuation) -> Listing | None:
-        """List the task's inbox if this message needs it: a waiting or new task, a wake, or
-        a running task whose inbox was not looked at for ``inbox_poll_s``."""
-        checked = record.inbox_checked_at
-        due = checked is None or time.time() - checked >= self.settings.inbox_poll_s
-        if record.status in (Status.WAITING, Status.PENDING) or message.kind == "wake" or due:
-            listing = self.records.inbox.list(record.task_id)
-            if record.status == Status.WAITING:
-                refresh_deadlines(record, self.records.inbox, listing)
-            return listing
-        return None
 
 
 def _clear_log_keys() -> None:

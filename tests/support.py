@@ -37,11 +37,10 @@ from continuum.record import (
     StepStats,
     TaskRecord,
     check_task_id,
-    end_recovery,
-    note_death,
     utcnow,
 )
 from continuum.records import Records
+from continuum.recovery import end_recovery, note_death
 from continuum.scaffold import init_project, render_template
 from continuum.scaffold.project import module_name
 from continuum.scaffold.render import fill, keep_flavor

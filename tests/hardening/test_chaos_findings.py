@@ -23,16 +23,28 @@ from pydantic import BaseModel
 
 from chaos.faults import synthetic_error
 from continuum import Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, drain
+from tests.conftest import ScriptedContext, drain, raw_record
 from tests.hardening.test_blobs import (
     current_blobs,
     digest_of,
     digests,
-    own_clients,
-    raw_record,
     tagged_finished,
 )
-from tests.support import LocalRuntime
+from tests.support import REGION, LocalRuntime
+
+#: Written against boto3 hooks on moto (the sweep-fix branch makes them run on both).
+pytestmark = pytest.mark.moto_only("injects faults with botocore hooks")
+
+
+def own_clients() -> dict[str, Any]:
+    """Fresh S3 and SQS clients: what a second warm Lambda environment has."""
+    import boto3
+
+    options = {"region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    return {
+        "s3_client": boto3.client("s3", **options),
+        "sqs_client": boto3.client("sqs", **options),
+    }
 
 
 class WorkerDied(BaseException):
@@ -133,11 +145,11 @@ def fail_next(s3: Any, operation: str) -> Callable[[], None]:
 
 def leaked(runtime: LocalRuntime, task_id: str) -> list[str]:
     """Blobs neither referenced by the current record, nor deleted, nor tagged finished."""
-    referenced = digests(raw_record(runtime.s3, task_id))
+    referenced = digests(raw_record(runtime, task_id))
     return [
         key
-        for key in current_blobs(runtime.s3, task_id)
-        if digest_of(key) not in referenced and not tagged_finished(runtime.s3, key)
+        for key in current_blobs(runtime, task_id)
+        if digest_of(key) not in referenced and not tagged_finished(runtime, key)
     ]
 
 

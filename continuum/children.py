@@ -1,0 +1,286 @@
+"""Child tasks: ``ctx.invoke`` and ``ctx.map_tasks``, and how a child reports to its parent.
+
+The parent's side (in a turn): the call's journal entry (kind ``children``) names the child
+ids' prefix; the children are created once (their ids derive from the entry, so a replay
+finds them: If-None-Match makes a second create a no-op) and started; then the parent takes
+the children's reports from its inbox, or waits for them, as it waits for a callback. For
+``map_tasks`` every child record is created at once, pending, and the first
+``max_concurrency`` are started; each finished child starts the next (``family.py``).
+
+The child's side (at its end, and again for any message that finds it finished): write its
+report to the parent's inbox, wake the parent, start its successor. Each is idempotent, so a
+worker that dies anywhere in between leaves the next delivery to finish the job.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from continuum.completion import BatchResult, Completion, Item, check_concurrency
+from continuum.control import Wait
+from continuum.errors import (
+    ChildTaskError,
+    ConfigurationError,
+    ContinuumError,
+)
+from continuum.family import (
+    CHILD_THREADS,
+    ChildReport,
+    ChildTasks,
+    batch_counts,
+    child_id,
+    decisive,
+)
+from continuum.record import EntryKind, ErrorInfo, JournalEntry
+from continuum.waiters import (
+    ChildBatch,
+    Duration,
+    ParentLink,
+    Waiter,
+    WaitKind,
+    check_name,
+    epoch_to_datetime,
+    seconds_of,
+)
+
+#: Child records created at once by ``map_tasks`` before the budget is checked again.
+CREATE_CHUNK = 50
+
+
+def _starter(runner: Any) -> ChildTasks:
+    starter = getattr(runner, "children", None)
+    if starter is None:
+        raise ConfigurationError(
+            "child tasks need a worker (ctx.invoke and ctx.map_tasks run in app.handler)",
+            task_id=runner.record.task_id,
+        )
+    assert isinstance(starter, ChildTasks)
+    return starter
+
+
+def _enter(runner: Any, label: str) -> tuple[str, JournalEntry | None]:
+    runner.halt_check()
+    runner.replay_cancel()
+    key = runner.journal.key_for(label, None)
+    entry = runner.journal.replay(label, key)
+    if entry is not None and entry.kind != EntryKind.CHILDREN:
+        raise ContinuumError(
+            f"turn {runner.record.turn} reached child tasks where the journal recorded a "
+            f"{entry.kind}",
+            task_id=runner.record.task_id,
+            step=key,
+        )
+    if entry is None or entry.partial:
+        runner.boundary()
+    return key, entry
+
+
+def _reports(runner: Any, prefix: str) -> dict[str, str]:
+    """child id -> status of the batch's reports in the parent's inbox (listed afresh)."""
+    if time.time() - runner.inbox.listed_at > 1.0:
+        runner.note_inbox()
+    return batch_counts(runner.inbox.listing.keys, prefix)
+
+
+def _read_reports(runner: Any, found: dict[str, str]) -> list[ChildReport]:
+    inbox = runner.inbox
+
+    def read(item: tuple[str, str]) -> ChildReport | None:
+        child, status = item
+        report: ChildReport | None = inbox.read(f"children/{child}/{status}.json", ChildReport)
+        return report
+
+    with ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
+        reports = [r for r in pool.map(read, sorted(found.items())) if r is not None]
+    return sorted(reports, key=lambda r: r.index)
+
+
+def invoke(
+    runner: Any, task_name: str, input: Any, name: str | None, timeout: Duration | None
+) -> Any:
+    """``ctx.invoke``: run ``task_name`` as a child task and return its result."""
+    task_id = runner.record.task_id
+    label = check_name(name or f"invoke.{task_name}", what="invoke name", task_id=task_id)
+    timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
+    with runner.lock:
+        key, entry = _enter(runner, label)
+        if entry is None:
+            starter = _starter(runner)
+            cid = child_id(task_id, turn=runner.record.turn, path=runner.path, key=key, index=None)
+            deadline = time.time() + timeout_s if timeout_s is not None else None
+            entry = JournalEntry(
+                key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
+            )
+            runner.journal.append(entry)
+            runner.record.children.append(ChildBatch(prefix=cid, task_name=task_name))
+            starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
+            starter.start(cid)
+            runner.progress = True
+        if not entry.partial:
+            return _outcome(entry, task_id)
+        cid = str(entry.ref)
+        found = _reports(runner, cid)
+        if cid in found:
+            [report] = _read_reports(runner, {cid: found[cid]})
+            entry.ok = report.status == "succeeded"
+            entry.result, entry.error = report.result, report.error
+            if report.status == "cancelled" and entry.error is None:
+                entry.error = ErrorInfo(
+                    type="TaskCancelledError", message="the child was cancelled"
+                )
+            entry.partial = False
+            runner.progress = True
+            return _outcome(entry, task_id)
+        if entry.deadline is not None and time.time() >= entry.deadline:
+            _starter(runner).cancel([cid], f"its parent {task_id} stopped waiting for it")
+            entry.ok, entry.partial = False, False
+            entry.error = ErrorInfo(
+                type="ChildTaskTimeout", message=f"child task {cid} did not finish in time"
+            )
+            return _outcome(entry, task_id)
+        waiter = Waiter(
+            kind=WaitKind.CHILD, name=label, id=cid, deadline=epoch_to_datetime(entry.deadline)
+        )
+        raise runner.unwind(Wait([waiter], f"waiting for child task {cid}"))
+
+
+def _outcome(entry: JournalEntry, task_id: str) -> Any:
+    if entry.ok:
+        return entry.result
+    error = entry.error or ErrorInfo(type="ChildTaskError", message="the child task failed")
+    raise ChildTaskError(
+        f"child task {entry.ref} failed: {error.type}: {error.message}",
+        child_id=str(entry.ref),
+        error_type=error.type,
+        task_id=task_id,
+        step=entry.key,
+    )
+
+
+def map_tasks(
+    runner: Any,
+    task_name: str,
+    inputs: list[Any],
+    name: str | None,
+    max_concurrency: int | None,
+    completion: Completion | None,
+) -> BatchResult:
+    """``ctx.map_tasks``: one child task per input, at most ``max_concurrency`` at once."""
+    task_id = runner.record.task_id
+    limit = check_concurrency(max_concurrency, task_id=task_id)
+    label = check_name(name or f"map_tasks.{task_name}", what="map_tasks name", task_id=task_id)
+    n = len(inputs)
+    with runner.lock:
+        key, entry = _enter(runner, label)
+        if entry is not None and not entry.partial:
+            return BatchResult.model_validate(entry.result)
+        if entry is None:
+            prefix = child_id(
+                task_id, turn=runner.record.turn, path=runner.path, key=key, index=None
+            )
+            entry = JournalEntry(
+                key,
+                label,
+                kind=EntryKind.CHILDREN,
+                ref=prefix,
+                partial=True,
+                cursor={"created": 0, "started": 0},
+            )
+            runner.journal.append(entry)
+            runner.record.children.append(
+                ChildBatch(prefix=prefix, task_name=task_name, count=n, single=False)
+            )
+            runner.progress = True
+        prefix = str(entry.ref)
+        _create_children(runner, entry, task_name, inputs, limit, completion)
+        found = _reports(runner, prefix)
+        policy = completion.model_dump() if completion else None
+        if not decisive(found, count=n, completion=policy):
+            waiter = Waiter(kind=WaitKind.CHILD, name=label, id=prefix, count=n, completion=policy)
+            raise runner.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))
+        reports = _read_reports(runner, found)
+        result = _batch_result(reports, n, completion)
+        unfinished = [f"{prefix}.{i}" for i in range(n) if f"{prefix}.{i}" not in found]
+        if unfinished:  # the policy stopped the batch: the rest are not needed
+            _starter(runner).cancel(unfinished, f"batch {label} of {task_id} decided")
+        entry.result, entry.partial, entry.cursor = result.model_dump(mode="json"), False, None
+        runner.progress = True
+        return result
+
+
+def _create_children(
+    runner: Any,
+    entry: JournalEntry,
+    task_name: str,
+    inputs: list[Any],
+    limit: int | None,
+    completion: Completion | None,
+) -> None:
+    """Create every child's record (in chunks, under the budget), then start the first ones."""
+    starter, task_id, prefix, n = (
+        _starter(runner),
+        runner.record.task_id,
+        str(entry.ref),
+        len(inputs),
+    )
+    progress = entry.cursor or {}
+    policy = completion.model_dump() if completion else None
+    created = int(progress.get("created", 0))
+    while created < n:
+        chunk = range(created, min(n, created + CREATE_CHUNK))
+        stats_name = f"{entry.name}.create"
+        runner.check_work(stats_name)
+
+        def create(i: int) -> None:
+            successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
+            link = ParentLink(
+                task_id=task_id,
+                batch=prefix,
+                index=i,
+                successor=successor,
+                count=n,
+                completion=policy,
+            )
+            starter.create(task_name, inputs[i], f"{prefix}.{i}", link)
+
+        started = time.monotonic()
+        with runner.unlocked(), ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
+            list(pool.map(create, chunk))
+        runner.observe_work(stats_name, time.monotonic() - started)
+        created = chunk.stop
+        entry.cursor = {**progress, "created": created}
+        progress = entry.cursor
+    first = n if limit is None else min(n, limit)
+    for i in range(int(progress.get("started", 0)), first):
+        starter.start(f"{prefix}.{i}")
+    entry.cursor = {**progress, "started": first}
+
+
+def _batch_result(reports: list[ChildReport], n: int, completion: Completion | None) -> BatchResult:
+    items = [
+        Item(
+            index=r.index,
+            status="succeeded" if r.status == "succeeded" else "failed",
+            result=r.result,
+            error=r.error
+            or (
+                ErrorInfo(type="TaskCancelledError", message="cancelled")
+                if r.status != "succeeded"
+                else None
+            ),
+            name=r.child_id,
+        )
+        for r in reports
+    ]
+    succeeded = sum(item.status == "succeeded" for item in items)
+    reason = None
+    if completion is not None:
+        reason = completion.verdict(succeeded=succeeded, failed=len(items) - succeeded, total=n)
+    return BatchResult(
+        items=items,
+        completion_reason=reason or "all_completed",
+        given=n,
+        policy=completion is not None,
+    )

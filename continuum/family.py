@@ -1,0 +1,157 @@
+"""Parents and children: what links a child task to its parent, and what it reports.
+
+A child task (``ctx.invoke``, ``ctx.map_tasks``) has its own record and invocations. Its id
+derives from its parent's id and the call's place in the parent's journal, so a replayed call
+never starts it twice. When it finishes it reports to its parent with one small object in the
+parent's inbox (``children/{child_id}/{status}.json``, written If-None-Match) and one wake;
+the parent's record is not written once per child, and the parent waits with no compute.
+
+For ``map_tasks`` the parent creates every child's record at once (pending) and starts the
+first ``max_concurrency``; each child, when it finishes, starts the next one itself
+(``ParentLink.successor``), so that a slot freed needs no invocation of the parent. A wake
+from a child says which batch it belongs to (``Continuation.batch``), so the worker can judge
+from one LIST of the parent's inbox, without reading the parent's record, whether the batch
+can decide yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from continuum.completion import Completion
+from continuum.continuation import Continuations
+from continuum.errors import RecordNotFoundError, TaskFinishedError
+from continuum.record import ErrorInfo, Status, TaskRecord, check_task_id
+from continuum.records import Records
+from continuum.waiters import BatchHint, ParentLink
+
+ReportStatus = Literal["succeeded", "failed", "cancelled"]
+#: Threads that create a chunk's child records, read reports, or cancel children.
+CHILD_THREADS = 8
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class ChildReport(BaseModel):
+    """What a finished child tells its parent."""
+
+    child_id: str
+    index: int
+    status: ReportStatus
+    result: Any = None
+    error: ErrorInfo | None = None
+
+
+def child_id(parent_id: str, *, turn: int, path: str, key: str, index: int | None) -> str:
+    """The id of a parent's child: readable, a safe S3 key segment, the same on every replay.
+
+    ``{parent}.{turn}.{key}`` (``.{index}`` in a batch), with unsafe characters replaced;
+    longer than 128 characters, a digest stands in for the tail.
+    """
+    place = _UNSAFE.sub("-", f"{path}{key}").strip("-.") or "child"
+    base = f"{parent_id}.{turn}.{place}"
+    if len(base) > 100:
+        digest = hashlib.sha256(base.encode()).hexdigest()[:24]
+        base = f"{parent_id[:100]}.{digest}"
+    return check_task_id(base if index is None else f"{base}.{index}")
+
+
+def batch_counts(listing_keys: frozenset[str], prefix: str) -> dict[str, str]:
+    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``."""
+    found: dict[str, str] = {}
+    for key in listing_keys:
+        if not key.startswith("children/"):
+            continue
+        _, child, leaf = key.split("/", 2)
+        if child == prefix or child.startswith(f"{prefix}."):
+            found[child] = leaf.removesuffix(".json")
+    return found
+
+
+def decisive(
+    reports: dict[str, str], *, count: int, completion: Completion | dict[str, Any] | None
+) -> bool:
+    """Whether a batch with these reports can decide: all reported, or its policy says stop."""
+    if len(reports) >= count:
+        return True
+    if completion is None:
+        return False
+    if isinstance(completion, dict):
+        completion = Completion.model_validate(completion)
+    succeeded = sum(status == "succeeded" for status in reports.values())
+    failed = len(reports) - succeeded
+    return completion.verdict(succeeded=succeeded, failed=failed, total=count) is not None
+
+
+class ChildClient(Protocol):
+    """What starting and cancelling children takes of a client (``client.Client``)."""
+
+    continuations: Continuations
+
+    def start_child(
+        self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
+    ) -> str: ...
+
+    def cancel(self, task_id: str, reason: str | None = None) -> None: ...
+
+
+class ChildTasks:
+    """What a turn needs to start its children: a client of the same app."""
+
+    def __init__(self, client: ChildClient) -> None:
+        self.client = client
+
+    def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> None:
+        """Create a child's record, pending (a second create of the same id is a no-op)."""
+        self.client.start_child(task_name, input, task_id, parent, send=False)
+
+    def start(self, task_id: str) -> None:
+        """Send a created child's first continuation (a duplicate is fenced like any)."""
+        self.client.continuations.send(task_id, generation=0, reason="start")
+
+    def cancel(self, ids: list[str], reason: str) -> None:
+        """Cancel children that exist and have not finished (the rest are skipped)."""
+
+        def one(task_id: str) -> None:
+            with contextlib.suppress(TaskFinishedError, RecordNotFoundError):
+                self.client.cancel(task_id, reason)
+
+        with ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
+            list(pool.map(one, ids))
+
+
+def report_to_parent(records: Records, continuations: Continuations, record: TaskRecord) -> None:
+    """A finished child: write its report to its parent, wake the parent, start the next.
+
+    Idempotent; called when the child finishes and again for any message that finds it
+    finished (a worker may have died in between).
+    """
+    link = record.parent
+    if link is None or not record.status.finished:
+        return
+    status = {Status.SUCCEEDED: "succeeded", Status.FAILED: "failed"}.get(
+        record.status, "cancelled"
+    )
+    report = ChildReport(
+        child_id=record.task_id,
+        index=link.index,
+        status=status,
+        result=record.result,
+        error=record.error,
+    )
+    records.inbox.put_child_report(link.task_id, record.task_id, status, report)
+    hint = BatchHint(prefix=link.batch, count=link.count, completion=link.completion)
+    continuations.send(
+        link.task_id,
+        generation=0,
+        reason=f"child {record.task_id} {status}",
+        kind="wake",
+        batch=hint,
+    )
+    if link.successor is not None:
+        continuations.send(link.successor, generation=0, reason="start")
