@@ -31,6 +31,7 @@ from continuum.records import Records
 from continuum.recovery import end_recovery, note_death
 from continuum.store import StoreError
 from continuum.waiters import Waiter
+from continuum.waiting import next_wake
 
 logger = logging.getLogger("continuum.claim")
 
@@ -165,7 +166,7 @@ class Claim:
         record.suspend_reason = reason
         record.suspended_by = message_id
         record.waiting_for = waiters
-        record.wake_at = min((w.deadline for w in waiters if w.deadline), default=None)
+        record.wake_at = next_wake(waiters, time.time())
         record.counters.waits += 1
         end_recovery(record)
         self.close(RunOutcome.WAITING, reason, waiting_for=waiters, then_sends=1, then_lists=1)

@@ -19,6 +19,7 @@ from continuum.errors import (
     TaskNotFinishedError,
     describe_errors,
 )
+from continuum.family import batch_counts
 from continuum.mail import Mail
 from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id, utcnow
 from continuum.records import Records
@@ -27,6 +28,18 @@ from continuum.steer import Steering
 from continuum.tasks import Registry, Task
 from continuum.values import dump_json, model_to_json
 from continuum.waiters import ParentLink, Waiter, WaitKind
+
+
+class ChildrenSummary(BaseModel):
+    """A parent's child tasks, from their reports: how many ended how, and the failed ones."""
+
+    total: int
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    #: not reported yet: pending or running (or finished a moment ago).
+    unfinished: int = 0
+    failed_ids: list[str] = []
 
 
 class TaskStatus(BaseModel):
@@ -44,6 +57,9 @@ class TaskStatus(BaseModel):
     #: what the task waits for now, and every callback it created and has not taken an
     #: answer for (with the id to answer it by).
     waiting_for: list[Waiter] = []
+    #: the task this one is a child of, and this one's own children.
+    parent: str | None = None
+    children: ChildrenSummary | None = None
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
@@ -145,11 +161,31 @@ class Client(Mail, Steering):
     def status(self, task_id: str) -> TaskStatus:
         """The task's status, counters, and its result or error once finished."""
         record, _ = self.records.load(check_task_id(task_id))
+        derived = {"waiting_for", "parent", "children"}
         status = TaskStatus.model_validate(
-            record.model_dump(include=set(TaskStatus.model_fields) - {"waiting_for"})
+            record.model_dump(include=set(TaskStatus.model_fields) - derived)
         )
         status.waiting_for = waiting_for(record)
+        status.parent = record.parent.task_id if record.parent else None
+        if record.children:
+            status.children = self._children(record)
         return status
+
+    def _children(self, record: TaskRecord) -> ChildrenSummary:
+        keys = self.records.inbox.list(record.task_id).keys
+        summary = ChildrenSummary(total=sum(batch.count for batch in record.children))
+        for batch in record.children:
+            for child, state in batch_counts(keys, batch.prefix).items():
+                if state == "succeeded":
+                    summary.succeeded += 1
+                elif state == "failed":
+                    summary.failed += 1
+                    summary.failed_ids.append(child)
+                else:
+                    summary.cancelled += 1
+        reported = summary.succeeded + summary.failed + summary.cancelled
+        summary.unfinished = summary.total - reported
+        return summary
 
     def resume(self, task_id: str) -> int:
         """Send the continuation of the task's current generation again; return it.

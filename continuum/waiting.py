@@ -32,6 +32,8 @@ from continuum.queue import MAX_DELAY_S
 from continuum.record import Status, TaskRecord
 from continuum.waiters import Waiter, WaitKind, epoch_to_datetime
 
+#: A task waiting for child tasks has its inbox looked at this often, whatever its deadlines.
+CHILD_RECHECK_S = 900.0
 #: A timer may come this much before its deadline and still count as due (clock skew between
 #: SQS and the worker); the wait itself sleeps what is left in place.
 EARLY_S = 0.5
@@ -80,24 +82,30 @@ def refresh_deadlines(record: TaskRecord, inbox: Inbox, listing: Listing) -> Non
             if beat is not None and (callback.heartbeat_at is None or beat > callback.heartbeat_at):
                 callback.heartbeat_at = beat
                 waiter.deadline = callback.deadline()
-    record.wake_at = earliest(record.waiting_for)
-
-
-def earliest(waiters: list[Waiter]) -> datetime | None:
-    deadlines = [w.deadline for w in waiters if w.deadline is not None]
-    return min(deadlines) if deadlines else None
+    record.wake_at = next_wake(record.waiting_for, time.time())
 
 
 def decide(record: TaskRecord, listing: Listing, *, timer: bool, now: float) -> Decision:
     """What to do with a message for a waiting record, given its inbox."""
     if answered(record, listing):
         return Decision.RUN
-    wake_at = record.wake_at
-    if wake_at is not None and now >= wake_at.timestamp() - EARLY_S:
+    due = [w.deadline for w in record.waiting_for if w.deadline is not None]
+    if any(now >= deadline.timestamp() - EARLY_S for deadline in due):
         return Decision.RUN
-    if timer and wake_at is not None:
+    if timer and record.wake_at is not None:
         return Decision.HOP
     return Decision.IGNORE
+
+
+def next_wake(waiters: list[Waiter], now: float) -> datetime | None:
+    """When a waiting record's timer fires: its earliest deadline, and while it waits for
+    child tasks at least every ``CHILD_RECHECK_S`` (a child that died between its result and
+    its wake is then still counted: the timer's worker lists the inbox)."""
+    times: list[datetime | None] = [w.deadline for w in waiters]
+    if any(w.kind == WaitKind.CHILD for w in waiters):
+        times.append(epoch_to_datetime(now + CHILD_RECHECK_S))
+    found = [t for t in times if t is not None]
+    return min(found) if found else None
 
 
 def timer_delay_s(record: TaskRecord, *, now: float, max_delay_s: int = MAX_DELAY_S) -> int:
