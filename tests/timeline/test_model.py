@@ -6,7 +6,6 @@ import json
 import re
 from datetime import timedelta
 
-from continuum.inspection import Checkpoint
 from continuum.timeline import timeline_data, timeline_page
 from continuum.timeline.page import script_json
 from tests.timeline.tasks import PUBLISH_ERROR, live_ask
@@ -126,18 +125,14 @@ def test_the_page_is_self_contained_and_allows_only_its_own_style_and_script(rep
     assert PUBLISH_ERROR in page  # the data is in the page itself
 
 
-class Numbered(Checkpoint):
-    """A checkpoint as a view that names the invocation of each version would give it."""
-
-    invocation: int
-
-
 def test_a_checkpoint_that_names_its_invocation_is_placed_by_it_whatever_the_clock_says(report):
     data = timeline_data(report.view)
     skewed = [
-        Numbered(
-            **{**c.model_dump(), "saved_at": c.saved_at - timedelta(minutes=30)},
-            invocation=placed["row"]["number"],
+        c.model_copy(
+            update={
+                "saved_at": c.saved_at - timedelta(minutes=30),
+                "invocation": placed["row"]["number"],
+            }
         )
         for c, placed in zip(report.view.checkpoints, data["checkpoints"], strict=True)
     ]
