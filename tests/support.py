@@ -19,6 +19,7 @@ from continuum.continuation import (
 )
 from continuum.control import Preempted
 from continuum.fence import Verdict, fence
+from continuum.history import InvocationRun, StepRun, Usage
 from continuum.inbox import CallbackAnswer
 from continuum.inspection import inspect_task
 from continuum.journal import Journal
@@ -32,6 +33,7 @@ from continuum.local import (
 )
 from continuum.queue import QueueError
 from continuum.record import (
+    Counters,
     JournalEntry,
     Lease,
     StepStats,
@@ -61,7 +63,9 @@ __all__ = [
     "Claim",
     "Continuation",
     "Continuations",
+    "Counters",
     "Failed",
+    "InvocationRun",
     "Journal",
     "JournalEntry",
     "Lease",
@@ -75,12 +79,14 @@ __all__ = [
     "Records",
     "Returned",
     "Segmenting",
+    "StepRun",
     "StepStats",
     "StoreError",
     "Suspended",
     "TaskRecord",
     "TransientStoreError",
     "TurnLoop",
+    "Usage",
     "Verdict",
     "check_task_id",
     "clear_cache",
