@@ -223,7 +223,7 @@ class Worker:
                 # been cut short too (the finisher died after its write, a call failed, a
                 # reply was lost): finish it, or have this message retried
                 # (SweepIncompleteError) until it is done.
-                report_to_parent(self.records, self.continuations, record)
+                report_to_parent(self.records, self.continuations, record, again=True)
                 swept = self.records.sweeper.ensure_swept(record)
                 return Outcome.SWEPT if swept else Outcome.FINISHED
             case Verdict.FUTURE:
