@@ -7,13 +7,16 @@ from the framework's own counters.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
-from tests.support import LocalRuntime, TaskRecord
+from tests.conftest import StoreFaults
+from tests.support import LocalRuntime, TaskRecord, moto_backend
 
 
 class WorkerDied(BaseException):
@@ -84,3 +87,64 @@ def children_of(runtime: LocalRuntime, parent_id: str) -> list[TaskRecord]:
     """The records of every child the parent's record names, in id order."""
     record = runtime.record(parent_id)
     return [runtime.record(child) for batch in record.children for child in batch.ids()]
+
+
+@contextmanager
+def runtime_on(
+    where: str, app: Any, budget_s: float = 5.0, **options: Any
+) -> Iterator[LocalRuntime]:
+    """A local runtime on a virtual clock on backend ``where`` ("memory" or "moto"), for tests
+    that choose per case which backends to run (moto is slow per call)."""
+    with moto_backend() if where == "moto" else nullcontext():
+        yield LocalRuntime(app, budget_s=budget_s, backend=where, virtual_time=True, **options)
+
+
+def message_of(body: str) -> dict[str, Any]:
+    """A continuation body's fields (task_id, kind, reason, ...), unsigned."""
+    fields: dict[str, Any] = json.loads(body)
+    return fields
+
+
+@dataclass
+class Trap:
+    """Where a worker dies: at the first app write (``put``, by key and body) or send (by the
+    message's fields) that ``matches``, before the call or right after it landed."""
+
+    operation: str  # "put" or "send"
+    matches: Callable[[str, dict[str, Any]], bool]
+    after: bool = False
+    times: int = 1
+    sprung: int = 0
+
+    def arm(self, app: Any) -> None:
+        if self.operation == "put":
+            StoreFaults(app).around("put", self._put)
+        else:
+            queue = app.continuations.queue
+            send = queue.send
+
+            def guarded(body: str, *, delay_s: int = 0) -> str:
+                return self._fire(
+                    message_of(body).get("task_id", ""),
+                    message_of(body),
+                    lambda: send(body, delay_s=delay_s),
+                )
+
+            queue.send = guarded
+
+    def _put(self, call: Callable[..., Any], key: str, body: bytes, **kwargs: Any) -> Any:
+        try:
+            fields = json.loads(body) if key.endswith(".json") else {}
+        except ValueError:
+            fields = {}
+        return self._fire(
+            key, fields if isinstance(fields, dict) else {}, lambda: call(key, body, **kwargs)
+        )
+
+    def _fire(self, key: str, fields: dict[str, Any], call: Callable[[], Any]) -> Any:
+        if self.sprung >= self.times or not self.matches(key, fields):
+            return call()
+        self.sprung += 1
+        if self.after:
+            call()
+        raise WorkerDied(f"killed {'after' if self.after else 'before'} {self.operation} {key}")
