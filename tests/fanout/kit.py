@@ -107,14 +107,19 @@ def message_of(body: str) -> dict[str, Any]:
 
 @dataclass
 class Trap:
-    """Where a worker dies: at the first app write (``put``, by key and body) or send (by the
-    message's fields) that ``matches``, before the call or right after it landed."""
+    """Where a worker dies, once: at the ``nth`` app write (``put``, matched by key and body)
+    or send (by task id and the message's fields) that ``matches``, before the call or right
+    after it landed."""
 
     operation: str  # "put" or "send"
     matches: Callable[[str, dict[str, Any]], bool]
     after: bool = False
-    times: int = 1
-    sprung: int = 0
+    nth: int = 1
+    seen: int = 0
+    sprung: bool = False
+
+    def fresh(self) -> Trap:
+        return Trap(self.operation, self.matches, after=self.after, nth=self.nth)
 
     def arm(self, app: Any) -> None:
         if self.operation == "put":
@@ -142,9 +147,12 @@ class Trap:
         )
 
     def _fire(self, key: str, fields: dict[str, Any], call: Callable[[], Any]) -> Any:
-        if self.sprung >= self.times or not self.matches(key, fields):
+        if self.sprung or not self.matches(key, fields):
             return call()
-        self.sprung += 1
+        self.seen += 1
+        if self.seen < self.nth:
+            return call()
+        self.sprung = True
         if self.after:
             call()
         raise WorkerDied(f"killed {'after' if self.after else 'before'} {self.operation} {key}")
