@@ -3,7 +3,8 @@
 ``Completion`` says when a batch stops starting work: after ``min_successful`` successes, or
 once failures pass ``tolerated_failure_count`` or ``tolerated_failure_percentage`` (0 failures
 tolerated is fail-fast); a batch that ran out of items short of ``min_successful`` failed.
-With no completion every item runs and the batch ``failed`` if any did. A :class:`BatchResult` lists the items that started, in index order.
+With no completion every item runs and the batch ``failed`` if any did. A
+:class:`BatchResult` lists the items that started, in index order.
 
 Example:
     >>> result = ctx.map(urls, fetch_one, max_concurrency=10)  # doctest: +SKIP
