@@ -222,7 +222,7 @@ class Worker:
             case Verdict.FINISHED:
                 # Its worker may have died after the finish write: a child reports again
                 # (idempotent), and a sweep cut short is finished (else retried).
-                report_to_parent(self.records, self.continuations, record)
+                report_to_parent(self.records, self.continuations, record, again=True)
                 swept = self.records.sweeper.ensure_swept(record)
                 return Outcome.SWEPT if swept else Outcome.FINISHED
             case Verdict.FUTURE:

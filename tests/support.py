@@ -51,9 +51,11 @@ from continuum.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segmen
 from continuum.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
 from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum.values import dump_json
+from continuum.waiting import CHILD_RECHECK_S
 
 __all__ = [
     "BUCKET",
+    "CHILD_RECHECK_S",
     "DEFAULT_SEGMENTING",
     "DEFAULT_STEP_S",
     "FINISHED_TAG",
