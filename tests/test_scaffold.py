@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from continuum import ConfigurationError
-from tests.support import fill, init_project, keep_flavor, module_name, render_template
+from tests.support import (
+    continuum_requirement,
+    fill,
+    init_project,
+    keep_flavor,
+    module_name,
+    render_template,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
@@ -172,3 +179,45 @@ def test_fill_indents_a_block_like_its_placeholder_and_refuses_strays() -> None:
         fill(text, {"name": "x"})
     with pytest.raises(KeyError, match="without a placeholder"):
         fill("{{name}}", {"name": "x", "extra": "y"})
+
+
+def test_the_requirement_never_names_pypis_other_continuum(project: Path) -> None:
+    # This suite runs on an editable install of the checkout: sam build must package it.
+    lines = (project / "src/requirements.txt").read_text().splitlines()
+    wanted = [line for line in lines if line.startswith("continuum")]
+    assert wanted == [f"continuum @ {ROOT.as_uri()}"]
+
+
+class _Dist:
+    def __init__(self, direct_url: str | None, version: str = "0.3.1") -> None:
+        self.direct_url, self.version = direct_url, version
+
+    def read_text(self, name: str) -> str | None:
+        return self.direct_url if name == "direct_url.json" else None
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected"),
+    [
+        (
+            '{"url": "file:///wheels/continuum-0.3.1-py3-none-any.whl", "archive_info": {}}',
+            "continuum @ file:///wheels/continuum-0.3.1-py3-none-any.whl",
+        ),
+        (
+            '{"url": "https://git.example/continuum.git", '
+            '"vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+            "continuum @ git+https://git.example/continuum.git@abc123",
+        ),
+        (None, "continuum==0.3.1"),
+    ],
+)
+def test_the_requirement_follows_where_continuum_was_installed_from(
+    monkeypatch: pytest.MonkeyPatch, direct_url: str | None, expected: str
+) -> None:
+    from importlib import metadata
+
+    monkeypatch.setattr(metadata, "distributions", lambda name: [_Dist(direct_url)])
+    text = continuum_requirement()
+    assert text.splitlines()[-1] == expected
+    if direct_url is None:  # from an index: say which index, as PyPI's is another project
+        assert "another project" in text

@@ -15,6 +15,7 @@ The project (``<module>`` is the name in snake case)::
 
 from __future__ import annotations
 
+import json
 import keyword
 import sys
 from importlib import metadata
@@ -49,11 +50,32 @@ def module_name(name: str) -> str:
 
 
 def continuum_requirement() -> str:
-    """The requirement line for this continuum: compatible releases of the installed one."""
-    try:
-        return f"continuum~={metadata.version('continuum')}"
-    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
-        return "continuum"
+    """The requirement for this continuum, as ``sam build``'s pip must read it.
+
+    The project called ``continuum`` on PyPI is another one (a PyTorch library), so a bare
+    name or version could package it instead. Installed from a directory, a wheel or a VCS
+    (pip's ``direct_url.json``), the line points there; installed from an index, it pins the
+    version and says to install from that index.
+    """
+    # A checkout's own egg-info may come first on sys.path: prefer what pip recorded.
+    found = list(metadata.distributions(name="continuum"))
+    if not found:  # running from a source tree that is not installed
+        return f"continuum @ {Path(__file__).resolve().parents[2].as_uri()}"
+    direct = next(
+        (d.read_text("direct_url.json") for d in found if d.read_text("direct_url.json")), None
+    )
+    dist = found[0]
+    if direct:
+        origin = json.loads(direct)
+        url, vcs = origin["url"], origin.get("vcs_info")
+        if vcs:
+            url = f"{vcs['vcs']}+{url}@{vcs['commit_id']}"
+        return f"continuum @ {url}"
+    return (
+        "# PyPI's 'continuum' is another project: have pip read the index you installed\n"
+        "# continuum from (e.g. PIP_INDEX_URL=... sam build), or point at a wheel instead.\n"
+        f"continuum=={dist.version}"
+    )
 
 
 def project_files(name: str) -> dict[str, str]:
