@@ -2,14 +2,14 @@
 
 It runs ``continuum.standalone.QueueWorker`` (what ``continuum worker`` runs) on the
 benchmark's app, and tallies every S3 and SQS call the app's clients make, per message: a
-botocore ``before-parameter-build`` hook (one event per API call, its retries inside it) names
-and an ``after-call`` hook counts the call by its key or message body and adds it to the message the calling thread
-is handling (an answer of 300 or more is tallied as ``call!status``; a LIST's keys are summed
-as ``listed``). The pool threads a parent uses to create its children's records and read their
-reports handle no message of their own: their calls are tallied under ``task: null``. The
-source's ReceiveMessage and DeleteMessage go through a client of their own and are not counted
-(on AWS, Lambda's event source mapping makes them). One JSON line per message goes to
-``--tally``.
+botocore ``before-parameter-build`` hook (one event per API call, its retries inside it)
+names the call by its key or message body, and an ``after-call`` hook counts it for the
+message the calling thread is handling (an answer of 300 or more is tallied as
+``call!status``; a LIST's keys are summed as ``listed``). The pool threads a parent uses to
+create its children's records and read their reports handle no message of their own: their
+calls are tallied under ``task: null``. The source's ReceiveMessage and DeleteMessage go
+through a client of their own and are not counted (on AWS, Lambda's event source mapping
+makes them). One JSON line per message goes to ``--tally``.
 
 ``python -m benchmarks.fanout_worker --endpoint URL --bucket B --queue-url Q --parent ID
 --slots N --tally PATH`` (the benchmark starts several); SIGTERM stops it.

@@ -19,7 +19,6 @@ import pstats
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from pydantic import BaseModel
 

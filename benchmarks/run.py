@@ -24,6 +24,8 @@ BENCHMARKS = (
     "wake_latency",
     "long_sleep",
     "agent_overhead",
+    "map_threads",
+    "fanout_tasks",
 )
 
 
