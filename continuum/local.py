@@ -23,7 +23,7 @@ from continuum.emulation import ACCOUNT, REGION, LocalLambdaContext, event_recor
 from continuum.errors import ContinuumError
 from continuum.metering import CallCounter, Uncounted
 from continuum.queue import MAX_DELAY_S, ContinuationQueue
-from continuum.record import Status, TaskRecord
+from continuum.record import Counters, Status, TaskRecord
 from continuum.records import Records
 from continuum.store import RecordStore
 from continuum.waiters import WaitKind
@@ -63,6 +63,10 @@ class Invocation:
     reason: str | None = None
     #: the invocation only moved a long wait's timer on (no user code ran).
     hop: bool = False
+    #: another task than the one followed ran (a child task): its id, name and batch index.
+    task_id: str | None = None
+    task_name: str | None = None
+    index: int | None = None
 
 
 @dataclass
@@ -142,6 +146,9 @@ class LocalRuntime:
         self.observer = Records(self.observer_store, prefix=app.records.prefix)
         self.counter.calls.clear()
         self.invocations = 0
+        #: the tasks the last invocation's messages named.
+        self.last_task_ids: list[str] = []
+        self._seen: dict[str, TaskRecord] = {}  # other tasks' records after their last run
 
     def _setup_memory(self) -> None:
         from continuum.memory import InMemoryContinuationQueue, InMemoryRecordStore
@@ -204,6 +211,7 @@ class LocalRuntime:
         if self.backend != "memory":  # unless deleted, they come back after the visibility
             self.due.note(time.time() + self.visibility_timeout_s)
         event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
+        self.last_task_ids = [_task_of(m.body) for m in messages]
         self.invocations += 1
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
@@ -272,9 +280,31 @@ class LocalRuntime:
                 overran = seconds > self.budget_s
                 overruns += int(overran)
                 if on_invocation is not None:
-                    on_invocation(_invocation(self.invocations, before, after, seconds, overran))
+                    on_invocation(
+                        self._other(task_id, seconds, overran)
+                        or _invocation(self.invocations, before, after, seconds, overran)
+                    )
                 before = after
             return self.summary(before, overruns=overruns, seconds=real_monotonic() - started)
+
+    def _other(self, task_id: str, seconds: float, overran: bool) -> Invocation | None:
+        """The last invocation, if it ran another task than ``task_id`` (a child task)."""
+        others = [t for t in self.last_task_ids if t and t != task_id]
+        if not others or task_id in self.last_task_ids:
+            return None
+        other = others[0]
+        try:
+            after = self.record(other)
+        except ContinuumError:
+            return None
+        before = self._seen.get(other) or after.model_copy(
+            update={"counters": Counters(), "turn": 0}
+        )
+        self._seen[other] = after
+        inv = _invocation(self.invocations, before, after, seconds, overran)
+        inv.task_id, inv.task_name = other, after.task_name
+        inv.index = after.parent.index if after.parent is not None else None
+        return inv
 
     def next_due(self) -> float | None:
         """When the next message becomes visible (epoch s); None if none is in the queue."""
@@ -317,6 +347,14 @@ def _invocation(
         reason=after.suspend_reason if parked else None,
         hop=after.counters.hops > before.counters.hops,
     )
+
+
+def _task_of(body: str) -> str:
+    """The task a message names ("" if it does not parse)."""
+    try:
+        return str(json.loads(body).get("task_id") or "")
+    except (ValueError, AttributeError):
+        return ""
 
 
 def waits_for_outside(record: TaskRecord) -> bool:
