@@ -12,12 +12,14 @@ their results. Measured, for N = 100 and N = 1000 (``--quick``: N = 10 and 20, 2
   create included), and the PutObject calls on that key the workers made (the same, less the
   create). Target: they do not grow with N.
 - **parent invocations**: ``record.counters.invocations``; and the parent's messages by outcome
-  (a child's wake that its batch cannot yet decide on is ``ignored`` after one LIST).
+  (a child's wake that its batch cannot yet decide on is ``wake-ignored``: after one LIST, or
+  with none if the child had a successor, whose report comes later).
 - **calls per child for its report** (target: at most 3 S3 calls and 2 SQS sends): the child's
   report PutObject, its wake SendMessage and its successor-start SendMessage (counted in the
   child's own messages), plus every call made while a worker handled that child's wake to the
-  parent (the message names the child in its reason): the LIST of the parent's inbox, and any
-  GET of the parent's record. The wake that completes the batch runs the parent's last
+  parent (the message names the child in its reason): the LIST of the parent's inbox (only
+  the wakes of the last ``max_concurrency`` children, which have no successor), and any GET
+  of the parent's record. The wake that completes the batch runs the parent's last
   invocation, so the max includes it; the median is one child's cost. Besides: the parent's
   own per-child calls (creating each child's record, reading each report once at the end),
   amortized over N, and each child's whole life (its record's reads and writes too).
@@ -108,13 +110,14 @@ def run(
             client = app.client()
             started = time.monotonic()
             client.start("fan", {"n": n, "max_concurrency": max_concurrency}, task_id=parent)
-            status = client.status(parent)
-            while not status.status.finished:
+            # Polled by reading the record alone: client.status also LISTs the parent's inbox
+            # (to count its children), which would add a LIST of up to N keys per poll.
+            while not app.records.load(parent)[0].status.finished:
                 if time.monotonic() - started > TIMEOUT_S:
                     raise RuntimeError(f"the parent did not finish in {TIMEOUT_S:.0f}s")
                 time.sleep(0.2)
-                status = client.status(parent)
             wall = time.monotonic() - started
+            status = client.status(parent)
             # The winning wake goes on after the finish write (the sweep tags every report),
             # and duplicate or late wakes may still be in flight: let them be handled and
             # tallied before the workers stop.
