@@ -24,6 +24,7 @@ BENCHMARKS = (
     "wake_latency",
     "long_sleep",
     "agent_overhead",
+    "task_cost",
     "map_threads",
     "fanout_tasks",
 )

@@ -17,7 +17,7 @@ the next timer (96 a day). Counted per hop invocation, then per day of sleep:
   On moto every call is in-process; on AWS each is a network round trip, so a deployed hop
   lasts longer: ``lambda_duration_100ms_hop`` gives the duration price of a 100 ms hop.
 
-Dollars per million task-days use the public list prices in ``PRICES`` (us-east-1, no free
+Dollars per million task-days use the public list prices of ``continuum.prices`` (us-east-1, no free
 tier), side by side with Step Functions standard (a Wait state: about two state transitions
 whatever its length) and Lambda durable functions (a wait is one durable operation, then one
 invocation to resume) for the same ``DAYS``-day wait.
@@ -40,38 +40,21 @@ from benchmarks import emit, median, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
 from continuum.clocks import real_monotonic
 from continuum.local import Invocation, LocalRuntime, moto_backend
+from continuum.prices import PRICES
 from continuum.queue import QueueMessage
 
 DAYS = 7
 HOPS_PER_DAY = 86_400 // 900
 
 
-@dataclass(frozen=True)
-class Prices:
-    """Public list prices (USD, us-east-1, without free tiers), stated once; the README quotes
-    them."""
-
-    lambda_request: float = 0.20 / 1e6  # per request
-    lambda_gb_s_arm64: float = 0.0000133334  # per GB-second, arm64, first tier
-    lambda_memory_mb: int = 256  # the memory chosen for the worker
-    s3_put_copy_post_list: float = 0.005 / 1000  # per request (PutObjectTagging is a PUT)
-    s3_get: float = 0.0004 / 1000  # per request
-    sqs_request: float = 0.40 / 1e6  # per request (each 64 KB chunk); standard queue
-    s3_storage_gb_month: float = 0.023  # S3 Standard, first 50 TB
-    step_functions_transition: float = 25.0 / 1e6  # standard workflows, per state transition
-    step_functions_transitions_per_wait: int = 2  # a Wait state: entered, left
-    # Lambda durable functions, per durable operation (a step, a wait, a callback...), from the
-    # Lambda pricing page; its data written and retained are priced too, and not counted here.
-    durable_operation: float = 8.00 / 1e6
-
-
-PRICES = Prices()
+#: The memory chosen for the worker (the SAM template's default).
+LAMBDA_MEMORY_MB = 256
 
 S3_PRICED = {
     "s3:GetObject": PRICES.s3_get,
-    "s3:PutObject": PRICES.s3_put_copy_post_list,
-    "s3:ListObjectsV2": PRICES.s3_put_copy_post_list,
-    "s3:PutObjectTagging": PRICES.s3_put_copy_post_list,
+    "s3:PutObject": PRICES.s3_put,
+    "s3:ListObjectsV2": PRICES.s3_put,
+    "s3:PutObjectTagging": PRICES.s3_put,
 }
 
 
@@ -210,7 +193,7 @@ def billed_ms(seconds: float) -> int:
 
 def dollars_per_hop(calls_per_hop: dict[str, float], hop_ms: int) -> dict[str, float]:
     """What one hop costs, by line."""
-    gb = PRICES.lambda_memory_mb / 1024
+    gb = LAMBDA_MEMORY_MB / 1024
     s3 = sum(n * S3_PRICED.get(key, 0.0) for key, n in calls_per_hop.items())
     sqs = sum(
         n
@@ -219,7 +202,7 @@ def dollars_per_hop(calls_per_hop: dict[str, float], hop_ms: int) -> dict[str, f
     )
     return {
         "lambda_requests": PRICES.lambda_request,
-        "lambda_duration": gb * hop_ms / 1000 * PRICES.lambda_gb_s_arm64,
+        "lambda_duration": gb * hop_ms / 1000 * PRICES.lambda_gb_s,
         "s3_requests": s3,
         "sqs_requests": sqs * PRICES.sqs_request,
     }
@@ -246,7 +229,7 @@ def report(measured: Measured) -> None:
     hop_ms = billed_ms(median(measured.hop_seconds))
     emit("wait_cost.hop.wall", median(measured.hop_seconds) * 1000, "ms (median, moto)")
     emit("wait_cost.hop.cpu", median(measured.hop_cpu) * 1000, "ms (median, moto)")
-    emit("wait_cost.hop.billed", hop_ms, f"ms at {PRICES.lambda_memory_mb} MB arm64")
+    emit("wait_cost.hop.billed", hop_ms, f"ms at {LAMBDA_MEMORY_MB} MB arm64")
 
     hops_per_million_days = 1e6 * HOPS_PER_DAY
     total = 0.0
@@ -261,10 +244,10 @@ def report(measured: Measured) -> None:
     emit("wait_cost.record_bytes", measured.record_bytes, "B per record version")
     emit(
         "wait_cost.usd_per_million_task_days.s3_versions_kept_30d",
-        gb_months * PRICES.s3_storage_gb_month,
+        gb_months * PRICES.s3_gb_month,
         "USD (not in the sum)",
     )
-    sfn = PRICES.step_functions_transition * PRICES.step_functions_transitions_per_wait
+    sfn = PRICES.sfn_transition * PRICES.sfn_transitions_per_wait
     sfn_per_million_days = sfn / days * 1e6
     emit("wait_cost.usd_per_million_task_days.step_functions_standard", sfn_per_million_days, "USD")
     durable = (PRICES.durable_operation + PRICES.lambda_request) / days * 1e6

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum.backends import Backends
 from continuum.batch import LambdaContext
@@ -58,6 +58,8 @@ from continuum.worker import Worker
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
+
+ObserverT = TypeVar("ObserverT", bound=Observer)
 
 
 class Continuum(Decorators):
@@ -225,7 +227,7 @@ class Continuum(Decorators):
             )
         return self._worker.handle_batch(event, context)
 
-    def observe(self, observer: Observer) -> Observer:
+    def observe(self, observer: ObserverT) -> ObserverT:
         """Register an observer of what the worker does (``continuum.Observer``); returns it.
 
         Example:

@@ -180,6 +180,7 @@ class _Batch:
             completion_reason=reason or "all_completed",
             given=len(self.branches),
             policy=self.completion is not None,
+            min_successful=self.completion.min_successful if self.completion else None,
         )
         with runner.lock:
             self.entry.result = result.model_dump(mode="json")

@@ -97,7 +97,7 @@ class DeadLetters:
                 case Verdict.RUN:
                     pass
                 case Verdict.FINISHED:
-                    report_to_parent(self.records, self.continuations, record)
+                    report_to_parent(self.records, self.continuations, record, again=True)
                     swept = self.records.sweeper.ensure_swept(record)
                     return DeadLetterOutcome.SWEPT if swept else DeadLetterOutcome.LEFTOVER
                 case _:  # a live worker holds it

@@ -127,11 +127,16 @@ class ChildTasks:
             list(pool.map(one, ids))
 
 
-def report_to_parent(records: Records, continuations: Continuations, record: TaskRecord) -> None:
+def report_to_parent(
+    records: Records, continuations: Continuations, record: TaskRecord, *, again: bool = False
+) -> None:
     """A finished child: write its report to its parent, wake the parent, start the next.
 
-    Idempotent; called when the child finishes and again for any message that finds it
-    finished (a worker may have died in between).
+    Idempotent; called when the child finishes and ``again`` for any message that finds it
+    finished (a worker may have died in between). Again, it starts the next child only if
+    that one is still pending: else every message a finished child gets (a cancel's wake, a
+    duplicate start) would be passed down the chain of finished successors, each passing on
+    all it got, so that a batch cut short sends messages quadratic in its size.
     """
     link = record.parent
     if link is None or not record.status.finished:
@@ -162,5 +167,12 @@ def report_to_parent(records: Records, continuations: Continuations, record: Tas
         kind="wake",
         batch=hint,
     )
-    if link.successor is not None:
+    if link.successor is not None and (not again or _pending(records, link.successor)):
         continuations.send(link.successor, generation=0, reason="start")
+
+
+def _pending(records: Records, task_id: str) -> bool:
+    try:
+        return records.load(task_id)[0].status == Status.PENDING
+    except RecordNotFoundError:
+        return False

@@ -10,11 +10,9 @@ timeouts apply, so continuations, retries and redeliveries really happen.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from continuum.app import Continuum
@@ -23,10 +21,17 @@ from continuum.emulation import ACCOUNT, REGION, LocalLambdaContext, event_recor
 from continuum.errors import ContinuumError
 from continuum.metering import CallCounter, Uncounted
 from continuum.queue import MAX_DELAY_S, ContinuationQueue
-from continuum.record import Counters, Status, TaskRecord
+from continuum.record import Counters, TaskRecord
 from continuum.records import Records
+from continuum.runs import (
+    Handled,
+    Invocation,
+    RunSummary,
+    invocation_of,
+    kept_status,
+    waits_for_outside,
+)
 from continuum.store import RecordStore
-from continuum.waiters import WaitKind
 
 __all__ = [
     "BUCKET",
@@ -47,49 +52,6 @@ QUEUE = "continuum-local"
 POLL_INTERVAL_S = 0.02
 
 Backend = Literal["moto", "memory"]
-
-
-@dataclass
-class Invocation:
-    """What one emulated invocation did to the task."""
-
-    number: int
-    status: str
-    turn: int
-    steps_executed: int
-    steps_replayed: int
-    seconds: float
-    overran: bool
-    reason: str | None = None
-    #: the invocation only moved a long wait's timer on (no user code ran).
-    hop: bool = False
-    #: another task than the one followed ran (a child task): its id, name and batch index.
-    task_id: str | None = None
-    task_name: str | None = None
-    index: int | None = None
-
-
-@dataclass
-class RunSummary:
-    """The end of a local run: the task's fate and what it took."""
-
-    task_id: str
-    status: str
-    result: Any
-    error: str | None
-    invocations: int
-    continuations: int
-    steps: int
-    steps_replayed: int
-    turns: int
-    overruns: int
-    seconds: float
-    s3_calls: int
-    sqs_calls: int
-    aws_calls: dict[str, int] = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, default=str)
 
 
 @contextlib.contextmanager
@@ -144,11 +106,10 @@ class LocalRuntime:
         else:
             self._setup_moto(endpoint_url)
         self.observer = Records(self.observer_store, prefix=app.records.prefix)
+        self.handled = app.observe(Handled())
+        self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()
         self.invocations = 0
-        #: the tasks the last invocation's messages named.
-        self.last_task_ids: list[str] = []
-        self._seen: dict[str, TaskRecord] = {}  # other tasks' records after their last run
 
     def _setup_memory(self) -> None:
         from continuum.memory import InMemoryContinuationQueue, InMemoryRecordStore
@@ -211,7 +172,6 @@ class LocalRuntime:
         if self.backend != "memory":  # unless deleted, they come back after the visibility
             self.due.note(time.time() + self.visibility_timeout_s)
         event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
-        self.last_task_ids = [_task_of(m.body) for m in messages]
         self.invocations += 1
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
@@ -258,7 +218,7 @@ class LocalRuntime:
             should_stop: return before the next invocation once this says so (Ctrl-C).
         """
         started = real_monotonic()
-        overruns = 0
+        overruns, stale = 0, False  # stale: ``before`` lags only in generation and counters
         with self.time.running():
             before = self.record(task_id)
             while not before.status.finished:
@@ -269,40 +229,51 @@ class LocalRuntime:
                         f"the task did not finish within {timeout_s:.0f}s", task_id=task_id
                     )
                 t0 = real_monotonic()
-                if self.invoke_once(context() if context is not None else None) is None:
+                self.handled.take()
+                result = self.invoke_once(context() if context is not None else None)
+                if result is None:
                     due = self.next_due()
-                    if due is None or (stop_when_waiting and _waits_for_outside(before)):
+                    if due is None or (stop_when_waiting and waits_for_outside(before)):
                         break  # nothing will ever arrive unless the outside world sends it
                     self.time.wait_until(due, poll_s=POLL_INTERVAL_S)
                     continue
                 seconds = real_monotonic() - t0
-                after = self.record(task_id)
                 overran = seconds > self.budget_s
                 overruns += int(overran)
+                handled = self.handled.take()
+                if on_invocation is None and not result.get("batchItemFailures"):
+                    # A hop or an ignored wake changes nothing the loop decides on.
+                    stale = kept_status(handled, task_id)
+                    if stale:
+                        continue
+                after = self.record(task_id)
                 if on_invocation is not None:
                     on_invocation(
-                        self._other(task_id, seconds, overran)
-                        or _invocation(self.invocations, before, after, seconds, overran)
+                        self._other(handled, task_id, seconds, overran)
+                        or invocation_of(self.invocations, before, after, seconds, overran)
                     )
-                before = after
+                before, stale = after, False
+            if stale:
+                before = self.record(task_id)
             return self.summary(before, overruns=overruns, seconds=real_monotonic() - started)
 
-    def _other(self, task_id: str, seconds: float, overran: bool) -> Invocation | None:
-        """The last invocation, if it ran another task than ``task_id`` (a child task)."""
-        others = [t for t in self.last_task_ids if t and t != task_id]
-        if not others or task_id in self.last_task_ids:
+    def _other(
+        self, handled: list[tuple[str | None, str]], task_id: str, seconds: float, overran: bool
+    ) -> Invocation | None:
+        """The last invocation as a child task's, if it ran one and not ``task_id``."""
+        ran = [t for t, _ in handled if t]
+        if not ran or task_id in ran:
             return None
-        other = others[0]
         try:
-            after = self.record(other)
+            after = self.record(ran[0])
         except ContinuumError:
             return None
-        before = self._seen.get(other) or after.model_copy(
-            update={"counters": Counters(), "turn": 0}
+        first = after.model_copy(update={"counters": Counters(), "turn": 0})
+        inv = invocation_of(
+            self.invocations, self._seen.get(ran[0], first), after, seconds, overran
         )
-        self._seen[other] = after
-        inv = _invocation(self.invocations, before, after, seconds, overran)
-        inv.task_id, inv.task_name = other, after.task_name
+        self._seen[ran[0]] = after
+        inv.task_id, inv.task_name = ran[0], after.task_name
         inv.index = after.parent.index if after.parent is not None else None
         return inv
 
@@ -330,39 +301,3 @@ class LocalRuntime:
             sqs_calls=self.counter.total("sqs"),
             aws_calls=dict(sorted(self.counter.calls.items())),
         )
-
-
-def _invocation(
-    number: int, before: TaskRecord, after: TaskRecord, seconds: float, overran: bool
-) -> Invocation:
-    parked = after.status in (Status.SUSPENDED, Status.WAITING)
-    return Invocation(
-        number=number,
-        status=after.status.value,
-        turn=after.turn,
-        steps_executed=after.counters.steps_executed - before.counters.steps_executed,
-        steps_replayed=after.counters.steps_replayed - before.counters.steps_replayed,
-        seconds=seconds,
-        overran=overran,
-        reason=after.suspend_reason if parked else None,
-        hop=after.counters.hops > before.counters.hops,
-    )
-
-
-def _task_of(body: str) -> str:
-    """The task a message names ("" if it does not parse)."""
-    try:
-        return str(json.loads(body).get("task_id") or "")
-    except (ValueError, AttributeError):
-        return ""
-
-
-def waits_for_outside(record: TaskRecord) -> bool:
-    """Whether the task waits for something other than time (a callback, a signal)."""
-    return _waits_for_outside(record)
-
-
-def _waits_for_outside(record: TaskRecord) -> bool:
-    return record.status == Status.WAITING and any(
-        waiter.kind != WaitKind.TIME for waiter in record.waiting_for
-    )

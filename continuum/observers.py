@@ -106,6 +106,8 @@ class MessageHandled:
     outcome: str
     task_name: str | None
     duration_ms: float
+    #: the task the message names (None if the message could not be read).
+    task_id: str | None = None
 
 
 class Observer:

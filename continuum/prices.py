@@ -26,8 +26,12 @@ class Prices:
     s3_gb_month: float = 0.023
     #: SQS standard queue: per request (64 KB chunk).
     sqs_request: float = 0.40 / 1_000_000
-    #: Step Functions standard: per state transition.
+    #: Step Functions standard: per state transition; a Wait state is entered and left.
     sfn_transition: float = 25.0 / 1_000_000
+    sfn_transitions_per_wait: int = 2
+    #: Lambda durable functions, per durable operation (a step, a wait, a callback...); its
+    #: data written and retained are priced too, and not counted here.
+    durable_operation: float = 8.00 / 1_000_000
 
 
 PRICES = Prices()

@@ -124,6 +124,7 @@ class Worker:
                     outcome=outcome.value,
                     task_name=getattr(self._local, "task", None),
                     duration_ms=(time.monotonic() - started) * 1e3,
+                    task_id=getattr(self._local, "task_id", None),
                 ),
             )
             return outcome.value
@@ -136,7 +137,7 @@ class Worker:
     def process(self, delivery: Delivery, context: LambdaContext) -> Outcome:
         """Process one message; return what happened. Raise only to have it retried."""
         _clear_log_keys()
-        self._local.task = None
+        self._local.task = self._local.task_id = None
         self._local.usage = self.meter.start()
         self._local.clock = RunClock()
         try:
@@ -145,6 +146,7 @@ class Worker:
             # Retrying cannot fix a malformed message: acknowledge and say why.
             logger.error(f"rejected a message: {exc}", extra={"message_id": delivery.message_id})
             return Outcome.REJECTED
+        self._local.task_id = message.task_id
         _log_keys(
             correlation_id=message.task_id, task_id=message.task_id, generation=message.generation
         )
@@ -218,12 +220,9 @@ class Worker:
                 self.endings.resend(record)
                 return Outcome.RESENT
             case Verdict.FINISHED:
-                # A child that finished reports again (idempotent): its worker may have died
-                # between its finish write and its report. The sweep of its objects may have
-                # been cut short too (the finisher died after its write, a call failed, a
-                # reply was lost): finish it, or have this message retried
-                # (SweepIncompleteError) until it is done.
-                report_to_parent(self.records, self.continuations, record)
+                # Its worker may have died after the finish write: a child reports again
+                # (idempotent), and a sweep cut short is finished (else retried).
+                report_to_parent(self.records, self.continuations, record, again=True)
                 swept = self.records.sweeper.ensure_swept(record)
                 return Outcome.SWEPT if swept else Outcome.FINISHED
             case Verdict.FUTURE:

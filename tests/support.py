@@ -19,6 +19,7 @@ from continuum.continuation import (
 )
 from continuum.control import Preempted
 from continuum.fence import Verdict, fence
+from continuum.history import InvocationRun, StepRun, Usage
 from continuum.inbox import CallbackAnswer
 from continuum.inspection import inspect_task
 from continuum.journal import Journal
@@ -32,6 +33,7 @@ from continuum.local import (
 )
 from continuum.queue import QueueError
 from continuum.record import (
+    Counters,
     JournalEntry,
     Lease,
     StepStats,
@@ -49,9 +51,11 @@ from continuum.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segmen
 from continuum.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
 from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum.values import dump_json
+from continuum.waiting import CHILD_RECHECK_S
 
 __all__ = [
     "BUCKET",
+    "CHILD_RECHECK_S",
     "DEFAULT_SEGMENTING",
     "DEFAULT_STEP_S",
     "FINISHED_TAG",
@@ -61,7 +65,9 @@ __all__ = [
     "Claim",
     "Continuation",
     "Continuations",
+    "Counters",
     "Failed",
+    "InvocationRun",
     "Journal",
     "JournalEntry",
     "Lease",
@@ -75,12 +81,14 @@ __all__ = [
     "Records",
     "Returned",
     "Segmenting",
+    "StepRun",
     "StepStats",
     "StoreError",
     "Suspended",
     "TaskRecord",
     "TransientStoreError",
     "TurnLoop",
+    "Usage",
     "Verdict",
     "check_task_id",
     "clear_cache",
