@@ -157,8 +157,10 @@ def report_to_parent(
         count=link.count,
         completion=link.completion,
         # Its successor reports after it: unless a policy may stop the batch early, the
-        # decision is left to a later report's wake (no LIST for this one).
-        decides=link.successor is None or link.completion is not None,
+        # decision is left to a later report's wake (no LIST for this one). A repeated
+        # report LISTs: its successor may have reported first (started out of order by an
+        # operator, or cancelled while pending), and is not started again.
+        decides=again or link.successor is None or link.completion is not None,
     )
     continuations.send(
         link.task_id,
