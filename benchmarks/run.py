@@ -25,6 +25,8 @@ BENCHMARKS = (
     "long_sleep",
     "agent_overhead",
     "task_cost",
+    "map_threads",
+    "fanout_tasks",
 )
 
 

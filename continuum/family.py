@@ -11,7 +11,9 @@ first ``max_concurrency``; each child, when it finishes, starts the next one its
 (``ParentLink.successor``), so that a slot freed needs no invocation of the parent. A wake
 from a child says which batch it belongs to (``Continuation.batch``), so the worker can judge
 from one LIST of the parent's inbox, without reading the parent's record, whether the batch
-can decide yet.
+can decide yet; and whether its report can be the deciding one at all (a child with a
+successor and no completion policy cannot: its successor reports after it), so that only
+those wakes LIST.
 """
 
 from __future__ import annotations
@@ -150,7 +152,16 @@ def report_to_parent(
         error=record.error,
     )
     records.inbox.put_child_report(link.task_id, record.task_id, status, report)
-    hint = BatchHint(prefix=link.batch, count=link.count, completion=link.completion)
+    hint = BatchHint(
+        prefix=link.batch,
+        count=link.count,
+        completion=link.completion,
+        # Its successor reports after it: unless a policy may stop the batch early, the
+        # decision is left to a later report's wake (no LIST for this one). A repeated
+        # report LISTs: its successor may have reported first (started out of order by an
+        # operator, or cancelled while pending), and is not started again.
+        decides=again or link.successor is None or link.completion is not None,
+    )
     continuations.send(
         link.task_id,
         generation=0,

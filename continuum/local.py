@@ -21,7 +21,7 @@ from continuum.emulation import ACCOUNT, REGION, LocalLambdaContext, event_recor
 from continuum.errors import ContinuumError
 from continuum.metering import CallCounter, Uncounted
 from continuum.queue import MAX_DELAY_S, ContinuationQueue
-from continuum.record import TaskRecord
+from continuum.record import Counters, TaskRecord
 from continuum.records import Records
 from continuum.runs import (
     Handled,
@@ -107,6 +107,7 @@ class LocalRuntime:
             self._setup_moto(endpoint_url)
         self.observer = Records(self.observer_store, prefix=app.records.prefix)
         self.handled = app.observe(Handled())
+        self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()
         self.invocations = 0
 
@@ -239,18 +240,42 @@ class LocalRuntime:
                 seconds = real_monotonic() - t0
                 overran = seconds > self.budget_s
                 overruns += int(overran)
+                handled = self.handled.take()
                 if on_invocation is None and not result.get("batchItemFailures"):
                     # A hop or an ignored wake changes nothing the loop decides on.
-                    stale = kept_status(self.handled.take(), task_id)
+                    stale = kept_status(handled, task_id)
                     if stale:
                         continue
                 after = self.record(task_id)
                 if on_invocation is not None:
-                    on_invocation(invocation_of(self.invocations, before, after, seconds, overran))
+                    on_invocation(
+                        self._other(handled, task_id, seconds, overran)
+                        or invocation_of(self.invocations, before, after, seconds, overran)
+                    )
                 before, stale = after, False
             if stale:
                 before = self.record(task_id)
             return self.summary(before, overruns=overruns, seconds=real_monotonic() - started)
+
+    def _other(
+        self, handled: list[tuple[str | None, str]], task_id: str, seconds: float, overran: bool
+    ) -> Invocation | None:
+        """The last invocation as a child task's, if it ran one and not ``task_id``."""
+        ran = [t for t, _ in handled if t]
+        if not ran or task_id in ran:
+            return None
+        try:
+            after = self.record(ran[0])
+        except ContinuumError:
+            return None
+        first = after.model_copy(update={"counters": Counters(), "turn": 0})
+        inv = invocation_of(
+            self.invocations, self._seen.get(ran[0], first), after, seconds, overran
+        )
+        self._seen[ran[0]] = after
+        inv.task_id, inv.task_name = ran[0], after.task_name
+        inv.index = after.parent.index if after.parent is not None else None
+        return inv
 
     def next_due(self) -> float | None:
         """When the next message becomes visible (epoch s); None if none is in the queue."""

@@ -37,6 +37,10 @@ class Invocation:
     reason: str | None = None
     #: the invocation only moved a long wait's timer on (no user code ran).
     hop: bool = False
+    #: another task than the one followed ran (a child task): its id, name and batch index.
+    task_id: str | None = None
+    task_name: str | None = None
+    index: int | None = None
 
 
 @dataclass

@@ -126,6 +126,12 @@ class BatchHint(BaseModel):
     prefix: str
     count: int
     completion: dict[str, Any] | None = None
+    #: False: this report cannot be the one that lets the batch decide, so the wake needs no
+    #: LIST. A child with a successor and no completion policy, reporting the first time:
+    #: its successor starts only after this report is written, so reports after it, and
+    #: the last report's own wake LISTs the inbox (a batch of N would otherwise LIST N
+    #: times, O(N^2) keys in all). A repeated report always LISTs.
+    decides: bool = True
 
 
 class OpenCallback(_Model):

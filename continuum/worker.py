@@ -169,7 +169,7 @@ class Worker:
         if (
             message.kind == "wake"
             and message.batch is not None
-            and undecided(self.records.inbox, message)
+            and (not message.batch.decides or undecided(self.records.inbox, message))
         ):
             return Outcome.IGNORED  # a child reported; its batch cannot decide yet
         mine = self.recent.take(message)

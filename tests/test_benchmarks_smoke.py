@@ -49,5 +49,12 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "agent_overhead.tool_call.overhead",
         "checkpoint.invocation.segmented.peak_rss",
         "checkpoint.segmented.turn_upload",
+        "map_threads.ratio",
+        "map_threads.thread_pool.median",
+        "fanout_tasks.n20.wall",
+        "fanout_tasks.n20.parent.record_versions",
+        "fanout_tasks.n20.per_child.report.s3.max",
+        "fanout_tasks.n20.per_child.report.sqs_send.max",
+        "fanout_tasks.parent_record_writes_growth",
     ):
         assert expected in names, expected

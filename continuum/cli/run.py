@@ -194,9 +194,13 @@ class _Printer:
         self.flush()
         why = _why(inv.status, inv.reason)
         flag = "  OVERRAN" if inv.overran else ""
+        child = ""
+        if inv.task_id is not None:  # a child task ran in this invocation
+            index = f"[{inv.index}]" if inv.index is not None else ""
+            child = f"  child {inv.task_name}{index}"
         print(
             f"invocation {inv.number:>3}  turn {inv.turn:>3}  steps {inv.steps_executed:>3} run, "
-            f"{inv.steps_replayed:>2} replayed  {inv.seconds:5.2f}s  {why}{flag}",
+            f"{inv.steps_replayed:>2} replayed  {inv.seconds:5.2f}s  {why}{flag}{child}",
             flush=True,
         )
 
