@@ -15,7 +15,6 @@ worker that dies anywhere in between leaves the next delivery to finish the job.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from continuum.completion import BatchResult, Completion, Item, check_concurrency
@@ -33,6 +32,7 @@ from continuum.family import (
     child_id,
     decisive,
 )
+from continuum.pools import in_parallel
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.waiters import (
     ChildBatch,
@@ -92,8 +92,8 @@ def _read_reports(runner: Any, found: dict[str, str]) -> list[ChildReport]:
         report: ChildReport | None = inbox.read(f"children/{child}/{status}.json", ChildReport)
         return report
 
-    with ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
-        reports = [r for r in pool.map(read, sorted(found.items())) if r is not None]
+    found_items = sorted(found.items())
+    reports = [r for r in in_parallel(read, found_items, threads=CHILD_THREADS) if r is not None]
     return sorted(reports, key=lambda r: r.index)
 
 
@@ -246,8 +246,8 @@ def _create_children(
             starter.create(task_name, inputs[i], f"{prefix}.{i}", link)
 
         started = time.monotonic()
-        with runner.unlocked(), ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
-            list(pool.map(create, chunk))
+        with runner.unlocked():
+            in_parallel(create, chunk, threads=CHILD_THREADS)
         runner.observe_work(stats_name, time.monotonic() - started)
         created = chunk.stop
         entry.cursor = {**progress, "created": created}

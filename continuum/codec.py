@@ -13,8 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -26,6 +25,7 @@ from continuum.errors import (
     RecordTooNewError,
     describe_errors,
 )
+from continuum.pools import in_parallel
 from continuum.record import (
     BASE_RECORD_FORMAT,
     RECORD_FORMAT,
@@ -103,7 +103,7 @@ class _Externalizer:
         if not cuts:
             return None, self._put_json(dump_json(value)), []
         segments = [segment for cut in cuts for segment in cut.segments]
-        refs = iter(in_parallel(self._put_json, segments))
+        refs = iter(in_parallel(self._put_json, segments, threads=BLOB_THREADS))
         lists = [
             SegmentedList(
                 path=list(cut.path), segments=[_segment(next(refs), n) for n in cut.counts]
@@ -230,7 +230,11 @@ def inline_blobs(record: TaskRecord, get_blob: GetBlob) -> TaskRecord:
     """
     tid = record.task_id
     refs = record.blob_refs()
-    values = iter(in_parallel(lambda ref: unpack_blob(ref, get_blob(ref), task_id=tid), refs))
+    values = iter(
+        in_parallel(
+            lambda ref: unpack_blob(ref, get_blob(ref), task_id=tid), refs, threads=BLOB_THREADS
+        )
+    )
     state = next(values) if record.state_ref is not None else record.state
     result = next(values) if record.result_ref is not None else record.result
     heads = [_items_of(listed, values, tid) for listed in record.state_segments]
@@ -285,19 +289,6 @@ def describe_blobs(record: TaskRecord) -> dict[str, str]:
 
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
-
-
-def in_parallel(fn: Callable[[_In], _Out], items: Sequence[_In]) -> list[_Out]:
-    """``[fn(item) for item in items]`` on up to BLOB_THREADS threads.
-
-    Every call ends before this returns; if any raised, the first one's error (in the order
-    of ``items``) is raised.
-    """
-    if len(items) < 2:
-        return [fn(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(BLOB_THREADS, len(items))) as pool:
-        futures = [pool.submit(fn, item) for item in items]
-    return [future.result() for future in futures]
 
 
 def _corrupt(message: str, task_id: str) -> RecordCorruptError:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
@@ -29,6 +28,7 @@ from pydantic import BaseModel
 from continuum.completion import Completion
 from continuum.continuation import Continuations
 from continuum.errors import RecordNotFoundError, TaskFinishedError
+from continuum.pools import in_parallel
 from continuum.record import ErrorInfo, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.waiters import BatchHint, ParentLink
@@ -123,8 +123,7 @@ class ChildTasks:
             with contextlib.suppress(TaskFinishedError, RecordNotFoundError):
                 self.client.cancel(task_id, reason)
 
-        with ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
-            list(pool.map(one, ids))
+        in_parallel(one, ids, threads=CHILD_THREADS)
 
 
 def report_to_parent(

@@ -7,6 +7,7 @@ hook (each fake operation stands for the S3 or SQS operation named below).
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -102,7 +103,9 @@ _USAGE_FIELDS = {
 
 
 class Meter:
-    """Counts a worker's store and queue calls per message (per thread), for ``record.usage``.
+    """Counts a worker's store and queue calls per message, for ``record.usage``: in the
+    context that handles the message, and in the pool threads it hands work to (they run in
+    a copy of it: ``pools.in_parallel``).
 
     Example:
         >>> meter = Meter()
@@ -111,19 +114,23 @@ class Meter:
     """
 
     def __init__(self) -> None:
-        self._local = threading.local()
+        self._usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
+            f"continuum_usage_{id(self)}", default=None
+        )
+        self._lock = threading.Lock()  # pool threads count into their caller's Usage
 
     def start(self) -> Usage:
-        """Count this thread's calls from now into a fresh Usage, and return it."""
+        """Count this context's calls from now into a fresh Usage, and return it."""
         usage = Usage()
-        self._local.usage = usage
+        self._usage.set(usage)
         return usage
 
     def count(self, operation: str) -> None:
-        usage = getattr(self._local, "usage", None)
+        usage = self._usage.get()
         name = _USAGE_FIELDS.get(operation)
         if usage is not None and name is not None:
-            setattr(usage, name, getattr(usage, name) + 1)
+            with self._lock:
+                setattr(usage, name, getattr(usage, name) + 1)
 
     def wrap(self, fake: Any) -> Any:
         """A view of a store or a queue whose calls this meter counts."""

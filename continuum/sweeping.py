@@ -28,10 +28,14 @@ from collections.abc import Callable
 from continuum.blobs import FINISHED_TAGS, BlobKeys, Blobs
 from continuum.errors import RecordError
 from continuum.inbox import Inbox
+from continuum.pools import in_parallel
 from continuum.record import TaskRecord
 from continuum.store import NoSuchKey, RecordStore, StoreError
 
 logger = logging.getLogger("continuum.sweeping")
+
+#: Tags and deletes of one sweep in flight at once (S3 takes thousands a second a prefix).
+SWEEP_THREADS = 16
 
 
 class SweepIncompleteError(RecordError):
@@ -122,8 +126,10 @@ class Sweeper:
         return self._tidy_keys(keys, keep)
 
     def _tidy_keys(self, keys: list[str], keep: Callable[[str], bool]) -> list[str]:
-        failed: list[str] = []
-        for key in keys:
+        """Tag or delete each key, side by side (a parent of 1,000 children has 1,000
+        reports); return what failed."""
+
+        def tidy(key: str) -> str | None:
             kept = keep(key)
             try:
                 if kept:
@@ -131,7 +137,9 @@ class Sweeper:
                 else:
                     self.store.delete(key)
             except NoSuchKey:  # gone since the listing: nothing left to tidy
-                continue
+                return None
             except StoreError as exc:
-                failed.append(f"{'tag' if kept else 'delete'} {key}: {exc}")
-        return failed
+                return f"{'tag' if kept else 'delete'} {key}: {exc}"
+            return None
+
+        return [f for f in in_parallel(tidy, keys, threads=SWEEP_THREADS) if f is not None]

@@ -31,6 +31,8 @@ from continuum.local import (
     event_record,
     moto_backend,
 )
+from continuum.metering import Meter
+from continuum.pools import in_parallel
 from continuum.queue import QueueError
 from continuum.record import (
     Counters,
@@ -74,6 +76,7 @@ __all__ = [
     "LocalLambdaContext",
     "LocalRuntime",
     "Lost",
+    "Meter",
     "NoSuchKey",
     "PreconditionFailed",
     "Preempted",
@@ -105,6 +108,7 @@ __all__ = [
     "event_record",
     "fence",
     "fill",
+    "in_parallel",
     "init_project",
     "inspect_task",
     "keep_flavor",
