@@ -19,8 +19,9 @@ The re-execution check, and why it is sound without comparing clocks:
 
 Blobs (``tasks/<id>/blobs/<sha256>.json.gz``): after the run every blob object is referenced
 by the latest record of its task, deleted (only noncurrent versions and a delete marker left),
-or tagged ``continuum-finished=true``; no latest record points at a blob that is gone; and a
-blob is tagged only after its task's finish write landed (a fenced finish tags nothing).
+or tagged ``continuum-finished=true``; a finished record and the blobs it references are
+tagged (its sweep completed, so they expire); no latest record points at a blob that is gone;
+and a blob is tagged only after its task's finish write landed (a fenced finish tags nothing).
 
 Also checked: every journal entry was produced by a real execution of an invocation that had
 claimed at or before that version; a step never ran twice in one invocation; every key a
@@ -542,30 +543,36 @@ def _tagged_finished(s3: Any, bucket: str, key: str) -> bool:
     return {"Key": "continuum-finished", "Value": "true"} in tags
 
 
-TIDYING = ("DeleteObject", "PutObjectTagging", "ListObjectsV2")
+#: Calls whose fault, after the finish write in the invocation that made it, cuts its sweep
+#: short (a GetObject there is the read that would confirm a write whose reply was lost).
+TIDYING = ("DeleteObject", "PutObjectTagging", "ListObjectsV2", "GetObject")
 #: A leaked blob whose task's finish sweep was cut short: a kill or a fault after the finish.
 SWEEP_LEAK = "blobs leaked by an interrupted finish sweep"
 OTHER_LEAK = "blobs left unreferenced, undeleted and untagged"
 MISSING_BLOB = "records pointing at a missing blob"
 TAGGED_EARLY = "blobs tagged before their task finished"
+#: A blob its finished task's record uses, or that record itself, not tagged: never expires.
+FINISHED_UNTAGGED = "blobs referenced by a finished record, untagged (never expire)"
+UNSWEPT = "finished records untagged (their sweep never completed)"
 
 
-def sweep_interruptions(task_id: str, events: list[dict[str, Any]]) -> list[str]:
-    """What cut short the sweep of a task's blobs: a kill or a fault on a tidying call met
-    by the invocation that wrote its finish, after that write."""
-    causes: list[str] = []
-    finisher = None
+def sweep_interruptions(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per task, what cut short the sweep of its blobs: a kill or a fault on a tidying call
+    met by the invocation that wrote its finish, after that write."""
+    causes: dict[str, list[str]] = defaultdict(list)
+    finisher: dict[str, str] = {}
     for e in events:
-        if e.get("task_id") != task_id:
+        task_id = e.get("task_id")
+        if task_id is None:
             continue
         if e["ev"] == "write" and e["kind"] == "finish_write":
-            finisher = e["inv"]
-        elif finisher is not None and e.get("inv") == finisher:
+            finisher[task_id] = e["inv"]
+        elif task_id in finisher and e.get("inv") == finisher[task_id]:
             if e["ev"] == "kill":
-                causes.append(f"killed at {e['point']}")
+                causes[task_id].append(f"killed at {e['point']}")
             elif e["ev"] == "fault" and e["op"] in TIDYING:
-                causes.append(f"{e['kind']} on {e['op']}")
-    return causes
+                causes[task_id].append(f"{e['kind']} on {e['op']}")
+    return dict(causes)
 
 
 def check_blobs(
@@ -578,6 +585,7 @@ def check_blobs(
 ) -> None:
     """Every blob ends referenced, deleted or tagged; none a latest record needs is gone."""
     blobs = read_blobs(s3, bucket, stored=stored)
+    interrupted = sweep_interruptions(events)
     referenced = {
         _blob_key(task_id, digest)
         for task_id, history in versions.items()
@@ -598,16 +606,17 @@ def check_blobs(
             counts["referenced"] += 1
             final = versions[key.split("/")[1]][-1]
             if final.get("status") in FINISHED and not _tagged_finished(s3, bucket, key):
-                counts["finished untagged"] += 1
+                report.violate(FINISHED_UNTAGGED, f"{key} (task {final.get('status')})")
         elif _tagged_finished(s3, bucket, key):
             counts["tagged"] += 1
         else:
             task_id = key.split("/")[1]
             status = (versions.get(task_id) or [{}])[-1].get("status")
-            causes = sweep_interruptions(task_id, events)
+            causes = interrupted.get(task_id, [])
             why = ", ".join(causes) if causes else "no kill or tidying fault after the finish"
             report.violate(SWEEP_LEAK if causes else OTHER_LEAK, f"{key} (task {status}; {why})")
     check_tags_after_finish(report, events)
+    check_records_swept(report, s3, bucket, versions)
     report.add("blob versions written", counts["written"], "versions")
     report.add_all(
         "blobs",
@@ -615,15 +624,29 @@ def check_blobs(
             "blob keys": len(blobs),
             "blobs deleted": counts["deleted"],
             "blobs referenced by a latest record": counts["referenced"],
-            "blobs referenced by a finished record, untagged (never expire)": counts[
-                "finished untagged"
-            ],
             "blobs unreferenced, tagged finished": counts["tagged"],
         },
     )
-    invariants = (OTHER_LEAK, SWEEP_LEAK, MISSING_BLOB, TAGGED_EARLY)
+    invariants = (OTHER_LEAK, SWEEP_LEAK, FINISHED_UNTAGGED, MISSING_BLOB, TAGGED_EARLY)
     report.add_all("blobs", {name: report.violations[name] for name in invariants})
+    report.add(UNSWEPT, report.violations[UNSWEPT], "records")
+    report.add("tasks whose finish sweep was cut short", len(interrupted), "tasks")
     add_blob_sharing(report, events)
+
+
+def check_records_swept(
+    report: Report, s3: Any, bucket: str, versions: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Every finished record is tagged finished: the library tags it last, once its task's
+    sweep completed (a sweep cut short is retried with the task's message until it does)."""
+    for task_id, history in sorted(versions.items()):
+        status = history[-1].get("status") if history else None
+        if status in FINISHED and not _tagged_finished(s3, bucket, _record_key(task_id)):
+            report.violate(UNSWEPT, f"{task_id} ({status})")
+
+
+def _record_key(task_id: str, prefix: str = "tasks") -> str:
+    return f"{prefix}/{task_id}/record.json"
 
 
 def check_tags_after_finish(report: Report, events: list[dict[str, Any]]) -> None:

@@ -78,7 +78,7 @@ FAULT_BASE_RATES: dict[str, float] = {
     "s3_409": 0.1,  # conditional PutObject: 409 ConditionalRequestConflict
     "s3_412_own_write": 0.04,  # conditional PutObject of a record: lands, then 412
     "s3_delete_error": 0.1,  # DeleteObject of a blob: 500 InternalError (nothing deleted)
-    "s3_tag_error": 0.05,  # PutObjectTagging: 503 SlowDown (nothing tagged)
+    "s3_tag_error": 0.05,  # PutObjectTagging, GetObjectTagging: 503 SlowDown (nothing tagged)
     "s3_list_error": 0.05,  # ListObjectsV2 (the finish sweep's listing): 500 InternalError
     "sqs_send_error": 0.04,  # SendMessage: 500 InternalFailure (nothing sent)
     "sqs_throttle": 0.04,  # SendMessage / ChangeMessageVisibility: ThrottlingException
@@ -241,6 +241,7 @@ class Injector:
         for op, kind in (
             ("DeleteObject", "s3_delete_error"),
             ("PutObjectTagging", "s3_tag_error"),
+            ("GetObjectTagging", "s3_tag_error"),
             ("ListObjectsV2", "s3_list_error"),
         ):
             s3_events.register(f"before-call.s3.{op}", self._failing(op, kind))

@@ -10,7 +10,9 @@ dies there by SIGKILL (or retires after ``--retire-after`` invocations) and is r
 Lambda replaces execution environments. AWS calls fail at rates drawn from the seed; the
 harness sends duplicate, late, stale and forged continuations and feeds dead letters to
 ``app.dead_letter_handler``.
-When every task has finished, or nothing is left in any queue, it stops the workers and checks
+When every task has finished and the queues are empty (a message whose task's finish sweep was
+cut short comes back until the sweep is done), or nothing is left in any queue, or the time is
+up, it stops the workers and checks
 every task against its records' versions and the ledger of real step executions
 (``chaos.checks``). It prints ``name: value unit`` lines and exits 1 if an invariant failed.
 """
@@ -228,13 +230,15 @@ class Run:
                 if now >= next_confirm:
                     next_confirm = now + CONFIRM_EVERY_S
                     self._confirm_finished()
-                if not self.open and not self.waiting:
-                    return "finished"
                 depth = queue_depth(self.sqs, self.resources.queue_url)
                 if not self.pump.missing_handler:
                     depth += queue_depth(self.sqs, self.resources.dlq_url)
                 quiet_since = (quiet_since or now) if depth == 0 else None
                 if quiet_since is not None and now - quiet_since >= QUIET_S:
+                    # Every task finished, and no message is left: none of them still has a
+                    # sweep to finish (a message comes back until its task's sweep is done).
+                    if not self.open and not self.waiting:
+                        return "finished"
                     if not self.waiting:
                         return "quiescent"
                     # The open tasks are stranded (the checks will say so): make room.

@@ -10,7 +10,8 @@ Blobs are shared by content within a task, so two rules keep every record's blob
   them, and only while its lease has ``GC_LEASE_MARGIN_S`` left. Writes that were refused,
   or writers without a lease, remove nothing; what they leave is swept when the task
   finishes: unreferenced blobs are deleted, referenced ones tagged for the lifecycle rule, and
-  only after the finish write landed.
+  only after the finish write landed. The sweep is idempotent and is run again until it
+  completes (``sweeping.py``: a finished record is tagged only once its sweep is done).
 
 The segments of a large state (``segments.py``) are blobs like any other, under the same
 rules: an unchanged segment is skipped only on that proof, and a segment an edit superseded
@@ -72,8 +73,12 @@ class Blobs:
         self._packed: OrderedDict[str, tuple[BlobRef, bytes]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def folder(self, task_id: str) -> str:
+        """Where the task's blobs are: the prefix of their keys."""
+        return f"{self.prefix}/{task_id}/blobs/"
+
     def key(self, task_id: str, digest: str) -> str:
-        return f"{self.prefix}/{task_id}/blobs/{digest}.json.gz"
+        return f"{self.folder(task_id)}{digest}.json.gz"
 
     def keys_of(self, record: TaskRecord) -> BlobKeys:
         """The blobs a (parsed) record references."""
@@ -111,15 +116,16 @@ class Blobs:
     ) -> None:
         """A record write that replaced version ``base_etag`` landed as ``etag``, using ``used``.
 
-        Remember the proof. A finish sweeps the task's blobs; any other write by a lease
-        holder with time left removes the blobs the replaced version used and this one does not.
+        Remember the proof. A write by a lease holder with time left removes the blobs the
+        replaced version used and this one does not; a finish removes nothing here (the
+        caller sweeps the task's objects: ``sweeping.py``).
         """
         with self._lock:
             before = self._held.get(task_id)
         self.hold(task_id, etag, used)
         if finished:
-            self._sweep(task_id, used)
-        elif before is not None and before[0] == base_etag and _lease_left(lease_until):
+            return
+        if before is not None and before[0] == base_etag and _lease_left(lease_until):
             for stale in before[1].keys() - used.keys():
                 self._remove(stale)
 
@@ -165,22 +171,6 @@ class Blobs:
         return False
 
     # -- tidying -------------------------------------------------------------------------------
-
-    def _sweep(self, task_id: str, used: BlobKeys) -> None:
-        """After a finish write landed: tag the blobs it uses, delete every other one."""
-        try:
-            keys = self.store.list_keys(f"{self.prefix}/{task_id}/blobs/")
-        except Exception as exc:
-            logger.warning("could not list blobs of finished task %s: %s", task_id, exc)
-            keys = sorted(used)
-        for key in keys:
-            try:
-                if key in used:
-                    self.store.tag(key, FINISHED_TAGS)
-                else:
-                    self.store.delete(key)
-            except Exception as exc:  # a blob left behind wastes storage, no more
-                logger.warning("could not tidy blob %s: %s", key, exc)
 
     def _remove(self, key: str) -> None:
         try:

@@ -47,6 +47,8 @@ class StepCalls(TurnState):
                 return from_json(step.adapter, entry.result)
             self.halt_check()
             self.boundary(reopen=entry is not None)
+            if self.step_wrapper is not None:
+                step = self.step_wrapper(step, self)
             return self._run_live(step, key, args, kwargs, entry)
 
     def _run_live(

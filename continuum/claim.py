@@ -30,6 +30,7 @@ from continuum.record import (
 from continuum.records import Records
 from continuum.recovery import end_recovery, note_death
 from continuum.store import StoreError
+from continuum.sweeping import SweepIncompleteError
 from continuum.waiters import Waiter
 from continuum.waiting import next_wake
 
@@ -62,6 +63,8 @@ class Claim:
         self.usage = Usage()
         self.clock = RunClock()
         self.memory_mb = 0
+        #: the finish write landed but its sweep did not complete: the message must be retried.
+        self.unswept: SweepIncompleteError | None = None
         self._counted_from = (record.counters.steps_executed, record.counters.steps_replayed)
 
     @classmethod
@@ -202,9 +205,10 @@ class Claim:
         return time.monotonic() - started
 
     def finish(self, status: Status, *, error: ErrorInfo | None = None) -> None:
-        """Finish: write the record succeeded, failed or cancelled (then its blobs are tagged
-        for expiry). A value too large to save fails the task, naming it, with a readable
-        record."""
+        """Finish: write the record succeeded, failed or cancelled (then its objects are
+        swept: tagged for expiry, or deleted). A value too large to save fails the task,
+        naming it, with a readable record. A sweep that did not complete is kept in
+        ``unswept`` for the worker to raise once the invocation has ended."""
         record = self.record
         record.status = status
         record.error = error
@@ -270,18 +274,21 @@ class Claim:
         records, record = self.records, self.record
         lease_until = self.lease.expires_at if own_lease else None
         try:
-            self.etag = records.replace(
-                record, etag=self.etag, finished=finished, lease_until=lease_until
-            )
-        except RecordConflictError:
-            if not own_lease:
-                raise
-            stored, stored_etag = records.load(record.task_id)
-            if stored.lease != self.lease:
-                raise
-            self.etag = records.replace(
-                record, etag=stored_etag, finished=finished, lease_until=lease_until
-            )
+            try:
+                self.etag = records.replace(
+                    record, etag=self.etag, finished=finished, lease_until=lease_until
+                )
+            except RecordConflictError:
+                if not own_lease:
+                    raise
+                stored, stored_etag = records.load(record.task_id)
+                if stored.lease != self.lease:
+                    raise
+                self.etag = records.replace(
+                    record, etag=stored_etag, finished=finished, lease_until=lease_until
+                )
+        except SweepIncompleteError as exc:  # the finish landed; the worker raises it later
+            self.etag, self.unswept = exc.etag or self.etag, exc
         observe(record.save_stats, time.monotonic() - started)
         record.counters.saves += 1
         record.counters.bytes_saved += records.last_record_bytes

@@ -9,7 +9,12 @@ against the record as the worker does (``fence.py``), then:
 - it names an older generation: the task moved on, but the message that should continue it may
   be the one that failed (every send after a save failed, say), so the current continuation
   is sent again (a duplicate is harmless: the record fences it);
-- the task finished, or a live worker holds it: nothing to do.
+- the task finished: its sweep may have been cut short (the message may be dead because
+  of it), so it is finished unless the record's tags say it is done;
+- a live worker holds it: nothing to do.
+
+A sweep that does not complete here either raises :class:`SweepIncompleteError`, so that the
+dead letter is delivered again (for as long as the dead-letter queue keeps it).
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ from continuum.errors import (
     RecordNotFoundError,
     RecordTooNewError,
 )
+from continuum.family import report_to_parent
 from continuum.fence import Verdict, fence
 from continuum.record import ErrorInfo, Status, utcnow
 from continuum.records import Records
 from continuum.recovery import end_recovery
+from continuum.sweeping import SweepIncompleteError
 
 #: A 412 here means a worker moved the record meanwhile; look again this many times.
 CONFLICT_RETRIES = 3
@@ -42,6 +49,7 @@ class DeadLetterOutcome(StrEnum):
 
     FAILED = "failed"
     RESENT = "resent"
+    SWEPT = "swept"
     LEFTOVER = "leftover"
     REJECTED = "rejected"
 
@@ -88,7 +96,11 @@ class DeadLetters:
                     return DeadLetterOutcome.RESENT
                 case Verdict.RUN:
                     pass
-                case _:  # finished, or a live worker holds it
+                case Verdict.FINISHED:
+                    report_to_parent(self.records, self.continuations, record)
+                    swept = self.records.sweeper.ensure_swept(record)
+                    return DeadLetterOutcome.SWEPT if swept else DeadLetterOutcome.LEFTOVER
+                case _:  # a live worker holds it
                     return DeadLetterOutcome.LEFTOVER
             last = ""
             lease = record.lease
@@ -111,13 +123,17 @@ class DeadLetters:
                 turn=record.turn,
             )
             end_recovery(record)
+            failed, task = f"task failed: {record.error.message}", {"task_id": record.task_id}
             try:
                 self.records.replace(record, etag=etag, finished=True)
             except RecordConflictError:
                 continue
-            logger.warning(
-                f"task failed: {record.error.message}", extra={"task_id": record.task_id}
-            )
+            except SweepIncompleteError:
+                logger.warning(failed, extra=task)
+                report_to_parent(self.records, self.continuations, record)
+                raise  # the task failed; its dead letter comes back to finish the sweep
+            logger.warning(failed, extra=task)
+            report_to_parent(self.records, self.continuations, record)
             return DeadLetterOutcome.FAILED
         raise RecordConflictError(
             "the record kept changing while failing a dead letter", task_id=message.task_id

@@ -9,7 +9,8 @@ writes), never the other way round, so a message never names a record that does 
   inbox, and a wake now or the timer for the earliest deadline (``waiting.after_wait``).
 - **hop**: a waiting task's timer came before its deadline (a long sleep): generation + 1,
   still ``waiting``, and the next timer. No user code runs; no lease is taken.
-- **finish**: ``succeeded``, ``failed`` or ``cancelled``; blobs and inbox tagged for expiry.
+- **finish**: ``succeeded``, ``failed`` or ``cancelled``; then the sweep: blobs and inbox
+  tagged for expiry (or deleted), the record tagged last (``sweeping.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Outcome(StrEnum):
     FENCED = "fenced"
     REJECTED = "rejected"
     FINISHED = "finished"
+    SWEPT = "finished-swept"  # a message of a finished task completed its sweep
     STALE = "stale"
     RESENT = "stale-resent"
     DUPLICATE = "duplicate"

@@ -20,6 +20,7 @@ S3_NAMES = {
     "put": "PutObject",
     "delete": "DeleteObject",
     "tag": "PutObjectTagging",
+    "tags": "GetObjectTagging",
     "list": "ListObjectsV2",
     "versions": "ListObjectVersions",
 }
@@ -94,6 +95,7 @@ _USAGE_FIELDS = {
     "versions": "s3_list",
     "delete": "s3_delete",
     "tag": "s3_tag",
+    "tags": "s3_get",  # GetObjectTagging is billed as a GET
     "send": "sqs_send",
     "set_visibility": "sqs_visibility",
 }

@@ -6,6 +6,9 @@ lost the record (:class:`RecordConflictError`) stops instead of overwriting.
 
 Large values go to blobs beside the record (``blobs.py``: when an upload may be skipped,
 who removes superseded blobs, and the sweep when a task finishes).
+
+When a task finishes, ``replace`` sweeps its objects (``sweeping.py``) after the write lands;
+a sweep cut short is finished by a later message of the task.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 import threading
 from datetime import datetime
 
-from continuum.blobs import FINISHED_TAGS, BlobGone, BlobKeys, Blobs
+from continuum.blobs import BlobGone, BlobKeys, Blobs
 from continuum.codec import (
     DEFAULT_INLINE_LIMIT_BYTES,
     describe_blobs,
@@ -32,6 +35,7 @@ from continuum.inbox import Inbox
 from continuum.record import BlobRef, TaskRecord, utcnow
 from continuum.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
+from continuum.sweeping import Sweeper, SweepIncompleteError
 
 logger = logging.getLogger("continuum.records")
 
@@ -68,6 +72,7 @@ class Records:
         self.segmenting = segmenting
         self.blobs = Blobs(store, prefix=self.prefix)
         self.inbox = Inbox(store, prefix=self.prefix)
+        self.sweeper = Sweeper(store, self.blobs, self.inbox, self.record_key)
         self._local = threading.local()
 
     @property
@@ -169,13 +174,15 @@ class Records:
         Args:
             record: the new record (``updated_at`` is set here).
             etag: the etag of the version this write replaces.
-            finished: the task finished: sweep its blobs after the write lands.
+            finished: the task finished: sweep its objects after the write lands.
             lease_until: the writer's lease; with enough of it left, blobs this write stopped
                 referencing are removed at once.
 
         Raises:
             RecordConflictError: another writer moved the record (412); this one must stop.
             PayloadTooLargeError: a value is over ``max_value_bytes``; nothing was written.
+            SweepIncompleteError: the finish write landed (its etag is the error's), its
+                sweep did not complete.
         """
         record.updated_at = utcnow()
         body, used = self._encode(record, base_etag=etag)
@@ -200,7 +207,11 @@ class Records:
             lease_until=lease_until,
         )
         if finished:
-            self._tag_finished(record.task_id)
+            try:
+                self.sweeper.sweep(record.task_id, used)
+            except SweepIncompleteError as exc:
+                exc.etag = new_etag
+                raise
         return new_etag
 
     def load_version(self, task_id: str, version_id: str) -> TaskRecord:
@@ -266,19 +277,6 @@ class Records:
         return put_with_retries(
             self.store, key, body, if_match=if_match, if_none_match=if_none_match
         )
-
-    def _tag_finished(self, task_id: str) -> None:
-        """Tag the finished record and its inbox objects for the lifecycle rule's expiry."""
-        try:
-            keys = self.store.list_keys(self.inbox.key(task_id, ""))
-        except Exception as exc:
-            logger.warning("could not list the inbox of finished task %s: %s", task_id, exc)
-            keys = []
-        for key in [*keys, self.record_key(task_id)]:
-            try:
-                self.store.tag(key, FINISHED_TAGS)
-            except Exception as exc:  # only the lifecycle rule's expiry depends on it
-                logger.warning("could not tag finished object %s: %s", key, exc)
 
     def _landed(self, key: str, body: bytes) -> str | None:
         """After a 412: did our own write land (an earlier attempt whose answer was lost)?

@@ -121,6 +121,13 @@ class S3RecordStore:
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc, key) from exc
 
+    def tags(self, key: str) -> dict[str, str]:
+        try:
+            response = self.s3_client.get_object_tagging(Bucket=self.bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate(exc, key) from exc
+        return {tag["Key"]: tag["Value"] for tag in response["TagSet"]}
+
     def list_keys(self, prefix: str, *, delimiter: str | None = None) -> list[str]:
         found: list[str] = []
         extra: dict[str, Any] = {"Delimiter": delimiter} if delimiter else {}

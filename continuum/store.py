@@ -85,6 +85,13 @@ class RecordStore(Protocol):
         """Replace an object's tags. Raises NoSuchKey."""
         ...
 
+    def tags(self, key: str) -> dict[str, str]:
+        """An object's tags (S3's GetObjectTagging; empty if it has none). Raises NoSuchKey.
+
+        One read, for a message of a finished task: a record tagged finished was swept.
+        """
+        ...
+
     def list_keys(self, prefix: str, *, delimiter: str | None = None) -> list[str]:
         """Keys under ``prefix``; with a delimiter, the common prefixes ("folders") too."""
         ...

@@ -113,6 +113,9 @@ class TurnState:
         self.halt: Halt | None = None
         #: starts child tasks (``children.ChildTasks``; given by the worker).
         self.children: Any = None
+        #: for test helpers: ``wrap(step, runner)`` gives the step a live call runs instead
+        #: (``continuum.testing`` notes each execution, or answers it in the step's place).
+        self.step_wrapper: Callable[[Any, Any], Any] | None = None
 
     @contextmanager
     def unlocked(self) -> Iterator[None]:

@@ -4,14 +4,16 @@ The protocol (DESIGN.md, "The continuation message"):
 
 1. Read the record (or, in a warm worker, remember the one it just suspended) and fence the
    message against it (``fence.py``): stale, duplicate, finished and forged messages are
-   acknowledged without running anything. A message for a waiting task is judged against its
+   acknowledged without running anything (a finished task whose record is not tagged swept
+   is swept first: ``sweeping.py``). A message for a waiting task is judged against its
    inbox (``waiting.py``): answered or due, it runs; an early timer hops; else it is ignored.
 2. Claim: compare-and-swap the record to ``running`` with a lease until this invocation's
    deadline (``claim.py``). Losing the swap means another worker has it: acknowledge.
 3. Run turns (``turns.py``), saving the journal by policy.
 4. End (``endings.py``): suspend (write the record with generation + 1, then send the
    continuation), wait (write ``waiting``, look at the inbox, send a wake or the timer), or
-   finish (write ``succeeded``, ``failed`` or ``cancelled``); then acknowledge.
+   finish (write ``succeeded``, ``failed`` or ``cancelled``, then sweep); then acknowledge. A
+   sweep cut short raises instead, so that the message comes back to finish it.
 
 A worker that dies anywhere leaves its message in flight; it reappears after its visibility
 timeout, which the claim shortened to just past this invocation's deadline.
@@ -217,9 +219,13 @@ class Worker:
                 return Outcome.RESENT
             case Verdict.FINISHED:
                 # A child that finished reports again (idempotent): its worker may have died
-                # between its finish write and its report.
+                # between its finish write and its report. The sweep of its objects may have
+                # been cut short too (the finisher died after its write, a call failed, a
+                # reply was lost): finish it, or have this message retried
+                # (SweepIncompleteError) until it is done.
                 report_to_parent(self.records, self.continuations, record)
-                return Outcome.FINISHED
+                swept = self.records.sweeper.ensure_swept(record)
+                return Outcome.SWEPT if swept else Outcome.FINISHED
             case Verdict.FUTURE:
                 logger.error(
                     "message names a generation the record has not reached",
@@ -292,12 +298,21 @@ class Worker:
             children=self.children,
         )
         if task is None:
-            return invocation.fail(error_info(unknown, record))
+            return _after_sweep(claim, invocation.fail(error_info(unknown, record)))
         shorten_visibility(
             self.continuations.queue, delivery, left_s, self.settings.visibility_margin_s
         )
         # 3. The turns, and 4. the ending.
-        return invocation.run(message, delivery.message_id, listing)
+        return _after_sweep(claim, invocation.run(message, delivery.message_id, listing))
+
+
+def _after_sweep(claim: Claim, outcome: Outcome) -> Outcome:
+    """The invocation's outcome, unless it finished the task and its sweep did not complete:
+    then raise, so that the message comes back and its next delivery sweeps again."""
+    if claim.unswept is not None:
+        logger.warning(f"task {outcome.value}; retrying the message to finish its sweep")
+        raise claim.unswept
+    return outcome
 
 
 def _clear_log_keys() -> None:

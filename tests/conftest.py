@@ -10,6 +10,7 @@ moto where it needs boto3 itself.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -337,6 +338,65 @@ def after_store_call(
         {f"before-parameter-build.s3.{name}": remember, f"after-call.s3.{name}": after},
     ):
         yield
+
+
+class StoreFaults:
+    """Faults in one app's store calls, on either backend, as the library sees them after
+    botocore's own retries (``continuum/s3.py`` turns S3's 500 into TransientStoreError).
+
+    The calls are the app's only (its worker's, dead-letter handler's and client's): the
+    runtime's observer and event source do not meet the faults. Operations are the store's
+    method names: get, put, delete, tag, tags, list_keys.
+    """
+
+    def __init__(self, app: Continuum) -> None:
+        self.store = app.records.store
+        self.armed: dict[str, int] = {}
+        self.hooks: dict[str, list[Callable[..., Any]]] = {}
+
+    def fail_next(self, operation: str, times: int = 1) -> None:
+        """The next ``times`` calls of ``operation`` answer S3's 500 InternalError."""
+        self._wrap(operation)
+        self.armed[operation] = self.armed.get(operation, 0) + times
+
+    def around(self, operation: str, hook: Callable[..., Any]) -> None:
+        """Call ``hook(call, key, *args, **kwargs)`` in place of each call of ``operation``;
+        ``call(key, *args, **kwargs)`` makes the real one."""
+        self._wrap(operation)
+        self.hooks[operation].append(hook)
+
+    def on_finish_write(self, hook: Callable[[Callable[[], str]], str]) -> None:
+        """``hook(write)`` in place of each write of a finished record (succeeded, failed,
+        cancelled): ``write()`` lands it and returns its etag; what ``hook`` returns (or
+        raises) answers the library's call."""
+
+        def finish(call: Callable[..., str], key: str, body: bytes, **kwargs: Any) -> str:
+            if key.endswith("/record.json") and json.loads(body)["status"] in FINISHED:
+                return hook(lambda: call(key, body, **kwargs))
+            return call(key, body, **kwargs)
+
+        self.around("put", finish)
+
+    def _wrap(self, operation: str) -> None:
+        if operation in self.hooks:
+            return
+        self.hooks[operation] = []
+        original = getattr(self.store, operation)
+
+        def call(key: str, *args: Any, **kwargs: Any) -> Any:
+            if self.armed.get(operation):
+                self.armed[operation] -= 1
+                raise TransientStoreError(f"{key}: InternalError (injected)")
+            inner: Callable[..., Any] = original
+            for hook in self.hooks[operation]:
+                inner = functools.partial(hook, inner)
+            return inner(key, *args, **kwargs)
+
+        setattr(self.store, operation, call)  # the app's metered view of the store
+
+
+#: The statuses of a finished record.
+FINISHED = ("succeeded", "failed", "cancelled")
 
 
 @contextlib.contextmanager

@@ -411,7 +411,8 @@ BUCKET_LIST = {"s3:ListBucket": {"<StateBucket.Arn>"}}  # a missing record reads
           "DeleteObject"],
          {**BUCKET_LIST, "s3:ListBucketVersions": {"<StateBucket.Arn>"}}),
         ("DeadLetterRole", "DeadLetterLogGroup", "DeadLetterQueue", QUEUE_ACTIONS,
-         ["GetObject", "PutObject", "PutObjectTagging", "DeleteObject"], BUCKET_LIST),
+         ["GetObject", "PutObject", "GetObjectTagging", "PutObjectTagging", "DeleteObject"],
+         BUCKET_LIST),
     ],
 )  # fmt: skip
 def test_each_role_reaches_only_its_log_group_task_records_and_queue(

@@ -83,6 +83,14 @@ class InMemoryRecordStore:
                 raise NoSuchKey(key)
             current.tags = dict(tags)
 
+    def tags(self, key: str) -> dict[str, str]:
+        self._hook("tags", key)
+        with self._lock:
+            current = self._find(key, None)
+            if current is None or current.body is None:
+                raise NoSuchKey(key)
+            return dict(current.tags)
+
     def list_keys(self, prefix: str, *, delimiter: str | None = None) -> list[str]:
         self._hook("list", prefix)
         with self._lock:

@@ -27,9 +27,6 @@ from continuum.context import TaskContext
 from continuum.errors import ConfigurationError
 from continuum.steps import Runner, Step
 
-#: Marks a turn loop whose step calls a StepLog already watches.
-_WATCHED = "_continuum_testing_log"
-
 
 @dataclass
 class StepRun:
@@ -124,27 +121,16 @@ class StepLog:
 
     def _watch(self, ctx: TaskContext[Any]) -> None:
         runner = getattr(ctx, "_runner", None)
-        if runner is None or not hasattr(runner, "call_step"):
+        if runner is None or not hasattr(runner, "step_wrapper"):
             raise ConfigurationError(
                 "continuum.testing cannot see this task's step calls: TaskContext no longer "
-                "keeps its turn loop as _runner with a call_step method",
+                "keeps its turn loop as _runner with a step_wrapper hook",
                 task_id=ctx.task_id,
                 hint="update continuum/testing/observe.py to the turn loop's new shape",
             )
-        if getattr(runner, _WATCHED, None) is self:
-            return
-        call_step = runner.call_step
-
-        def watched(
-            step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
-        ) -> Any:
-            if runner.active_key is not None:  # a step inside a step: the outer one's work
-                return call_step(step, args, kwargs, key)
-            return call_step(self._watched_step(step, runner), args, kwargs, key)
-
-        # An attribute of this turn loop only: other apps, and later invocations, are untouched.
-        setattr(runner, "call_step", watched)  # noqa: B010 - mypy refuses assigning a method
-        setattr(runner, _WATCHED, self)
+        # The turn loop's hook for live step calls: this invocation's only (and the child
+        # contexts and batch items it runs, which share it); other apps are untouched.
+        runner.step_wrapper = self._watched_step
 
     def _watched_step(self, step: Step[Any, Any], runner: Runner) -> Step[Any, Any]:
         """A copy of ``step`` whose function notes each execution before it runs."""

@@ -42,15 +42,12 @@ INVARIANTS = [
     "NaN steps run again by an invocation that was not killed",
     "steps run from a task's thread pool",
     "blobs left unreferenced, undeleted and untagged",
+    "blobs leaked by an interrupted finish sweep",
+    "blobs referenced by a finished record, untagged (never expire)",
+    "finished records untagged (their sweep never completed)",
     "records pointing at a missing blob",
     "blobs tagged before their task finished",
 ]
-#: Invariants a known library bug breaks in some runs; each has a strict xfail reproducer.
-KNOWN_BUGS = {
-    "blobs leaked by an interrupted finish sweep": (
-        "library bug: the finish sweep runs once; see tests/hardening/test_chaos_findings.py"
-    ),
-}
 
 
 @pytest.fixture(scope="module")
@@ -77,16 +74,6 @@ def test_invariant_holds(chaos_run, invariant):
     count = report["violations"].get(invariant, 0)
     examples = "\n".join(report["examples"].get(invariant, []))
     assert count == 0, f"{invariant}: {count}\n{examples}\n\n{figures}"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("invariant", sorted(KNOWN_BUGS))
-def test_invariant_broken_only_by_a_known_bug(chaos_run, invariant):
-    _done, report, _figures = chaos_run
-    count = report["violations"].get(invariant, 0)
-    if count:
-        examples = "\n".join(report["examples"].get(invariant, []))
-        pytest.xfail(f"{KNOWN_BUGS[invariant]}: {count}\n{examples}")
 
 
 @pytest.mark.slow

@@ -148,6 +148,26 @@ def test_tagging_a_deleted_key_is_no_such_key(store):
         store.tag("tasks/t/record.json", {"continuum": "finished"})
 
 
+def test_tags_read_back_the_current_versions_tags_and_a_new_version_has_none(store):
+    store.put("tasks/t/record.json", b"one")
+    assert store.tags("tasks/t/record.json") == {}
+
+    store.tag("tasks/t/record.json", {"continuum-finished": "true"})
+    assert store.tags("tasks/t/record.json") == {"continuum-finished": "true"}
+
+    store.put("tasks/t/record.json", b"two")  # tags belong to a version: the new one has none
+    assert store.tags("tasks/t/record.json") == {}
+
+
+def test_reading_the_tags_of_a_missing_or_deleted_key_is_no_such_key(store):
+    with pytest.raises(NoSuchKey):
+        store.tags("tasks/t/record.json")
+    store.put("tasks/t/record.json", b"{}")
+    store.delete("tasks/t/record.json")
+    with pytest.raises(NoSuchKey):
+        store.tags("tasks/t/record.json")
+
+
 # -- the queue: delays, visibility, receive counts, receipt handles --------------------------
 
 

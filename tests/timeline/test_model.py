@@ -6,7 +6,6 @@ import json
 import re
 from datetime import timedelta
 
-from continuum.inspection import Checkpoint
 from continuum.timeline import timeline_data, timeline_page
 from continuum.timeline.page import script_json
 from tests.timeline.tasks import PUBLISH_ERROR, live_ask
@@ -129,9 +128,8 @@ def test_the_page_is_self_contained_and_allows_only_its_own_style_and_script(rep
 def test_a_checkpoint_that_names_its_invocation_is_placed_by_it_whatever_the_clock_says(report):
     data = timeline_data(report.view)
     skewed = [
-        Checkpoint(
-            **{
-                **c.model_dump(),
+        c.model_copy(
+            update={
                 "saved_at": c.saved_at - timedelta(minutes=30),
                 "invocation": placed["row"]["number"],
             }
