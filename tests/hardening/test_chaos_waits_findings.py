@@ -6,10 +6,14 @@ to a small reproducer here.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
-from tests.conftest import ScriptedContext, drain, raw_record
+from continuum.store import TransientStoreError
+from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record
 from tests.support import LocalRuntime
 
 
@@ -45,3 +49,70 @@ def test_a_batch_item_suspended_before_its_first_step_resumes():
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == [0, 10]
     assert sorted(runs) == [0, 1]
+
+
+class Count(BaseModel):
+    done: list[int] = []
+
+
+def fail_inbox_once(faults: StoreFaults, operation: str, after: int = 0) -> list[str]:
+    """The ``after``-th call of ``operation`` on a key under an inbox answers S3's 500."""
+    failed: list[str] = []
+    seen = [0]
+
+    def hook(call, key, *args, **kwargs):
+        if "/inbox/" in key and not failed:
+            seen[0] += 1
+            if seen[0] > after:
+                failed.append(key)
+                raise TransientStoreError(f"{key}: InternalError")
+        return call(key, *args, **kwargs)
+
+    faults.around(operation, hook)
+    return failed
+
+
+def test_a_transient_fault_on_the_inbox_poll_of_a_running_turn_does_not_fail_the_task():
+    """A running task lists its inbox at a step boundary every ``inbox_poll_s`` (to see a
+    cancel). One LIST that S3 answered 500 (after botocore's retries) failed the whole task
+    with TransientStoreError, where a failed record write only costs a fresh invocation."""
+    app = Continuum(visibility_margin_s=None, inbox_poll_s=0.001)
+
+    @app.step
+    def work(i: int) -> int:
+        time.sleep(0.002)
+        return i
+
+    @app.task(state=Count)
+    def count(ctx: TaskContext[Count]) -> list[int] | None:
+        for _ in range(3):
+            ctx.state.done.append(work(len(ctx.state.done)))
+        return ctx.state.done if len(ctx.state.done) >= 6 else None
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    task_id = app.client().start("count", {})
+    failed = fail_inbox_once(StoreFaults(app), "list_keys", after=1)
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: 0))
+    assert failed, "the inbox was never listed mid-turn"
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
+    """The signal a wait takes is read (GET) from the inbox; a 500 there failed the task."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def listen(ctx: TaskContext[Count]) -> Any:
+        signal = ctx.wait_for_signal("go")
+        return signal.payload if signal is not None else None
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("listen", {})
+    client.signal(task_id, "go", {"k": 1}, signal_id="s1")
+    failed = fail_inbox_once(StoreFaults(app), "get")
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: 0))
+    assert failed, "the signal was never read"
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == {"k": 1}
