@@ -9,11 +9,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, Status, TaskContext
+from continuum import CallbackError, Continuum, Status, TaskContext
+from continuum.queue import QueueError
 from continuum.store import TransientStoreError
-from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record
+from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record, sends_refused
 from tests.support import LocalRuntime
 
 
@@ -116,3 +118,55 @@ def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
     assert failed, "the signal was never read"
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == {"k": 1}
+
+
+def test_a_retried_signal_whose_wake_was_lost_wakes_the_task():
+    """``client.signal`` writes the signal, then wakes the task. If the wake's send failed
+    (or the sender died between the two), the sender tries again with the same ``signal_id``
+    (an at-least-once sender does); the signal was already there, so the retry was a no-op
+    that sent no wake either, and a task waiting without a timeout waited for ever."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def listen(ctx: TaskContext[Count]) -> Any:
+        signal = ctx.wait_for_signal("go")
+        return signal.payload if signal is not None else None
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("listen", {})
+    runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    assert runtime.invoke_once() is None  # waiting, no timeout: no message until a wake
+    with sends_refused(runtime), pytest.raises(QueueError):
+        client.signal(task_id, "go", {"k": 1}, signal_id="s1")  # landed; its wake did not
+    client.signal(task_id, "go", {"k": 1}, signal_id="s1")  # the sender's retry
+    assert runtime.invoke_once() is not None, "the retry sent no wake: the task waits for ever"
+    record = runtime.record(task_id)
+    assert record.status == Status.SUCCEEDED, record.status
+    assert record.result == {"k": 1}
+
+
+def test_a_retried_callback_answer_whose_wake_was_lost_wakes_the_task():
+    """The same for ``complete_callback``: the retry is refused ("already answered", the
+    task keeps the first), but the wake the first attempt never sent was not sent either."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def ask(ctx: TaskContext[Count]) -> Any:
+        return ctx.create_callback("answer").result()
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("ask", {})
+    runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    (callback_id,) = [w.id for w in client.status(task_id).waiting_for if w.kind == "callback"]
+    with sends_refused(runtime), pytest.raises(QueueError):
+        client.complete_callback(callback_id, {"ok": 1})  # landed; its wake did not
+    with pytest.raises(CallbackError, match="already answered"):
+        client.complete_callback(callback_id, {"ok": 1})  # the sender's retry
+    assert runtime.invoke_once() is not None, "the retry sent no wake: the task waits for ever"
+    record = runtime.record(task_id)
+    assert record.status == Status.SUCCEEDED, record.status
+    assert record.result == {"ok": 1}
