@@ -73,7 +73,10 @@ def _enter(runner: Any, label: str) -> tuple[str, JournalEntry | None]:
             step=key,
         )
     if entry is None or entry.partial:
-        runner.boundary()
+        # Re-entering the unfinished batch: a cancel delivered here takes its place in the
+        # journal, so a replay after a suspension delivers it again (the ids stay in
+        # record.children, for the cancel of the children).
+        runner.boundary(reopen=entry is not None)
     return key, entry
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from continuum import CallbackError, Continuum, Status, TaskContext
+from continuum import CallbackError, Continuum, Status, TaskCancelledError, TaskContext
 from continuum.queue import QueueError
 from continuum.store import TransientStoreError
 from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record, sends_refused
@@ -170,3 +170,55 @@ def test_a_retried_callback_answer_whose_wake_was_lost_wakes_the_task():
     record = runtime.record(task_id)
     assert record.status == Status.SUCCEEDED, record.status
     assert record.result == {"ok": 1}
+
+
+class Held(BaseModel):
+    fan: int = 0
+
+
+@pytest.mark.parametrize("fan", [0, 2])
+def test_a_cancel_delivered_to_a_parent_waiting_for_children_survives_a_suspension(fan):
+    """A parent waiting for its child tasks (``ctx.map_tasks``) is woken by a cancel: the
+    TaskCancelledError is raised where it waits, and its handler runs a cleanup step. If the
+    invocation suspended before that step, the replay went back to waiting for the children:
+    the cancel had been journaled after the unfinished batch instead of in its place, so the
+    replay never met it, and parent and children waited for ever (a plain wait was fine)."""
+    app = Continuum(visibility_margin_s=None)
+    runs: list[str] = []
+
+    @app.step
+    def cleanup(who: str) -> str:
+        runs.append(who)
+        return who
+
+    @app.task(state=Held)
+    def leaf(ctx: TaskContext[Held]) -> Any:
+        ctx.wait_for_signal("never")
+
+    @app.task(state=Held)
+    def parent(ctx: TaskContext[Held]) -> Any:
+        try:
+            if ctx.state.fan:
+                ctx.map_tasks("leaf", [{} for _ in range(ctx.state.fan)], name="held")
+            ctx.wait_for_signal("never")
+        except TaskCancelledError:
+            cleanup("parent")
+            raise
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("parent", {"fan": fan})
+    for _ in range(6):
+        runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    client.cancel(task_id, "stop")
+    # the wake: TaskCancelledError is raised into the wait; the cleanup step does not fit
+    runtime.invoke_once(ScriptedContext(0, lambda: len(runs)))
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: len(runs)), limit=50)
+    assert record.status == Status.CANCELLED
+    assert runs == ["parent"]
+    while runtime.invoke_once() is not None:  # the cancels of its children
+        pass
+    children = [child for batch in record.children for child in batch.ids()]
+    assert len(children) == fan
+    assert {runtime.record(child).status for child in children} <= {Status.CANCELLED}
