@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Protocol
 
@@ -26,9 +27,12 @@ from pydantic import BaseModel
 
 from continuum.completion import Completion
 from continuum.continuation import Continuations
+from continuum.control import Suspend
 from continuum.errors import RecordNotFoundError, TaskFinishedError
+from continuum.queue import QueueError
 from continuum.record import ErrorInfo, Status, TaskRecord, check_task_id
 from continuum.records import Records
+from continuum.store import StoreError
 from continuum.waiters import BatchHint, ParentLink
 
 ReportStatus = Literal["succeeded", "failed", "cancelled"]
@@ -107,12 +111,16 @@ class ChildTasks:
         self.client = client
 
     def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> None:
-        """Create a child's record, pending (a second create of the same id is a no-op)."""
-        self.client.start_child(task_name, input, task_id, parent, send=False)
+        """Create a child's record, pending (a second create of the same id is a no-op).
+        Both this and ``start`` run in the parent's turn: a store or queue error suspends
+        it (the next invocation creates or starts again) instead of failing the parent."""
+        with _suspend_on_error():
+            self.client.start_child(task_name, input, task_id, parent, send=False)
 
     def start(self, task_id: str) -> None:
         """Send a created child's first continuation (a duplicate is fenced like any)."""
-        self.client.continuations.send(task_id, generation=0, reason="start")
+        with _suspend_on_error():
+            self.client.continuations.send(task_id, generation=0, reason="start")
 
     def cancel(self, ids: list[str], reason: str) -> None:
         """Cancel children that exist and have not finished (the rest are skipped)."""
@@ -123,6 +131,14 @@ class ChildTasks:
 
         with ThreadPoolExecutor(max_workers=CHILD_THREADS) as pool:
             list(pool.map(one, ids))
+
+
+@contextlib.contextmanager
+def _suspend_on_error() -> Iterator[None]:
+    try:
+        yield
+    except (StoreError, QueueError) as exc:
+        raise Suspend(f"could not start a child task ({exc}); continuing afresh") from exc
 
 
 def report_to_parent(records: Records, continuations: Continuations, record: TaskRecord) -> None:

@@ -15,7 +15,13 @@ from pydantic import BaseModel
 from continuum import CallbackError, Continuum, Status, TaskCancelledError, TaskContext
 from continuum.queue import QueueError
 from continuum.store import TransientStoreError
-from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record, sends_refused
+from tests.conftest import (
+    ScriptedContext,
+    StoreFaults,
+    drain,
+    raw_record,
+    sends_refused,
+)
 from tests.support import LocalRuntime
 
 
@@ -222,3 +228,47 @@ def test_a_cancel_delivered_to_a_parent_waiting_for_children_survives_a_suspensi
     children = [child for batch in record.children for child in batch.ids()]
     assert len(children) == fan
     assert {runtime.record(child).status for child in children} <= {Status.CANCELLED}
+
+
+class Leaves(BaseModel):
+    n: int = 2
+
+
+def leaves_app() -> Continuum:
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Leaves)
+    def leaf(ctx: TaskContext[Leaves]) -> int:
+        return ctx.state.n
+
+    @app.task(state=Leaves)
+    def fan(ctx: TaskContext[Leaves]) -> list[Any]:
+        batch = ctx.map_tasks("leaf", [{"n": i} for i in range(ctx.state.n)], name="leaves")
+        return batch.values()
+
+    return app
+
+
+def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent():
+    """``ctx.map_tasks`` creates each child's record, then sends its start. One SQS 500 on
+    the send (after botocore's retries) failed the parent with QueueError (and one S3 503 on
+    the read of a child's record that a replay creates again, TransientStoreError); a fresh
+    invocation carries on instead (a second create of the same id is a no-op, a second start
+    is fenced)."""
+    app = leaves_app()
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    task_id = app.client().start("fan", {})
+    send, refused = runtime.queue.send, []
+
+    def refuse_first(body, *, delay_s=0):  # the first send is the first child's start
+        if not refused:
+            refused.append(body)
+            raise QueueError("send failed: InternalFailure (injected)")
+        return send(body, delay_s=delay_s)
+
+    runtime.queue.send = refuse_first
+    record = drain(runtime, task_id, lambda i: None)
+    assert refused
+    assert f"{task_id}." in refused[0]
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 1]
