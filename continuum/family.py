@@ -141,6 +141,15 @@ def _suspend_on_error() -> Iterator[None]:
         raise Suspend(f"could not start a child task ({exc}); continuing afresh") from exc
 
 
+def cancel_children(children: ChildTasks | None, record: TaskRecord) -> None:
+    """A cancelled parent cancels its children that have not finished. Idempotent: called
+    when it finishes and again for any message that finds it cancelled (a store or queue
+    error raises, so that the message comes back)."""
+    if record.status == Status.CANCELLED and record.children and children is not None:
+        ids = [child for batch in record.children for child in batch.ids()]
+        children.cancel(ids, f"its parent {record.task_id} was cancelled")
+
+
 def report_to_parent(records: Records, continuations: Continuations, record: TaskRecord) -> None:
     """A finished child: write its report to its parent, wake the parent, start the next.
 

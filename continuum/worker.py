@@ -49,7 +49,7 @@ from continuum.errors import (
     RecordTooNewError,
     UnknownTaskError,
 )
-from continuum.family import ChildTasks, report_to_parent
+from continuum.family import ChildTasks, cancel_children, report_to_parent
 from continuum.fence import Verdict, fence
 from continuum.history import RunClock
 from continuum.invocation import Invocation
@@ -222,7 +222,8 @@ class Worker:
                 # between its finish write and its report. The sweep of its objects may have
                 # been cut short too (the finisher died after its write, a call failed, a
                 # reply was lost): finish it, or have this message retried
-                # (SweepIncompleteError) until it is done.
+                # (SweepIncompleteError) until it is done. A cancelled parent cancels again.
+                cancel_children(self.children, record)
                 report_to_parent(self.records, self.continuations, record)
                 swept = self.records.sweeper.ensure_swept(record)
                 return Outcome.SWEPT if swept else Outcome.FINISHED

@@ -21,6 +21,7 @@ from tests.conftest import (
     drain,
     raw_record,
     sends_refused,
+    set_visibility_timeout,
 )
 from tests.support import LocalRuntime
 
@@ -272,3 +273,44 @@ def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent():
     assert f"{task_id}." in refused[0]
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == [0, 1]
+
+
+def test_a_cancelled_parent_cancels_its_children_again_when_the_first_try_failed():
+    """A cancelled parent cancels its children after its finish write. If that failed (one
+    S3 500 reading a child's record, after botocore's retries), the message came back but
+    only re-reported and re-swept: the held children were never cancelled and waited for
+    ever. Every later message of the cancelled parent now cancels them again."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Held)
+    def leaf(ctx: TaskContext[Held]) -> Any:
+        ctx.wait_for_signal("never")
+
+    @app.task(state=Held)
+    def parent(ctx: TaskContext[Held]) -> Any:
+        ctx.map_tasks("leaf", [{} for _ in range(2)], name="held")
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    set_visibility_timeout(runtime, 0)  # a message that failed comes back at once
+    client = app.client()
+    task_id = client.start("parent", {})
+    while runtime.invoke_once() is not None:
+        pass
+    children = [child for batch in runtime.record(task_id).children for child in batch.ids()]
+    assert {runtime.record(child).status for child in children} == {Status.WAITING}
+    client.cancel(task_id, "stop")
+    failed: list[str] = []
+
+    def fail_first_child_read(call, key, *args, **kwargs):
+        if key.endswith(f"{children[0]}/record.json") and not failed:
+            failed.append(key)
+            raise TransientStoreError(f"{key}: InternalError")
+        return call(key, *args, **kwargs)
+
+    StoreFaults(app).around("get", fail_first_child_read)
+    for _ in range(20):
+        if runtime.invoke_once() is None:
+            break
+    assert failed
+    assert runtime.record(task_id).status == Status.CANCELLED
+    assert [runtime.record(child).status for child in children] == [Status.CANCELLED] * 2
