@@ -71,6 +71,9 @@ KILL_POINTS: dict[str, int] = {
     "after_child_cancel": 1,  # a cancelled parent wrote a cancel request into a child's inbox
 }
 
+#: The kill points on the paths that waits and fan-out add.
+WAIT_KILL_POINTS = tuple(KILL_POINTS)[list(KILL_POINTS).index("after_callback_write") :]
+
 #: Fault kinds and their base probability per eligible call (the harness scales them).
 FAULT_BASE_RATES: dict[str, float] = {
     "s3_500": 0.03,  # GetObject / PutObject: 500 InternalError (nothing written)
@@ -104,6 +107,28 @@ _ERRORS: dict[str, tuple[int, str]] = {
 
 #: The error codes above: a task that failed with one of them failed of a transient fault.
 INJECTED_CODES = frozenset(code for _status, code in _ERRORS.values())
+
+
+#: What a faulted call was about (``Injector.path_of``), on the paths waits and fan-out add:
+#: a record written ``waiting`` (by the task's worker, or by a timer hop), a child's record
+#: created, an inbox object written (a child's report, a cancel of a child), read, listed or
+#: deleted, and the messages: timers, wakes, a child's report wake, a child's start.
+NEW_PATHS = (
+    "wait_write",
+    "hop_write",
+    "child_create",
+    "report_put",
+    "child_cancel_put",
+    "inbox_put",
+    "inbox_get",
+    "inbox_list",
+    "inbox_delete",
+    "timer_send",
+    "wake_send",
+    "child_wake_send",
+    "child_start_send",
+    "successor_start_send",
+)
 
 
 def is_blob(params: dict[str, Any]) -> bool:
@@ -230,7 +255,7 @@ class Injector:
     def install(self, app: Continuum, s3: Any, sqs: Any, source_sqs: Any) -> None:
         """Register the hooks on the app's clients and the event source's, wrap the steps."""
         s3_events, sqs_events = s3.meta.events, sqs.meta.events
-        for op in ("PutObject", "DeleteObject", "PutObjectTagging", "ListObjectsV2"):
+        for op in ("PutObject", "GetObject", "DeleteObject", "PutObjectTagging", "ListObjectsV2"):
             s3_events.register(f"before-parameter-build.s3.{op}", self._stash)
         s3_events.register("before-call.s3.PutObject", self._before_put)
         s3_events.register("after-call.s3.PutObject", self._after_put)
@@ -287,14 +312,49 @@ class Injector:
                 return kind
         return None
 
-    def _maybe(self, op: str, *kinds: str) -> tuple[AWSResponse, dict[str, Any]] | None:
+    def _maybe(
+        self, op: str, *kinds: str, params: dict[str, Any] | None = None
+    ) -> tuple[AWSResponse, dict[str, Any]] | None:
         """Fail this call with one of ``kinds`` (rolled), or let it through (None)."""
         kind = self._roll(*kinds)
-        return None if kind is None else self._inject(kind, op)
+        return None if kind is None else self._inject(kind, op, params)
 
-    def _inject(self, kind: str, op: str) -> tuple[AWSResponse, dict[str, Any]]:
-        self.events.write("fault", kind=kind, op=op, task_id=self.task_id, inv=self.invocation)
+    def _inject(
+        self, kind: str, op: str, params: dict[str, Any] | None = None
+    ) -> tuple[AWSResponse, dict[str, Any]]:
+        path = self.path_of(op, params or {})
+        self.events.write(
+            "fault", kind=kind, op=op, path=path, task_id=self.task_id, inv=self.invocation
+        )
         return synthetic_error(*_ERRORS[kind])
+
+    def path_of(self, op: str, params: dict[str, Any]) -> str:
+        """Which path a call is on: one of ``NEW_PATHS``, or blob, record, continue, message."""
+        key = str(params.get("Key", params.get("Prefix", "")))
+        if op == "SendMessage":
+            kind = send_kind(message_of(params), self.task_id, self._finished)
+            return "continue" if kind == "continue" else f"{kind}_send"
+        if op in ("ChangeMessageVisibility", "DeleteMessage"):
+            return "message"
+        if "/blobs/" in key:
+            return "blob"
+        if "/inbox/" in key:
+            if op == "PutObject" and "/inbox/children/" in key:
+                return "report_put"
+            if op == "PutObject" and key.endswith("/inbox/cancel.json"):
+                return "child_cancel_put"
+            verb = {"PutObject": "put", "GetObject": "get", "ListObjectsV2": "list"}
+            return f"inbox_{verb.get(op, 'delete')}"
+        if op == "PutObject" and key.endswith("/record.json"):
+            try:
+                body = json.loads(params["Body"])
+            except (KeyError, ValueError, TypeError):
+                return "record"
+            if body.get("status") == "waiting":
+                return "wait_write" if body.get("task_id") in self._claimed else "hop_write"
+            if body.get("status") == "pending" and "IfNoneMatch" in params:
+                return "child_create"
+        return "record"
 
     @staticmethod
     def _stash(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -318,7 +378,7 @@ class Injector:
             except ClientError:
                 return None  # it would not have landed: let the real call fail on its own
             self._log_write(params)
-        return None if kind is None else self._inject(kind, "PutObject")
+        return None if kind is None else self._inject(kind, "PutObject", params)
 
     def _after_put(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         if http_response.status_code >= 300:
@@ -350,7 +410,9 @@ class Injector:
 
     def _failing(self, op: str, *kinds: str) -> Callable[..., Any]:
         """A ``before-call`` hook that fails ``op`` with one of ``kinds`` (rolled)."""
-        return lambda **_: self._maybe(op, *kinds)
+        return lambda context=None, **_: self._maybe(
+            op, *kinds, params=(context or {}).get("chaos_params")
+        )
 
     def _after_blob(self, op: str, point: str) -> Callable[..., None]:
         """An ``after-call`` hook: a blob ``op`` (delete, tag) landed; log it, maybe die."""
@@ -410,7 +472,9 @@ class Injector:
         kind = self._roll("sqs_send_error", "sqs_throttle", "sqs_send_lost_reply")
         if kind == "sqs_send_lost_reply":
             self.shadow_sqs.send_message(**context.get("chaos_params", {}))
-        return None if kind is None else self._inject(kind, "SendMessage")
+        return (
+            None if kind is None else self._inject(kind, "SendMessage", context.get("chaos_params"))
+        )
 
     def _after_send(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         if http_response.status_code >= 300:
@@ -503,7 +567,9 @@ class SenderFaults:
     def _fault(self, kind: str, op: str, status: int = 500) -> tuple[AWSResponse, dict[str, Any]]:
         self.counts[kind] += 1
         self.events.write("fault", kind=kind, op=op, task_id=self.task_id, inv="harness")
-        return synthetic_error(status, "InternalError" if op != "SendMessage" else "InternalFailure")
+        return synthetic_error(
+            status, "InternalError" if op != "SendMessage" else "InternalFailure"
+        )
 
     def _die(self, kind: str) -> None:
         self.counts[kind] += 1
@@ -526,12 +592,16 @@ class SenderFaults:
 
     def _after_put(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         params = context.get("chaos_params", {})
-        if http_response.status_code < 300 and is_inbox(params):
-            if self._rolls("sender_died_after_put"):
-                self._die("sender_died_after_put")
+        landed = http_response.status_code < 300 and is_inbox(params)
+        if landed and self._rolls("sender_died_after_put"):
+            self._die("sender_died_after_put")
 
     def _before_get(self, **_: Any) -> Any:
-        return self._fault("sender_get_error", "GetObject") if self._rolls("sender_get_error") else None
+        return (
+            self._fault("sender_get_error", "GetObject")
+            if self._rolls("sender_get_error")
+            else None
+        )
 
     def _before_send(self, context: dict[str, Any], **_: Any) -> Any:
         if self._rolls("sender_died_before_wake"):

@@ -205,10 +205,15 @@ class Outside:
                 self._advance(script, now)
 
     def _advance(self, script: Script, now: float) -> None:
-        if now - script.started > SCRIPT_TIMEOUT_S:
-            self._note(script, None, "script timed out")
-            script.done = True
-            return
+        if now - script.started > SCRIPT_TIMEOUT_S and script.waiting_for is not None:
+            script.waiting_for = None
+            if script.kind == "cancellable":  # only a cancel ends it: cancel it now
+                self._note(script, None, "not seen waiting in time: cancels now")
+                script.arm_cancels(now)
+            else:  # its callback times out by itself
+                self._note(script, None, "script timed out")
+                script.done = True
+                return
         if script.waiting_for is not None:
             if now >= script.next_poll:
                 script.next_poll = now + POLL_S
@@ -235,7 +240,9 @@ class Outside:
                     deadline = waiter.deadline.timestamp() if waiter.deadline else None
                     script.arm_answers(waiter.id, deadline, now)
                     script.waiting_for = None
-                    self._note(script, None, "callback id seen", callback_id=waiter.id)
+                    self._note(
+                        script, None, "callback id seen", callback_id=waiter.id, deadline=deadline
+                    )
                     return
         elif script.waiting_for == "waiting" and status.status.value == "waiting":
             script.waiting_for = None

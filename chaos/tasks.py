@@ -35,8 +35,8 @@ from pydantic import BaseModel
 from chaos import flows
 from chaos.base import (
     LEDGER_ENV,
-    SAFETY_MARGIN_S,
     LONG_LEASE_S,
+    SAFETY_MARGIN_S,
     app,
     digest_int,
     duration_s,
