@@ -116,10 +116,12 @@ def invoke(
             entry = JournalEntry(
                 key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
             )
-            runner.journal.append(entry)
-            runner.record.children.append(ChildBatch(prefix=cid, task_name=task_name))
+            # Created and started before it is journaled: a replay after an error (Suspend)
+            # or a death in between does both again (a no-op, a fenced duplicate).
             starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
             starter.start(cid)
+            runner.journal.append(entry)
+            runner.record.children.append(ChildBatch(prefix=cid, task_name=task_name))
             runner.progress = True
         if not entry.partial:
             return _outcome(entry, task_id)

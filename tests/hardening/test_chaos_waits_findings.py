@@ -247,18 +247,24 @@ def leaves_app() -> Continuum:
         batch = ctx.map_tasks("leaf", [{"n": i} for i in range(ctx.state.n)], name="leaves")
         return batch.values()
 
+    @app.task(state=Leaves)
+    def calls(ctx: TaskContext[Leaves]) -> list[Any]:
+        return [ctx.invoke("leaf", {"n": i}, name=f"call{i}") for i in range(ctx.state.n)]
+
     return app
 
 
-def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent():
+@pytest.mark.parametrize("parent", ["fan", "calls"])
+def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent(parent):
     """``ctx.map_tasks`` creates each child's record, then sends its start. One SQS 500 on
     the send (after botocore's retries) failed the parent with QueueError (and one S3 503 on
     the read of a child's record that a replay creates again, TransientStoreError); a fresh
     invocation carries on instead (a second create of the same id is a no-op, a second start
-    is fenced)."""
+    is fenced). ``ctx.invoke`` must then start its child on the replay: it journaled the
+    child before it started it, so a replay took the child as started and waited for ever."""
     app = leaves_app()
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
-    task_id = app.client().start("fan", {})
+    task_id = app.client().start(parent, {})
     send, refused = runtime.queue.send, []
 
     def refuse_first(body, *, delay_s=0):  # the first send is the first child's start
