@@ -7,6 +7,7 @@ to a small reproducer here.
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from tests.conftest import (
     sends_refused,
     set_visibility_timeout,
 )
-from tests.support import LocalRuntime
+from tests.support import Continuation, Lease, LocalRuntime, TaskRecord, Verdict, fence, utcnow
 
 
 class Items(BaseModel):
@@ -320,3 +321,23 @@ def test_a_cancelled_parent_cancels_its_children_again_when_the_first_try_failed
     assert failed
     assert runtime.record(task_id).status == Status.CANCELLED
     assert [runtime.record(child).status for child in children] == [Status.CANCELLED] * 2
+
+
+@pytest.mark.parametrize("lease", ["expired", "live"])
+def test_the_wake_a_dead_worker_claimed_with_comes_back_to_run_the_task(lease):
+    """A child's report wakes its parent with generation 0 (it does not know the parent's);
+    the fence lets such a wake claim a waiting parent at any generation. If that worker died
+    after its claim, the wake came back and was judged stale (generation 0 < the record's),
+    and the parent's timer duplicate of a live lease: both acknowledged, the record stayed
+    ``running`` with nothing in the queue, for ever. The message a lease was taken for now
+    stands for the current generation (run it, or retry while the lease is live)."""
+    now = utcnow()
+    expires = now + (timedelta(seconds=-1) if lease == "expired" else timedelta(minutes=5))
+    record = TaskRecord(task_id="p", task_name="parent", status=Status.RUNNING, generation=3)
+    record.lease = Lease(owner="dead", expires_at=expires, message_id="m-wake")
+    wake = Continuation(
+        task_id="p", generation=0, reason="child p.0.c succeeded", kind="wake", sent_at=0.0
+    )
+    verdict = fence(record, wake, message_id="m-wake", now=now)
+    assert verdict == (Verdict.RUN if lease == "expired" else Verdict.RETRY_LATER)
+    assert fence(record, wake, message_id="m-other", now=now) == Verdict.STALE
