@@ -341,3 +341,29 @@ def test_the_wake_a_dead_worker_claimed_with_comes_back_to_run_the_task(lease):
     verdict = fence(record, wake, message_id="m-wake", now=now)
     assert verdict == (Verdict.RUN if lease == "expired" else Verdict.RETRY_LATER)
     assert fence(record, wake, message_id="m-other", now=now) == Verdict.STALE
+
+
+def test_a_cancel_the_claim_cannot_read_is_delivered_later_and_crashes_nothing():
+    """After the previous fix, a store error reading the cancel request that the claim's
+    listing showed (before the turns start) raised Suspend out of the handler: the worker
+    process crashed. The request is now read at the turn's next look instead."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def listen(ctx: TaskContext[Count]) -> Any:
+        return ctx.wait_for_signal("never")
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    set_visibility_timeout(runtime, 0)
+    client = app.client()
+    task_id = client.start("listen", {})
+    runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    client.cancel(task_id, "stop")
+    failed = fail_inbox_once(StoreFaults(app), "get")
+    for _ in range(20):
+        if runtime.invoke_once() is None:
+            break
+    assert failed
+    assert failed[0].endswith("/inbox/cancel.json")
+    assert runtime.record(task_id).status == Status.CANCELLED
