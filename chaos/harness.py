@@ -446,7 +446,7 @@ class Run:
         head.append(("dead letters handled", self.pump.handled, "messages"))
         if self.pump.missing_handler:
             head.append(("dead letter handler", "missing", ""))
-        head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed")]
+        head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed", "cancelled")]
         head += [(f"tasks failed {kind}", n, "tasks") for kind, n in sorted(failed.items())]
 
         def final(task_id: str) -> dict[str, Any] | None:
