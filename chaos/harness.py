@@ -20,6 +20,7 @@ every task against its records' versions and the ledger of real step executions
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -32,7 +33,8 @@ from typing import Any
 
 import boto3
 
-from chaos import tasks
+from chaos import flowchecks, outside, tasks
+from chaos.base import INLINE_LIMIT_BYTES
 from chaos.checks import (
     Failure,
     PlannedTask,
@@ -51,7 +53,15 @@ from chaos.checks import (
     summarize_latency,
 )
 from chaos.deliveries import DeadLetterPump, EventTail, Mischief
-from chaos.faults import FAULT_BASE_RATES, KILL_POINTS
+from chaos.faults import (
+    FAULT_BASE_RATES,
+    KILL_POINTS,
+    NEW_PATHS,
+    SENDER_BASE_RATES,
+    WAIT_KILL_POINTS,
+    EventLog,
+    SenderFaults,
+)
 from chaos.fleet import Fleet
 from chaos.server import (
     MotoServer,
@@ -61,6 +71,7 @@ from chaos.server import (
     create_resources,
     queue_depth,
 )
+from continuum import Continuum
 from continuum.batch import logger as continuum_logger
 
 #: Probability per first delivery that the harness sends a copy back, by kind.
@@ -83,6 +94,16 @@ def draw_rates(rng: random.Random, kinds: list[str], scale: float) -> dict[str, 
 
 #: Share of the tasks of these kinds (at least one each in a run of 10 tasks or more).
 SHARES = {"blobs": 0.1, "nan": 0.03, "pool": 0.02}
+#: The same for the kinds that wait and fan out (``chaos.flows``; off with ``--no-waits``).
+WAIT_SHARES = {
+    "sleeper": 0.05,
+    "callback": 0.05,
+    "signals": 0.04,
+    "cancellable": 0.04,
+    "fanmap": 0.04,
+    "fantasks": 0.04,
+    "invoker": 0.04,
+}
 #: Kinds whose tasks take longest (long invocations, deaths at every attempt): none is
 #: started in the last quarter of the run, so that the run does not end waiting for them.
 SLOW = ("blobs", "poison", "runaway")
@@ -94,9 +115,46 @@ def _count(n: int, share: float) -> int:
     return max(1, round(n * share)) if n >= 10 else 0
 
 
-def _input(rng: random.Random, name: str, budget: float) -> dict[str, Any]:
-    """A random input for a task of kind ``name``."""
+def _flow_input(
+    rng: random.Random, name: str, salt: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A random input for a task that waits or fans out, and the outside world's script."""
+    if name == "sleeper":
+        return {"salt": salt, "naps": [round(rng.uniform(1.5, 5.0), 2) for _ in range(3)]}, None
+    if name == "callback":
+        script = outside.plan_callback(rng)
+        late = script["mode"] == "late"
+        timeout = outside.LATE_TIMEOUT_S if late else outside.CALLBACK_TIMEOUT_S
+        return {"salt": salt, "mode": script["mode"], "timeout_s": timeout}, script
+    if name == "signals":
+        state = {"salt": salt, "wants": rng.randint(1, 3)}
+        return state, outside.plan_for(rng, name, state)
+    if name == "cancellable":
+        state = {"salt": salt, "chores": rng.randint(2, 5), "fan": rng.choice((0, 2))}
+        return state, outside.plan_for(rng, name, state)
+    if name == "fanmap":
+        items = rng.randint(3, 6)
+        pauses = rng.sample(range(items), rng.randint(1, 2))
+        pause = {str(i): round(rng.uniform(1.5, 3.5), 2) for i in sorted(pauses)}
+        return {"salt": salt, "items": items, "limit": 2, "pause": pause}, None
+    if name == "fantasks":
+        children = rng.randint(3, 5)
+        fail = sorted(rng.sample(range(children), rng.randint(0, 2)))
+        return {"salt": salt, "children": children, "limit": 2, "fail": fail}, None
+    return {"salt": salt, "fail_second": rng.random() < 0.4}, None  # invoker
+
+
+def _input(
+    rng: random.Random, name: str, budget: float
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A random input for a task of kind ``name`` (and what the outside world does to it)."""
     salt = rng.randrange(10**6)
+    if name in WAIT_SHARES:
+        return _flow_input(rng, name, salt)
+    return _base_input(rng, name, budget, salt), None
+
+
+def _base_input(rng: random.Random, name: str, budget: float, salt: int) -> dict[str, Any]:
     if name == "batch":
         return {"items": rng.randint(20, 40), "chunk": rng.randint(3, 6), "salt": salt}
     if name == "agent":
@@ -132,12 +190,14 @@ def planned_failure(name: str, state: dict[str, Any]) -> Failure | None:
 
 
 def plan_tasks(
-    rng: random.Random, n: int, *, seed: int, budget: float, doomed: int
+    rng: random.Random, n: int, *, seed: int, budget: float, doomed: int, waits: bool = True
 ) -> list[PlannedTask]:
     """``n`` tasks: ``doomed`` poison and ``doomed`` runaway ones, ``SHARES`` of blobs, nan
-    and pool ones, the rest batch or agent."""
+    and pool ones (and ``WAIT_SHARES`` of the kinds that wait, with ``waits``), the rest
+    batch or agent."""
     names = ["poison"] * doomed + ["runaway"] * doomed
-    names += [name for name, share in SHARES.items() for _ in range(_count(n, share))]
+    shares = {**SHARES, **WAIT_SHARES} if waits else SHARES
+    names += [name for name, share in shares.items() for _ in range(_count(n, share))]
     names += [rng.choice(("batch", "agent")) for _ in range(max(0, n - len(names)))]
     rng.shuffle(names)
     cut = 3 * len(names) // 4
@@ -148,7 +208,7 @@ def plan_tasks(
             names[i], names[j] = names[j], names[i]
     plan = []
     for i, name in enumerate(names[:n]):
-        state = _input(rng, name, budget)
+        state, script = _input(rng, name, budget)
         plan.append(
             PlannedTask(
                 task_id=f"{name}-{seed}-{i:04d}",
@@ -156,6 +216,8 @@ def plan_tasks(
                 input=state,
                 expected=tasks.expected_result(name, state),
                 failure=planned_failure(name, state),
+                ending="cancelled" if name == "cancellable" else "succeeded",
+                outside=script,
             )
         )
     return plan
@@ -174,7 +236,12 @@ class Run:
         kinds = list(FAULT_BASE_RATES) if opts.faults == "all" else _kinds(opts.faults)
         self.rates = draw_rates(self.rng, kinds, opts.fault_scale)
         self.plan = plan_tasks(
-            self.rng, opts.tasks, seed=opts.seed, budget=opts.budget, doomed=opts.doomed
+            self.rng,
+            opts.tasks,
+            seed=opts.seed,
+            budget=opts.budget,
+            doomed=opts.doomed,
+            waits=opts.waits,
         )
         self.app = tasks.app
         self.app.configure(
@@ -203,7 +270,33 @@ class Run:
         self.tail = EventTail(os.path.join(run_dir, "events.jsonl"))
         self.events: list[dict[str, Any]] = []
         self.waiting = deque(self.plan)  # not started yet
+        self.outside = self._outside(options, random.Random(self.rng.randrange(2**32)))
         self.open: set[str] = set()  # started, not known to be finished
+
+    def _outside(self, options: dict[str, Any], rng: random.Random) -> outside.Outside:
+        """The outside world: a client of its own whose calls fail and whose sender dies."""
+        s3, sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
+        rates = {k: round(v * self.opts.fault_scale, 4) for k, v in SENDER_BASE_RATES.items()}
+        if self.opts.faults == "none":
+            rates = {}
+        self.sender_faults = SenderFaults(
+            EventLog(os.path.join(self.run_dir, "events.jsonl")),
+            rates=rates,
+            rng=rng,
+            shadow_s3=boto3.client("s3", **options),
+            shadow_sqs=boto3.client("sqs", **options),
+        )
+        self.sender_faults.install(s3, sqs)
+        r = self.resources
+        sender = Continuum(
+            r.bucket,
+            r.queue_url,
+            s3_client=s3,
+            sqs_client=sqs,
+            inline_limit_bytes=INLINE_LIMIT_BYTES,
+        )
+        log = os.path.join(self.run_dir, "outside.jsonl")
+        return outside.Outside(sender.client(), self.app.client(), self.sender_faults, log)
 
     def drive(self) -> str:
         """Start the tasks and run the workers until done, quiescent or out of time.
@@ -219,10 +312,12 @@ class Run:
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
                 client.start(task.name, task.input, task_id=task.task_id)
+                self.outside.add(task.task_id, task.name, task.outside)
                 self.open.add(task.task_id)
             self.fleet.reap()
             self.fleet.fill()
             self._follow()
+            self.outside.run()
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + CHECK_EVERY_S
@@ -233,7 +328,8 @@ class Run:
                 depth = queue_depth(self.sqs, self.resources.queue_url)
                 if not self.pump.missing_handler:
                     depth += queue_depth(self.sqs, self.resources.dlq_url)
-                quiet_since = (quiet_since or now) if depth == 0 else None
+                quiet = depth == 0 and not self.outside.busy
+                quiet_since = (quiet_since or now) if quiet else None
                 if quiet_since is not None and now - quiet_since >= QUIET_S:
                     # Every task finished, and no message is left: none of them still has a
                     # sweep to finish (a message comes back until its task's sweep is done).
@@ -274,7 +370,11 @@ class Run:
         statuses: Counter[str] = Counter()
         not_started = {task.task_id for task in self.waiting}
         excused = hard_hit(self.events, self.pump.task_ids)
-        for task in self.plan:
+        log = read_jsonl(os.path.join(self.run_dir, "outside.jsonl"))
+        changed = flowchecks.check_children(report, self.plan, versions, log)
+        for task in flowchecks.expect(self.plan, log):
+            if task.task_id in changed:
+                task = dataclasses.replace(task, expected=None, ending="any")
             if task.task_id in not_started:
                 report.violate("tasks not started before the timeout", task.task_id)
                 continue
@@ -291,6 +391,8 @@ class Run:
         check_planned_steps(report, self.plan, ledger, self.events)
         check_blobs(report, self.s3, bucket, versions, self.events, stored)
         check_deliveries(report, self.events)
+        flowchecks.check_cancels(report, self.plan, lambda t: self._final(versions.get(t, [])), log)
+        flowchecks.check_outside(report, log)
         self._figures(report, ending, statuses, versions, started)
         return report
 
@@ -338,19 +440,20 @@ class Run:
         head += [(f"kills {p}", kills[p], "kills") for p in [*KILL_POINTS, "deadline", "poison"]]
         head.append(("aws faults", sum(faults.values()), "faults"))
         head += [(f"aws faults {k}", faults[k], "faults") for k in FAULT_BASE_RATES]
+        head += self._new_path_figures(kills)
         head += [(f"fault rate {k}", rate, "per call") for k, rate in self.rates.items()]
         head += [(f"deliveries {k}", n, "messages") for k, n in self.mischief.counts().items()]
         head.append(("dead letters handled", self.pump.handled, "messages"))
         if self.pump.missing_handler:
             head.append(("dead letter handler", "missing", ""))
-        head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed")]
+        head += [(f"tasks {s}", statuses[s], "tasks") for s in ("succeeded", "failed", "cancelled")]
         head += [(f"tasks failed {kind}", n, "tasks") for kind, n in sorted(failed.items())]
 
         def final(task_id: str) -> dict[str, Any] | None:
             history = versions.get(task_id)
             return history[-1] if history else None
 
-        outcomes = count_outcomes(self.plan, final, [*SHARES, *tasks.DOOMED])
+        outcomes = count_outcomes(self.plan, final, [*SHARES, *WAIT_SHARES, *tasks.DOOMED])
         head += [(f"outcome {name}", n, "tasks") for name, n in outcomes]
         for invariant in ("tasks stranded", "tasks unfinished at timeout"):
             head.append((invariant, report.violations[invariant], "tasks"))
@@ -359,6 +462,28 @@ class Run:
         summarize_latency(report, recovery_latencies(self.events))
         report.add("wall time", round(time.monotonic() - started, 1), "s")
         report.add("invariant violations", sum(report.violations.values()), "")
+
+    def _new_path_figures(self, kills: Counter[str]) -> list[tuple[str, Any, str]]:
+        """Kills and faults on the paths that waits and fan-out add (timers, wakes, inboxes,
+        hops, child records, reports) and the outside world's own faults and deaths."""
+        paths = Counter(
+            e.get("path") for e in self.events if e["ev"] == "fault" and e.get("inv") != "harness"
+        )
+        sender = Counter(
+            e["kind"] for e in self.events if e["ev"] == "fault" and e.get("inv") == "harness"
+        )
+        sender += Counter(e["point"] for e in self.events if e["ev"] == "sender_kill")
+        new_kills = sum(kills[p] for p in WAIT_KILL_POINTS)
+        new_faults = sum(paths[p] for p in NEW_PATHS)
+        head: list[tuple[str, Any, str]] = [
+            ("faults and kills on the wait and fan-out paths", new_kills + new_faults, "injected"),
+            ("kills on the wait and fan-out paths", new_kills, "kills"),
+            ("aws faults on the wait and fan-out paths", new_faults, "faults"),
+        ]
+        head += [(f"aws faults on path {p}", paths[p], "faults") for p in NEW_PATHS]
+        head.append(("outside faults and deaths", sum(sender.values()), "injected"))
+        head += [(f"outside {k}", sender[k], "injected") for k in SENDER_BASE_RATES]
+        return head
 
 
 def _kinds(text: str) -> list[str]:
@@ -424,6 +549,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=1.0, help="seconds per invocation")
     p.add_argument("--active", type=int, default=None, help="tasks running at once (4/worker)")
     p.add_argument("--doomed", type=int, default=None, help="poison and runaway tasks, each")
+    p.add_argument(
+        "--waits",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the kinds that wait and fan out (sleeps, callbacks, signals, cancels, children)",
+    )
     p.add_argument("--faults", default="all", help="'all', 'none' or kinds, comma-separated")
     p.add_argument("--fault-scale", type=float, default=1.0, help="multiplies the fault rates")
     p.add_argument("--kill-prob", type=float, default=0.9, help="share of workers that die")

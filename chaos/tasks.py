@@ -1,12 +1,10 @@
 """The chaos tasks: deterministic work whose every real step execution lands in a ledger.
 
-Each step sleeps a few milliseconds (its "work"), then appends one JSON line to the ledger
-named by ``CHAOS_LEDGER`` — task id, turn, idempotency key, step, invocation — and fsyncs it
-before returning. The ledger lives outside S3 and survives SIGKILL, so the harness can count
-the executions that really happened and compare them with what the records' journals say.
-
-Every result is a pure function of the task's input (:func:`expected_result`), so the harness
-knows the correct answer without trusting the record.
+The app, and the ledger each step writes to, are ``chaos.base``; the tasks that wait and fan
+out are ``chaos.flows`` (imported here, so that importing this module registers them all).
+Every result is a pure function of the task's input (:func:`expected_result`), or of its
+input and what the harness sent it, so the harness knows the correct answer without trusting
+the record.
 
 Tasks:
     batch: a batch job over ``items`` items in chunks; per item ``fetch`` + ``transform``, per
@@ -29,110 +27,44 @@ Tasks:
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import os
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
 
-import continuum
-from continuum import Continuum, TaskContext
-from continuum.steps import active_runner
+from chaos import flows
+from chaos.base import (
+    LEDGER_ENV,
+    LONG_LEASE_S,
+    SAFETY_MARGIN_S,
+    app,
+    digest_int,
+    duration_s,
+    invocation_budget,
+    set_invocation,
+    work,
+)
+from continuum import TaskContext
 
-#: The environment variable naming the ledger file (no ledger when unset).
-LEDGER_ENV = "CHAOS_LEDGER"
+__all__ = [
+    "DOOMED",
+    "LEDGER_ENV",
+    "POISON_STEP",
+    "POOL_THREAD",
+    "app",
+    "expected_result",
+    "flows",
+    "invocation_budget",
+    "set_invocation",
+]
+
 #: Steps the worker wrapper treats specially: ``poison_step`` kills its worker every time.
 POISON_STEP = "poison_step"
 RUNAWAY_STEP = "runaway_step"
 DOOMED = {"poison": POISON_STEP, "runaway": RUNAWAY_STEP}
-#: Values over this go to blobs: the blob task's state and pages pass it, no other value does.
-INLINE_LIMIT_BYTES = 4096
-#: continuum removes the blobs a write superseded only while the writer's lease has 5 s left
-#: (else the finish sweep does). Invocations of 1 s never have that, so the blob task's
-#: invocations are this much longer, and its safety margin as much larger: it does as much
-#: work per invocation as the others, and superseded blobs are removed mid-run, as in a
-#: real 15-minute invocation.
-LONG_LEASE_S = 6.0
-#: Tasks whose invocations are LONG_LEASE_S longer (by the name their task ids start with).
-LONG_LEASE_TASKS = ("blobs",)
-#: The app's safety margin (continuum's default); the blob task's is LONG_LEASE_S larger.
-SAFETY_MARGIN_S = 0.25
 #: The name prefix of the thread pool the pool task calls its step from.
 POOL_THREAD = "chaos-pool"
-
-app = Continuum(
-    default_step_s=0.1,
-    persist_every_s=0.25,
-    visibility_margin_s=1,
-    inline_limit_bytes=INLINE_LIMIT_BYTES,
-    safety_margin_s=SAFETY_MARGIN_S,
-)
-
-#: The invocation the steps of this process run in (set by ``chaos.worker``).
-_invocation: dict[str, Any] = {"id": "local", "deadline": None}
-
-
-def set_invocation(invocation_id: str, deadline: float | None) -> None:
-    """Name the emulated Lambda invocation (and its wall-clock deadline) steps run in."""
-    _invocation["id"] = invocation_id
-    _invocation["deadline"] = deadline
-
-
-def _h(*parts: object) -> int:
-    """A stable hash of ``parts`` (Python's ``hash`` is salted per process)."""
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def _ms(low: int, high: int, *parts: object) -> float:
-    """A deterministic duration between ``low`` and ``high`` milliseconds, in seconds."""
-    return (low + _h("ms", *parts) % (high - low + 1)) / 1000.0
-
-
-def idempotency_key() -> str:
-    """The running step's idempotency key (``task_id/turn/name#ordinal``)."""
-    current = getattr(continuum, "current_context", None)
-    if current is not None:
-        return str(current().idempotency_key)
-    runner = active_runner.get()  # before the library had current_context()
-    return str(getattr(runner, "active_key", None))
-
-
-def invocation_budget(task_id: str | None, budget_s: float) -> float:
-    """The budget of an invocation for a message of ``task_id`` (ids start with the name)."""
-    long = task_id is not None and task_id.split("-", 1)[0] in LONG_LEASE_TASKS
-    return budget_s + LONG_LEASE_S if long else budget_s
-
-
-def _work(step: str, seconds: float) -> None:
-    """Do a step's work: sleep, then record the execution in the ledger, durably."""
-    time.sleep(seconds)
-    path = os.environ.get(LEDGER_ENV)
-    if not path:
-        return
-    key = idempotency_key()
-    task_id, turn, _ = key.split("/", 2)
-    line = {
-        "task_id": task_id,
-        "turn": int(turn),
-        "key": key,
-        "step": step,
-        "inv": _invocation["id"],
-        "deadline": _invocation["deadline"],
-        "pid": os.getpid(),
-        "thread": threading.current_thread().name,
-        "t": time.time(),
-    }
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(line) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+_h, _ms, _work = digest_int, duration_s, work
 
 
 # -- the pure functions the steps compute ----------------------------------------------------
@@ -401,4 +333,4 @@ def expected_result(task_name: str, state: dict[str, Any]) -> Any:
         c = Blobs.model_validate(state)
         notes = [note_value(c.salt, t, page_value(c.salt, t % 2)) for t in range(c.turns)]
         return {"notes": notes}
-    return None
+    return flows.expected_result(task_name, state)

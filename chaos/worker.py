@@ -29,9 +29,11 @@ import boto3
 from botocore.exceptions import ClientError
 
 from chaos import tasks
+from chaos.base import TIMER_MAX_DELAY_S
 from chaos.faults import KILL_POINTS, EventLog, Injector
 from chaos.server import as_queue_message, client_options
 from continuum.local import LocalLambdaContext, event_record
+from continuum.sqs import SQSContinuationQueue
 
 #: How long an idle worker waits before polling the queue again (each poll is a request the
 #: moto server, one process for the whole fleet, does not spend on real work).
@@ -59,9 +61,9 @@ class Environment:
         s3, sqs = boto3.client("s3", **options), boto3.client("sqs", **options)
         self.source = boto3.client("sqs", **options)
         self.app = tasks.app
-        self.app.configure(
-            bucket=args.bucket, queue_url=args.queue_url, s3_client=s3, sqs_client=sqs
-        )
+        queue = SQSContinuationQueue(sqs, args.queue_url)
+        queue.max_delay_s = TIMER_MAX_DELAY_S  # long waits hop, as hours-long ones do on AWS
+        self.app.configure(bucket=args.bucket, s3_client=s3, queue=queue)
         self.app.update_settings(visibility_margin_s=args.visibility_margin)
         self.events = EventLog(os.path.join(args.run_dir, "events.jsonl"))
         self.injector = Injector(

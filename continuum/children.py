@@ -73,7 +73,10 @@ def _enter(runner: Any, label: str) -> tuple[str, JournalEntry | None]:
             step=key,
         )
     if entry is None or entry.partial:
-        runner.boundary()
+        # Re-entering the unfinished batch: a cancel delivered here takes its place in the
+        # journal, so a replay after a suspension delivers it again (the ids stay in
+        # record.children, for the cancel of the children).
+        runner.boundary(reopen=entry is not None)
     return key, entry
 
 
@@ -113,10 +116,12 @@ def invoke(
             entry = JournalEntry(
                 key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
             )
-            runner.journal.append(entry)
-            runner.record.children.append(ChildBatch(prefix=cid, task_name=task_name))
+            # Created and started before it is journaled: a replay after an error (Suspend)
+            # or a death in between does both again (a no-op, a fenced duplicate).
             starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
             starter.start(cid)
+            runner.journal.append(entry)
+            runner.record.children.append(ChildBatch(prefix=cid, task_name=task_name))
             runner.progress = True
         if not entry.partial:
             return _outcome(entry, task_id)

@@ -181,7 +181,7 @@ def uses_waits(record: TaskRecord) -> bool:
 def _encode_entry(entry: JournalEntry, out: _Externalizer) -> JournalEntry:
     result, result_ref = out(entry.result, f"the result of step {entry.key!r}")
     cursor, cursor_ref = out(entry.cursor, f"the cursor of step {entry.key!r}")
-    children = [_encode_entry(c, out) for c in entry.children] if entry.children else None
+    children = None if entry.children is None else [_encode_entry(c, out) for c in entry.children]
     untouched = entry.result_ref is None and entry.cursor_ref is None
     if result_ref is None and cursor_ref is None and untouched and children == entry.children:
         return entry

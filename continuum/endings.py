@@ -23,7 +23,7 @@ from continuum.batch import logger
 from continuum.claim import Claim
 from continuum.continuation import Continuation, Continuations
 from continuum.errors import PayloadTooLargeError, RecordConflictError, RecordTooNewError
-from continuum.family import report_to_parent
+from continuum.family import cancel_children, report_to_parent
 from continuum.history import Usage, bill
 from continuum.observers import Observers, TaskFinished, TaskParked
 from continuum.recent import RecentRecords
@@ -214,9 +214,7 @@ class Endings:
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
         claim.finish(status, error=error)
         record = claim.record
-        if status == Status.CANCELLED and record.children and self.children is not None:
-            ids = [child for batch in record.children for child in batch.ids()]
-            self.children.cancel(ids, f"its parent {record.task_id} was cancelled")
+        cancel_children(self.children, record)
         report_to_parent(self.records, self.continuations, record)
         self.observers.emit(
             "task_finished",

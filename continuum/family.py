@@ -21,16 +21,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from continuum.completion import Completion
 from continuum.continuation import Continuations
+from continuum.control import Suspend
 from continuum.errors import RecordNotFoundError, TaskFinishedError
 from continuum.pools import in_parallel
+from continuum.queue import QueueError
 from continuum.record import ErrorInfo, Status, TaskRecord, check_task_id
 from continuum.records import Records
+from continuum.store import StoreError
 from continuum.waiters import BatchHint, ParentLink
 
 ReportStatus = Literal["succeeded", "failed", "cancelled"]
@@ -109,12 +113,16 @@ class ChildTasks:
         self.client = client
 
     def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> None:
-        """Create a child's record, pending (a second create of the same id is a no-op)."""
-        self.client.start_child(task_name, input, task_id, parent, send=False)
+        """Create a child's record, pending (a second create of the same id is a no-op).
+        Both this and ``start`` run in the parent's turn: a store or queue error suspends
+        it (the next invocation creates or starts again) instead of failing the parent."""
+        with _suspend_on_error():
+            self.client.start_child(task_name, input, task_id, parent, send=False)
 
     def start(self, task_id: str) -> None:
         """Send a created child's first continuation (a duplicate is fenced like any)."""
-        self.client.continuations.send(task_id, generation=0, reason="start")
+        with _suspend_on_error():
+            self.client.continuations.send(task_id, generation=0, reason="start")
 
     def cancel(self, ids: list[str], reason: str) -> None:
         """Cancel children that exist and have not finished (the rest are skipped)."""
@@ -124,6 +132,23 @@ class ChildTasks:
                 self.client.cancel(task_id, reason)
 
         in_parallel(one, ids, threads=CHILD_THREADS)
+
+
+@contextlib.contextmanager
+def _suspend_on_error() -> Iterator[None]:
+    try:
+        yield
+    except (StoreError, QueueError) as exc:
+        raise Suspend(f"could not start a child task ({exc}); continuing afresh") from exc
+
+
+def cancel_children(children: ChildTasks | None, record: TaskRecord) -> None:
+    """A cancelled parent cancels its children that have not finished. Idempotent: called
+    when it finishes and again for any message that finds it cancelled (a store or queue
+    error raises, so that the message comes back)."""
+    if record.status == Status.CANCELLED and record.children and children is not None:
+        ids = [child for batch in record.children for child in batch.ids()]
+        children.cancel(ids, f"its parent {record.task_id} was cancelled")
 
 
 def report_to_parent(

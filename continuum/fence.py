@@ -11,6 +11,9 @@ case (``tests/unit/test_fence.py``):
   send, so the current continuation is sent again (RESEND; duplicates are fenced like any
   other); and a wake for a waiting task, which is a hint whatever its generation: its sender
   read the record before the task's last hop, so the task's inbox is looked at (CHECK_INBOX);
+  and the message a running record's lease was taken for (a wake claims whatever its
+  generation): it stands for the current generation, as below, else a worker that died
+  after such a claim would leave the task with no message at all;
 - a message for the current generation runs (RUN), unless a live lease holds the record: if
   the lease was taken for this very message, SQS redelivered it early (RETRY_LATER); else it
   is a duplicate that the holder's own message covers (DUPLICATE).
@@ -49,14 +52,17 @@ def fence(record: TaskRecord, message: Continuation, *, message_id: str, now: da
         return Verdict.FINISHED
     if message.generation > record.generation:
         return Verdict.FUTURE
-    if message.generation < record.generation:
+    lease = record.lease
+    claimed_by_it = lease is not None and lease.message_id == message_id
+    if message.generation < record.generation and not (
+        record.status == Status.RUNNING and claimed_by_it
+    ):
         parked = record.status in (Status.SUSPENDED, Status.WAITING)
         if parked and record.suspended_by == message_id:
             return Verdict.RESEND
         if record.status == Status.WAITING and message.kind == "wake":
             return Verdict.CHECK_INBOX
         return Verdict.STALE
-    lease = record.lease
     if record.status == Status.RUNNING and lease is not None and lease.expires_at > now:
         if lease.message_id == message_id:
             return Verdict.RETRY_LATER

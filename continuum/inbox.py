@@ -18,17 +18,20 @@ record and wakes the generation it finds; one of the two always sees the other.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
+from continuum.control import Suspend
+from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, StoreError, put_with_retries
 from continuum.values import dump_json
 from continuum.waiters import Signal
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 
 #: The largest callback result or signal payload accepted, as JSON.
 MAX_INBOX_VALUE_BYTES = 256 * 1024
@@ -196,6 +199,10 @@ class Inbox:
 class TaskInbox:
     """One task's inbox as a running turn sees it: the last listing, and reads through it.
 
+    A store error on one of its reads (S3's 5xx after botocore's retries) suspends the turn
+    (``Suspend``: the task continues in a fresh invocation, which reads again) instead of
+    failing the task: nothing was taken, so nothing is lost.
+
     Args:
         inbox: the store's inboxes (None: a turn loop without a store, as in unit tests).
         task_id: the task.
@@ -217,7 +224,8 @@ class TaskInbox:
 
     def refresh(self) -> Listing:
         """List the inbox now (one LIST)."""
-        listing = Listing() if self._inbox is None else self._inbox.list(self.task_id)
+        inbox = self._inbox
+        listing = Listing() if inbox is None else _live(lambda: inbox.list(self.task_id))
         self._listing, self.listed_at = listing, listing.listed_at
         return listing
 
@@ -228,25 +236,38 @@ class TaskInbox:
     def answer(self, token: str) -> CallbackAnswer | None:
         if self._inbox is None or not self.listing.has_answer(token):
             return None
-        return self._inbox.answer(self.task_id, token)
+        inbox = self._inbox
+        return _live(lambda: inbox.answer(self.task_id, token))
 
     def heartbeat(self, token: str) -> datetime | None:
         if self._inbox is None or not self.listing.has_heartbeat(token):
             return None
-        return self._inbox.heartbeat(self.task_id, token)
+        inbox = self._inbox
+        return _live(lambda: inbox.heartbeat(self.task_id, token))
 
     def cancel(self) -> CancelRequest | None:
         if self._inbox is None or not self.listing.has_cancel:
             return None
-        return self._inbox.cancel(self.task_id)
+        inbox = self._inbox
+        return _live(lambda: inbox.cancel(self.task_id))
 
     def read(self, relative: str, model: type[M]) -> M | None:
         """An object of this inbox (``relative``: its key in the listing)."""
         if self._inbox is None:
             return None
-        return self._inbox._read(self.task_id, relative, model)
+        inbox = self._inbox
+        return _live(lambda: inbox._read(self.task_id, relative, model))
 
     def oldest_signal(self, name: str, taken: set[str]) -> tuple[str, Signal] | None:
         if self._inbox is None:
             return None
-        return self._inbox.oldest_signal(self.task_id, name, self.listing, taken)
+        inbox, listing = self._inbox, self.listing
+        return _live(lambda: inbox.oldest_signal(self.task_id, name, listing, taken))
+
+
+def _live(read: Callable[[], R]) -> R:
+    """``read()``; a store error suspends the running turn (see ``TaskInbox``)."""
+    try:
+        return read()
+    except StoreError as exc:
+        raise Suspend(f"could not read the inbox ({exc}); continuing afresh") from exc

@@ -8,12 +8,14 @@ invocation's start and end.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from continuum.batch import LambdaContext, logger, remaining_s
 from continuum.budget import Budget
 from continuum.claim import Claim, error_info
 from continuum.continuation import Continuation
+from continuum.control import Suspend
 from continuum.endings import Endings, Outcome
 from continuum.errors import MigrationError
 from continuum.inbox import Listing, TaskInbox
@@ -123,7 +125,10 @@ class Invocation:
         )
         loop.children = self.children
         if listing is not None:
-            loop.note_inbox(listing)
+            # A cancel request it cannot read now is read at the turn's next look (before
+            # the turns, a Suspend would escape the handler).
+            with contextlib.suppress(Suspend):
+                loop.note_inbox(listing)
         return loop
 
     def _end(self, loop: TurnLoop, message_id: str) -> Outcome:

@@ -10,7 +10,9 @@ Defined results of repeated sends:
 
 - a second answer of one callback raises CallbackError ("already answered"), and the task
   keeps the first; a heartbeat after the answer raises the same;
-- a signal with a ``signal_id`` already sent under that name is a no-op (the id is returned);
+- a signal with a ``signal_id`` already sent under that name is a no-op (the id is returned)
+  but for its wake, sent again: a retry completes what a failed wake or a dead sender left;
+  a second answer is refused the same way, after its wake;
 - a second cancel request is a no-op: the first reason wins.
 """
 
@@ -106,6 +108,7 @@ class Mail:
                 hint="a finished task takes no callback answers",
             )
         if self.records.inbox.answer(task_id, token) is not None:
+            self._wake(task_id)  # a retry: the first attempt's wake may never have been sent
             raise CallbackError(
                 "this callback was already answered; the task keeps the first answer",
                 task_id=task_id,
@@ -117,6 +120,7 @@ class Mail:
 
     def _answer(self, task_id: str, token: str, answer: CallbackAnswer) -> None:
         if not self.records.inbox.put_answer(task_id, token, answer):
+            self._wake(task_id)  # as in _open_callback
             raise CallbackError(
                 "this callback was already answered; the task keeps the first answer",
                 task_id=task_id,
@@ -144,8 +148,10 @@ class Mail:
         value = _json_value(payload, what="the signal payload", task_id=task_id)
         self._unfinished(task_id, "signal")
         signal = Signal(id=signal_id, name=name, payload=value, sent_at=utcnow())
-        if self.records.inbox.put_signal(task_id, signal):
-            self._wake(task_id)
+        self.records.inbox.put_signal(task_id, signal)
+        # Also when it was there already: a retry after a wake that failed, or a sender that
+        # died between the two, must still wake the task (a duplicate wake is harmless).
+        self._wake(task_id)
         return signal_id
 
     def cancel(self, task_id: str, reason: str | None = None) -> None:

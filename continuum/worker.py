@@ -49,7 +49,7 @@ from continuum.errors import (
     RecordTooNewError,
     UnknownTaskError,
 )
-from continuum.family import ChildTasks, report_to_parent
+from continuum.family import ChildTasks, cancel_children, report_to_parent
 from continuum.fence import Verdict, fence
 from continuum.history import RunClock
 from continuum.invocation import Invocation
@@ -221,7 +221,9 @@ class Worker:
                 return Outcome.RESENT
             case Verdict.FINISHED:
                 # Its worker may have died after the finish write: a child reports again
-                # (idempotent), and a sweep cut short is finished (else retried).
+                # (idempotent), a sweep cut short is finished (else retried), and a
+                # cancelled parent cancels its children again.
+                cancel_children(self.children, record)
                 report_to_parent(self.records, self.continuations, record, again=True)
                 swept = self.records.sweeper.ensure_swept(record)
                 return Outcome.SWEPT if swept else Outcome.FINISHED

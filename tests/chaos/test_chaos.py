@@ -47,6 +47,15 @@ INVARIANTS = [
     "finished records untagged (their sweep never completed)",
     "records pointing at a missing blob",
     "blobs tagged before their task finished",
+    "tasks cancelled that nobody cancelled",
+    "cancelled tasks not ended cancelled",
+    "cancels whose first reason did not win",
+    "child tasks stranded",
+    "child tasks started more than once",
+    "child tasks with a wrong ending",
+    "child tasks never started",
+    "second callback answers accepted",
+    "outside calls given up",
 ]
 
 
@@ -85,7 +94,7 @@ def test_faults_were_injected_and_every_task_accounted_for(chaos_run):
     assert f["aws faults"] > 0, figures
     assert f["faults and kills"] == f["kills"] + f["aws faults"], figures
     assert f["step executions"] >= f["recorded steps"] > 0, figures
-    assert f["tasks succeeded"] + f["tasks failed"] == TASKS, figures
+    assert f["tasks succeeded"] + f["tasks failed"] + f["tasks cancelled"] == TASKS, figures
     assert done.returncode == (0 if not report["violations"] else 1), figures
 
 
@@ -100,3 +109,15 @@ def test_the_hardening_cases_ran(chaos_run):
     assert f["blob deletes"] > 0, figures
     assert f["warm invocations"] > 0, figures
     assert f["steps executed from a thread pool"] == 0, figures
+
+
+@pytest.mark.slow
+def test_the_wait_and_fan_out_kinds_ran(chaos_run):
+    """Sleeps, callbacks, signals, cancels and child tasks ran, and met kills and faults."""
+    _done, report, figures = chaos_run
+    f = report["figures"]
+    for kind in ("sleeper", "callback", "signals", "cancellable", "fanmap", "fantasks", "invoker"):
+        assert f[f"tasks {kind}"] >= 1, figures
+    assert f["outcome cancellable cancelled TaskCancelledError"] >= 1, figures
+    assert f["child tasks succeeded"] > 0, figures
+    assert f["faults and kills on the wait and fan-out paths"] > 0, figures

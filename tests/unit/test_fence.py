@@ -32,7 +32,7 @@ def expected(status: Status, generation: str, lease: str, message_id: str, kind:
         return Verdict.FINISHED
     if generation == "newer":
         return Verdict.FUTURE
-    if generation == "older":
+    if generation == "older" and not (status == Status.RUNNING and lease == "live-same-message"):
         if status in (Status.SUSPENDED, Status.WAITING) and message_id == SUSPENDER:
             return Verdict.RESEND
         if status == Status.WAITING and kind == "wake":

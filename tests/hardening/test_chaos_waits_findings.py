@@ -1,0 +1,369 @@
+"""Library bugs the wait and fan-out kinds of the fault run (``make chaos``) found.
+
+Found by ``python -m chaos.harness --tasks 30 --seed 1`` (the ``fanmap`` kind), each reduced
+to a small reproducer here.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import CallbackError, Continuum, Status, TaskCancelledError, TaskContext
+from continuum.queue import QueueError
+from continuum.store import TransientStoreError
+from tests.conftest import (
+    ScriptedContext,
+    StoreFaults,
+    drain,
+    raw_record,
+    sends_refused,
+    set_visibility_timeout,
+)
+from tests.support import Continuation, Lease, LocalRuntime, TaskRecord, Verdict, fence, utcnow
+
+
+class Items(BaseModel):
+    n: int = 2
+
+
+def test_a_batch_item_suspended_before_its_first_step_resumes():
+    """A ``ctx.map`` item that was entered but suspended before its first step (the budget
+    ran out right after the claim) was saved with no journal of its own; the stored record
+    lost the empty list (``children: []`` became None), and the next invocation failed the
+    task with a bare AssertionError instead of running the item."""
+    app = Continuum(visibility_margin_s=None)
+    runs: list[int] = []
+
+    @app.step
+    def piece(x: int) -> int:
+        runs.append(x)
+        return x * 10
+
+    @app.task(state=Items)
+    def fan(ctx: TaskContext[Items]) -> list[int]:
+        return ctx.map(range(ctx.state.n), lambda child, x, i: piece(x), name="items").values()
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    task_id = app.client().start("fan", {})
+    runtime.invoke_once(ScriptedContext(0, lambda: len(runs)))
+    stored = raw_record(runtime, task_id)
+    assert stored["status"] == "suspended"
+    assert [item["partial"] for item in stored["journal"][0]["children"]] == [True, True]
+    app.update_settings()  # another execution environment: it reads the record from the store
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: len(runs)))
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 10]
+    assert sorted(runs) == [0, 1]
+
+
+class Count(BaseModel):
+    done: list[int] = []
+
+
+def fail_inbox_once(faults: StoreFaults, operation: str, after: int = 0) -> list[str]:
+    """The ``after``-th call of ``operation`` on a key under an inbox answers S3's 500."""
+    failed: list[str] = []
+    seen = [0]
+
+    def hook(call, key, *args, **kwargs):
+        if "/inbox/" in key and not failed:
+            seen[0] += 1
+            if seen[0] > after:
+                failed.append(key)
+                raise TransientStoreError(f"{key}: InternalError")
+        return call(key, *args, **kwargs)
+
+    faults.around(operation, hook)
+    return failed
+
+
+def test_a_transient_fault_on_the_inbox_poll_of_a_running_turn_does_not_fail_the_task():
+    """A running task lists its inbox at a step boundary every ``inbox_poll_s`` (to see a
+    cancel). One LIST that S3 answered 500 (after botocore's retries) failed the whole task
+    with TransientStoreError, where a failed record write only costs a fresh invocation."""
+    app = Continuum(visibility_margin_s=None, inbox_poll_s=0.001)
+
+    @app.step
+    def work(i: int) -> int:
+        time.sleep(0.002)
+        return i
+
+    @app.task(state=Count)
+    def count(ctx: TaskContext[Count]) -> list[int] | None:
+        for _ in range(3):
+            ctx.state.done.append(work(len(ctx.state.done)))
+        return ctx.state.done if len(ctx.state.done) >= 6 else None
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    task_id = app.client().start("count", {})
+    failed = fail_inbox_once(StoreFaults(app), "list_keys", after=1)
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: 0))
+    assert failed, "the inbox was never listed mid-turn"
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
+    """The signal a wait takes is read (GET) from the inbox; a 500 there failed the task."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def listen(ctx: TaskContext[Count]) -> Any:
+        signal = ctx.wait_for_signal("go")
+        return signal.payload if signal is not None else None
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("listen", {})
+    client.signal(task_id, "go", {"k": 1}, signal_id="s1")
+    failed = fail_inbox_once(StoreFaults(app), "get")
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: 0))
+    assert failed, "the signal was never read"
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == {"k": 1}
+
+
+def test_a_retried_signal_whose_wake_was_lost_wakes_the_task():
+    """``client.signal`` writes the signal, then wakes the task. If the wake's send failed
+    (or the sender died between the two), the sender tries again with the same ``signal_id``
+    (an at-least-once sender does); the signal was already there, so the retry was a no-op
+    that sent no wake either, and a task waiting without a timeout waited for ever."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def listen(ctx: TaskContext[Count]) -> Any:
+        signal = ctx.wait_for_signal("go")
+        return signal.payload if signal is not None else None
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("listen", {})
+    runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    assert runtime.invoke_once() is None  # waiting, no timeout: no message until a wake
+    with sends_refused(runtime), pytest.raises(QueueError):
+        client.signal(task_id, "go", {"k": 1}, signal_id="s1")  # landed; its wake did not
+    client.signal(task_id, "go", {"k": 1}, signal_id="s1")  # the sender's retry
+    assert runtime.invoke_once() is not None, "the retry sent no wake: the task waits for ever"
+    record = runtime.record(task_id)
+    assert record.status == Status.SUCCEEDED, record.status
+    assert record.result == {"k": 1}
+
+
+def test_a_retried_callback_answer_whose_wake_was_lost_wakes_the_task():
+    """The same for ``complete_callback``: the retry is refused ("already answered", the
+    task keeps the first), but the wake the first attempt never sent was not sent either."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def ask(ctx: TaskContext[Count]) -> Any:
+        return ctx.create_callback("answer").result()
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("ask", {})
+    runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    (callback_id,) = [w.id for w in client.status(task_id).waiting_for if w.kind == "callback"]
+    with sends_refused(runtime), pytest.raises(QueueError):
+        client.complete_callback(callback_id, {"ok": 1})  # landed; its wake did not
+    with pytest.raises(CallbackError, match="already answered"):
+        client.complete_callback(callback_id, {"ok": 1})  # the sender's retry
+    assert runtime.invoke_once() is not None, "the retry sent no wake: the task waits for ever"
+    record = runtime.record(task_id)
+    assert record.status == Status.SUCCEEDED, record.status
+    assert record.result == {"ok": 1}
+
+
+class Held(BaseModel):
+    fan: int = 0
+
+
+@pytest.mark.parametrize("fan", [0, 2])
+def test_a_cancel_delivered_to_a_parent_waiting_for_children_survives_a_suspension(fan):
+    """A parent waiting for its child tasks (``ctx.map_tasks``) is woken by a cancel: the
+    TaskCancelledError is raised where it waits, and its handler runs a cleanup step. If the
+    invocation suspended before that step, the replay went back to waiting for the children:
+    the cancel had been journaled after the unfinished batch instead of in its place, so the
+    replay never met it, and parent and children waited for ever (a plain wait was fine)."""
+    app = Continuum(visibility_margin_s=None)
+    runs: list[str] = []
+
+    @app.step
+    def cleanup(who: str) -> str:
+        runs.append(who)
+        return who
+
+    @app.task(state=Held)
+    def leaf(ctx: TaskContext[Held]) -> Any:
+        ctx.wait_for_signal("never")
+
+    @app.task(state=Held)
+    def parent(ctx: TaskContext[Held]) -> Any:
+        try:
+            if ctx.state.fan:
+                ctx.map_tasks("leaf", [{} for _ in range(ctx.state.fan)], name="held")
+            ctx.wait_for_signal("never")
+        except TaskCancelledError:
+            cleanup("parent")
+            raise
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    client = app.client()
+    task_id = client.start("parent", {"fan": fan})
+    for _ in range(6):
+        runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    client.cancel(task_id, "stop")
+    # the wake: TaskCancelledError is raised into the wait; the cleanup step does not fit
+    runtime.invoke_once(ScriptedContext(0, lambda: len(runs)))
+    record = drain(runtime, task_id, lambda i: ScriptedContext(None, lambda: len(runs)), limit=50)
+    assert record.status == Status.CANCELLED
+    assert runs == ["parent"]
+    while runtime.invoke_once() is not None:  # the cancels of its children
+        pass
+    children = [child for batch in record.children for child in batch.ids()]
+    assert len(children) == fan
+    assert {runtime.record(child).status for child in children} <= {Status.CANCELLED}
+
+
+class Leaves(BaseModel):
+    n: int = 2
+
+
+def leaves_app() -> Continuum:
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Leaves)
+    def leaf(ctx: TaskContext[Leaves]) -> int:
+        return ctx.state.n
+
+    @app.task(state=Leaves)
+    def fan(ctx: TaskContext[Leaves]) -> list[Any]:
+        batch = ctx.map_tasks("leaf", [{"n": i} for i in range(ctx.state.n)], name="leaves")
+        return batch.values()
+
+    @app.task(state=Leaves)
+    def calls(ctx: TaskContext[Leaves]) -> list[Any]:
+        return [ctx.invoke("leaf", {"n": i}, name=f"call{i}") for i in range(ctx.state.n)]
+
+    return app
+
+
+@pytest.mark.parametrize("parent", ["fan", "calls"])
+def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent(parent):
+    """``ctx.map_tasks`` creates each child's record, then sends its start. One SQS 500 on
+    the send (after botocore's retries) failed the parent with QueueError (and one S3 503 on
+    the read of a child's record that a replay creates again, TransientStoreError); a fresh
+    invocation carries on instead (a second create of the same id is a no-op, a second start
+    is fenced). ``ctx.invoke`` must then start its child on the replay: it journaled the
+    child before it started it, so a replay took the child as started and waited for ever."""
+    app = leaves_app()
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    task_id = app.client().start(parent, {})
+    send, refused = runtime.queue.send, []
+
+    def refuse_first(body, *, delay_s=0):  # the first send is the first child's start
+        if not refused:
+            refused.append(body)
+            raise QueueError("send failed: InternalFailure (injected)")
+        return send(body, delay_s=delay_s)
+
+    runtime.queue.send = refuse_first
+    record = drain(runtime, task_id, lambda i: None)
+    assert refused
+    assert f"{task_id}." in refused[0]
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 1]
+
+
+def test_a_cancelled_parent_cancels_its_children_again_when_the_first_try_failed():
+    """A cancelled parent cancels its children after its finish write. If that failed (one
+    S3 500 reading a child's record, after botocore's retries), the message came back but
+    only re-reported and re-swept: the held children were never cancelled and waited for
+    ever. Every later message of the cancelled parent now cancels them again."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Held)
+    def leaf(ctx: TaskContext[Held]) -> Any:
+        ctx.wait_for_signal("never")
+
+    @app.task(state=Held)
+    def parent(ctx: TaskContext[Held]) -> Any:
+        ctx.map_tasks("leaf", [{} for _ in range(2)], name="held")
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    set_visibility_timeout(runtime, 0)  # a message that failed comes back at once
+    client = app.client()
+    task_id = client.start("parent", {})
+    while runtime.invoke_once() is not None:
+        pass
+    children = [child for batch in runtime.record(task_id).children for child in batch.ids()]
+    assert {runtime.record(child).status for child in children} == {Status.WAITING}
+    client.cancel(task_id, "stop")
+    failed: list[str] = []
+
+    def fail_first_child_read(call, key, *args, **kwargs):
+        if key.endswith(f"{children[0]}/record.json") and not failed:
+            failed.append(key)
+            raise TransientStoreError(f"{key}: InternalError")
+        return call(key, *args, **kwargs)
+
+    StoreFaults(app).around("get", fail_first_child_read)
+    for _ in range(20):
+        if runtime.invoke_once() is None:
+            break
+    assert failed
+    assert runtime.record(task_id).status == Status.CANCELLED
+    assert [runtime.record(child).status for child in children] == [Status.CANCELLED] * 2
+
+
+@pytest.mark.parametrize("lease", ["expired", "live"])
+def test_the_wake_a_dead_worker_claimed_with_comes_back_to_run_the_task(lease):
+    """A child's report wakes its parent with generation 0 (it does not know the parent's);
+    the fence lets such a wake claim a waiting parent at any generation. If that worker died
+    after its claim, the wake came back and was judged stale (generation 0 < the record's),
+    and the parent's timer duplicate of a live lease: both acknowledged, the record stayed
+    ``running`` with nothing in the queue, for ever. The message a lease was taken for now
+    stands for the current generation (run it, or retry while the lease is live)."""
+    now = utcnow()
+    expires = now + (timedelta(seconds=-1) if lease == "expired" else timedelta(minutes=5))
+    record = TaskRecord(task_id="p", task_name="parent", status=Status.RUNNING, generation=3)
+    record.lease = Lease(owner="dead", expires_at=expires, message_id="m-wake")
+    wake = Continuation(
+        task_id="p", generation=0, reason="child p.0.c succeeded", kind="wake", sent_at=0.0
+    )
+    verdict = fence(record, wake, message_id="m-wake", now=now)
+    assert verdict == (Verdict.RUN if lease == "expired" else Verdict.RETRY_LATER)
+    assert fence(record, wake, message_id="m-other", now=now) == Verdict.STALE
+
+
+def test_a_cancel_the_claim_cannot_read_is_delivered_later_and_crashes_nothing():
+    """After the previous fix, a store error reading the cancel request that the claim's
+    listing showed (before the turns start) raised Suspend out of the handler: the worker
+    process crashed. The request is now read at the turn's next look instead."""
+    app = Continuum(visibility_margin_s=None)
+
+    @app.task(state=Count)
+    def listen(ctx: TaskContext[Count]) -> Any:
+        return ctx.wait_for_signal("never")
+
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    set_visibility_timeout(runtime, 0)
+    client = app.client()
+    task_id = client.start("listen", {})
+    runtime.invoke_once()
+    assert runtime.record(task_id).status == Status.WAITING
+    client.cancel(task_id, "stop")
+    failed = fail_inbox_once(StoreFaults(app), "get")
+    for _ in range(20):
+        if runtime.invoke_once() is None:
+            break
+    assert failed
+    assert failed[0].endswith("/inbox/cancel.json")
+    assert runtime.record(task_id).status == Status.CANCELLED
