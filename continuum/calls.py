@@ -38,8 +38,9 @@ class StepCalls(TurnState):
             return step.run_nested(args, kwargs)
         with self.lock:  # the record is shared with the branches of a batch, if any
             self.replay_cancel()
-            key = self.journal.key_for(step.name, key)
-            entry = self.journal.replay(step.name, key)
+            name = step.options.name
+            key = self.journal.key_for(name, key)
+            entry = self.journal.replay(name, key)
             if entry is not None and not entry.partial:
                 self.record.counters.steps_replayed += 1
                 if not entry.ok:
@@ -60,9 +61,10 @@ class StepCalls(TurnState):
         resume: JournalEntry | None,
     ) -> Any:
         record, options = self.record, step.options
-        stats = record.step_stats.get(step.name)
+        name = options.name
+        stats = record.step_stats.get(name)
         if stats is None:
-            stats = record.step_stats[step.name] = StepStats()
+            stats = record.step_stats[name] = StepStats()
         attempt, cursor = 0, None
         # A step that is not done (paused, or between attempts) keeps its journal entry until
         # its next attempt starts, so a suspension before then loses neither.
@@ -78,7 +80,7 @@ class StepCalls(TurnState):
             else:
                 attempt, cursor = resume.attempts - 1, resume.cursor
         while True:
-            self._check_budget(step.name, stats, preemptible=options.preemptible)
+            self._check_budget(name, stats, preemptible=options.preemptible)
             if pending is not None:
                 self.journal.reopen()
                 pending = None
@@ -87,12 +89,12 @@ class StepCalls(TurnState):
             attempt += 1
             if options.at_most_once:
                 # Saved before the step runs: if its worker dies inside it, it is not rerun.
-                pending = JournalEntry(key, step.name, attempts=attempt, partial=True, started=True)
+                pending = JournalEntry(key, name, attempts=attempt, partial=True, started=True)
                 self._append(pending)
                 self.save_strict()
             self.active_key = f"{record.task_id}/{record.turn}/{self.path}{key}"
             self.active_cursor = cursor
-            self.step_started(key, step.name, attempt)
+            self.step_started(key, name, attempt)
             wall, started = time.time(), time.monotonic()
             try:
                 with self.unlocked():  # the step itself runs beside the other branches
@@ -103,7 +105,7 @@ class StepCalls(TurnState):
                         value = step.fn(*args, **kwargs)
             except Preempted:
                 took = round(time.monotonic() - started, 6)
-                self.log_step(key, wall, took, attempt, "preempted", name=step.name)
+                self.log_step(key, wall, took, attempt, "preempted", name=name)
                 self._preempted(key, stats, started)
             except Paused as pause:
                 elapsed = self._timed(stats, started)
@@ -112,14 +114,14 @@ class StepCalls(TurnState):
                 self._append(
                     JournalEntry(
                         key,
-                        step.name,
+                        name,
                         attempts=attempt,
                         duration_s=elapsed,
                         partial=True,
                         cursor=pause.cursor,
                     )
                 )
-                self.log_step(key, wall, elapsed, attempt, "paused", name=step.name)
+                self.log_step(key, wall, elapsed, attempt, "paused", name=name)
                 raise self.unwind(Suspend(f"step {key!r} paused itself; it continues")) from None
             except Exception as exc:
                 elapsed = self._timed(stats, started)
@@ -138,13 +140,13 @@ class StepCalls(TurnState):
                     elapsed,
                     attempt,
                     "retry" if retrying else "failed",
-                    name=step.name,
+                    name=name,
                     error_type=type(exc).__name__,
                 )
                 if retrying:
                     retry = JournalEntry(
                         key,
-                        step.name,
+                        name,
                         ok=False,
                         partial=True,
                         error=error,
@@ -160,17 +162,19 @@ class StepCalls(TurnState):
             finally:
                 self.active_key = None
                 self.active_cursor = None
-                record.running_step = None
+                if record.running_step is not None:
+                    record.running_step = None
             break
         elapsed = self._timed(stats, started)
         self._unmark(pending)
+        adapter, typed = step.typing()
         try:
             result = to_json(
-                step.adapter,
+                adapter,
                 value,
                 what=f"the result of step {key!r}",
                 task_id=record.task_id,
-                typed=step.typed,
+                typed=typed,
             )
         except UnserializableValueError as exc:
             error = ErrorInfo(
@@ -178,14 +182,14 @@ class StepCalls(TurnState):
             )
             raise self._failed(step, key, attempt, elapsed, error) from exc
         self._append(
-            JournalEntry(key, step.name, result=result, duration_s=elapsed, attempts=attempt)
+            JournalEntry(key, name, result=result, duration_s=elapsed, attempts=attempt)
         )
-        self.log_step(key, wall, elapsed, attempt, "ok", name=step.name)
+        self.log_step(key, wall, elapsed, attempt, "ok", name=name)
         record.counters.steps_executed += 1
         if options.effect or time.monotonic() - self.last_save >= self.persist_every_s:
             self.save()
             self.last_save = time.monotonic()
-        return from_json(step.adapter, result)
+        return from_json(adapter, result)
 
     # -- work that is not a step (creating child tasks), under the same budget -------------------
 

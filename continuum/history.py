@@ -44,7 +44,7 @@ class RunOutcome(StrEnum):
     CRASHED = "crashed"
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRun:
     """One live step call of an invocation (a dataclass: one is made per step).
 

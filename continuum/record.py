@@ -166,7 +166,7 @@ class ErrorInfo(_Model):
     turn: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class JournalEntry:
     """One step's outcome in the current turn (a dataclass: one is made per step).
 

@@ -130,14 +130,15 @@ class Step(Generic[P, R]):
     @property
     def adapter(self) -> TypeAdapter[Any]:
         """Converts results to JSON and back, following the return annotation."""
-        return self._typing()[0]
+        return self.typing()[0]
 
     @property
     def typed(self) -> bool:
         """Whether the step declares its return type (else results must be plain JSON)."""
-        return self._typing()[1]
+        return self.typing()[1]
 
-    def _typing(self) -> tuple[TypeAdapter[Any], bool]:
+    def typing(self) -> tuple[TypeAdapter[Any], bool]:
+        """``(adapter, typed)``, built at the first call."""
         if self._adapter is None:
             self._adapter = return_adapter(self.fn, what=f"step {self.name!r}")
         return self._adapter
@@ -221,7 +222,7 @@ def return_adapter(fn: Callable[..., Any], *, what: str) -> tuple[TypeAdapter[An
     """
     target = _unwrap(fn)
     if isinstance(target, Step):
-        return target._typing()
+        return target.typing()
     if _is_instance(target):
         target = type(target).__call__
     try:
