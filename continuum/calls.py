@@ -181,9 +181,7 @@ class StepCalls(TurnState):
                 type=type(exc).__name__, message=exc.message, step=key, turn=record.turn
             )
             raise self._failed(step, key, attempt, elapsed, error) from exc
-        self._append(
-            JournalEntry(key, name, result=result, duration_s=elapsed, attempts=attempt)
-        )
+        self._append(JournalEntry(key, name, result=result, duration_s=elapsed, attempts=attempt))
         self.log_step(key, wall, elapsed, attempt, "ok", name=name)
         record.counters.steps_executed += 1
         if options.effect or time.monotonic() - self.last_save >= self.persist_every_s:
