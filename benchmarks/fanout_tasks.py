@@ -31,7 +31,6 @@ app's and are not counted.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import statistics
@@ -48,6 +47,7 @@ from pydantic import BaseModel
 
 from benchmarks import emit
 from continuum import Continuum, Status, TaskContext
+from continuum.devstack import faithful_moto
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 4
@@ -89,29 +89,6 @@ def fan(ctx: TaskContext[Fan]) -> int:
 # -- one run -------------------------------------------------------------------------------------
 
 
-def _lock_sqs_deletes() -> None:
-    """Make moto's SQS DeleteMessage hold the queue's lock (once per process).
-
-    moto's ``Queue.delete_message`` rebuilds the queue's message list and assigns it without
-    the lock that ``add_message`` appends under: a message sent while another is deleted can
-    vanish (moto 5.2.5). Real SQS does not lose messages; here a lost successor start left a
-    chain of 8 children pending for good (1 run of 4 at N=1000, 16 threads of 4 workers).
-    """
-    from moto.sqs.models import Queue
-
-    original = Queue.delete_message
-    if getattr(original, "bench_locked", False):
-        return
-
-    @functools.wraps(original)
-    def delete_message(self: Any, receipt_handle: str) -> None:
-        with self._messages_lock:
-            original(self, receipt_handle)
-
-    delete_message.bench_locked = True  # type: ignore[attr-defined]
-    Queue.delete_message = delete_message  # type: ignore[method-assign]
-
-
 def run(
     n: int, *, workers: int = WORKERS, slots: int = SLOTS, max_concurrency: int = MAX_CONCURRENCY
 ) -> dict[str, Any]:
@@ -119,7 +96,7 @@ def run(
     from chaos.server import MotoServer, client_options, create_resources
 
     parent = f"fan-{n}"
-    _lock_sqs_deletes()
+    faithful_moto()
     with MotoServer() as server, tempfile.TemporaryDirectory() as tmp:
         resources = create_resources(
             server.endpoint, visibility_timeout_s=int(6 * BUDGET_S), max_receive_count=10

@@ -8,23 +8,20 @@ faults the injector adds, not with moto's quirks.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 
+from continuum.devstack import faithful_moto
 from continuum.local import REGION
 from continuum.queue import QueueMessage
 
 BUCKET = "continuum-chaos"
 QUEUE = "continuum-chaos"
 DEAD_LETTER_QUEUE = "continuum-chaos-dlq"
-
-_put_lock = threading.Lock()
 
 
 def client_options(endpoint: str) -> dict[str, Any]:
@@ -37,30 +34,13 @@ def client_options(endpoint: str) -> dict[str, Any]:
     }
 
 
-def _serialize_s3_puts() -> None:
-    """Make moto's conditional PutObject check-and-write atomic (once per process)."""
-    from moto.s3.responses import S3Response
-
-    original = S3Response.put_object
-    if getattr(original, "chaos_locked", False):
-        return
-
-    @functools.wraps(original)
-    def put_object(self: Any) -> Any:
-        with _put_lock:
-            return original(self)
-
-    put_object.chaos_locked = True  # type: ignore[attr-defined]
-    S3Response.put_object = put_object  # type: ignore[method-assign]
-
-
 class MotoServer:
     """A ThreadedMotoServer on loopback, on a free port; use as a context manager."""
 
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
 
-        _serialize_s3_puts()
+        faithful_moto()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.endpoint = ""
