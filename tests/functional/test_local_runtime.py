@@ -38,7 +38,8 @@ def test_the_agent_report_does_not_depend_on_where_continuations_fell(backend):
         assert summary.result == reference.result
         assert summary.continuations >= 3
         assert summary.steps == reference.steps  # nothing ran twice
-        assert summary.overruns == 0
+        # (No assertion on overruns: whether an invocation outlasted its budget depends on
+        # the machine's load; the budget's fill and overruns are measured by make bench.)
         assert [inv.number for inv in seen] == list(range(1, len(seen) + 1))
         assert all(inv.reason for inv in seen[:-1])  # every suspension says why
         assert summary.aws_calls["sqs:SendMessage"] == summary.continuations + 1
