@@ -24,9 +24,9 @@ from continuum.queue import MAX_DELAY_S, ContinuationQueue
 from continuum.record import Counters, TaskRecord
 from continuum.records import Records
 from continuum.runs import (
-    Handled,
     Invocation,
     RunSummary,
+    handled_on,
     invocation_of,
     kept_status,
     waits_for_outside,
@@ -106,7 +106,7 @@ class LocalRuntime:
         else:
             self._setup_moto(endpoint_url)
         self.observer = Records(self.observer_store, prefix=app.records.prefix)
-        self.handled = app.observe(Handled())
+        self.handled = handled_on(app)
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()
         self.invocations = 0

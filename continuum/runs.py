@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -81,6 +82,21 @@ class Handled(Observer):
         with self.lock:
             taken, self.outcomes = self.outcomes, []
         return taken
+
+
+_HANDLED: weakref.WeakKeyDictionary[Any, Handled] = weakref.WeakKeyDictionary()
+_HANDLED_LOCK = threading.Lock()
+
+
+def handled_on(app: Any) -> Handled:
+    """The app's one ``Handled`` observer, registered on it the first time: every local
+    runtime over the same app shares it, so the app does not gather one per runtime (and
+    each of them every outcome, for ever)."""
+    with _HANDLED_LOCK:
+        handled = _HANDLED.get(app)
+        if handled is None:
+            handled = _HANDLED[app] = app.observe(Handled())
+        return handled
 
 
 def kept_status(outcomes: list[tuple[str | None, str]], task_id: str) -> bool:

@@ -93,3 +93,27 @@ def test_cli_rejects_bad_input_with_a_clear_error():
     )
     assert result.returncode == 2
     assert "topic: Field required" in result.stdout + result.stderr
+
+
+def test_runtimes_over_one_app_register_one_outcome_observer(backend):
+    from continuum import Continuum, Observer, TaskContext
+
+    app = Continuum()
+    registered: list[Observer] = []
+    observe = app.observe
+
+    def counting(observer):
+        registered.append(observer)
+        return observe(observer)
+
+    app.observe = counting  # type: ignore[method-assign]
+
+    @app.task(state=research_agent.Research)
+    def noop(ctx: TaskContext[research_agent.Research]) -> str:
+        return "done"
+
+    with on_backend(backend):
+        for _ in range(3):
+            runtime = LocalRuntime(app, budget_s=60, backend=backend)
+            assert runtime.run("noop", {"topic": "x"}).status == "succeeded"
+    assert len(registered) == 1
