@@ -28,11 +28,12 @@ import sys
 from typing import Any
 
 from benchmarks import emit, silence_worker_logs
+from benchmarks.wait_cost import LAMBDA_MEMORY_MB
 from continuum.local import LocalRuntime, moto_backend
 from continuum.prices import PRICES, dollars
 
 #: The function's memory, as the emulated Lambda context reports it (and the template sets).
-MEMORY_GB = 256 / 1024
+MEMORY_GB = LAMBDA_MEMORY_MB / 1024
 
 
 def run(budget_s: float, scale: float) -> tuple[Any, Any]:

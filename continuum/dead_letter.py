@@ -124,16 +124,17 @@ class DeadLetters:
             )
             end_recovery(record)
             failed, task = f"task failed: {record.error.message}", {"task_id": record.task_id}
+            unswept: SweepIncompleteError | None = None
             try:
                 self.records.replace(record, etag=etag, finished=True)
             except RecordConflictError:
                 continue
-            except SweepIncompleteError:
-                logger.warning(failed, extra=task)
-                report_to_parent(self.records, self.continuations, record)
-                raise  # the task failed; its dead letter comes back to finish the sweep
+            except SweepIncompleteError as exc:
+                unswept = exc
             logger.warning(failed, extra=task)
             report_to_parent(self.records, self.continuations, record)
+            if unswept is not None:
+                raise unswept  # the task failed; its dead letter comes back to finish the sweep
             return DeadLetterOutcome.FAILED
         raise RecordConflictError(
             "the record kept changing while failing a dead letter", task_id=message.task_id

@@ -61,9 +61,7 @@ def continuum_requirement() -> str:
     found = list(metadata.distributions(name="continuum"))
     if not found:  # running from a source tree that is not installed
         return f"continuum @ {Path(__file__).resolve().parents[2].as_uri()}"
-    direct = next(
-        (d.read_text("direct_url.json") for d in found if d.read_text("direct_url.json")), None
-    )
+    direct = next(filter(None, (d.read_text("direct_url.json") for d in found)), None)
     dist = found[0]
     if direct:
         origin = json.loads(direct)
