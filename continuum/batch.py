@@ -158,3 +158,17 @@ def shorten_visibility(
     except QueueError as exc:
         # Only recovery speed depends on it: the record still fences every delivery.
         logger.warning("could not shorten the message's visibility", extra={"error": str(exc)})
+
+
+def clear_log_keys() -> None:
+    """Forget the last message's log keys, in this thread only (workers may run threads)."""
+    clear = getattr(logger, "thread_safe_clear_keys", None)
+    if clear is not None:
+        clear()
+    else:  # pragma: no cover - an older Powertools
+        logger.remove_keys(["correlation_id", "task_id", "generation"])
+
+
+def log_keys(**keys: Any) -> None:
+    append = getattr(logger, "thread_safe_append_keys", None) or logger.append_keys
+    append(**keys)

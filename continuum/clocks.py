@@ -27,9 +27,17 @@ from continuum.queue import ContinuationQueue, QueueMessage
 _REAL_MONOTONIC: dict[str, Callable[[], float]] = {"monotonic": time.monotonic}
 #: After a jump, land this far past the due time, so the message is surely visible.
 JUMP_PAST_S = 0.001
-#: Modules that keep the real clock on the virtual one: pytest's own timing, so that a test
-#: that runs tasks on the virtual clock still gets true durations (``--durations``, junit).
-KEEP_REAL_TIME = ("_pytest.timing",)
+#: Modules that keep the real clock on the virtual one (freezegun's ``ignore``): pytest's own
+#: timing, so that a test that runs tasks on the virtual clock still gets true durations
+#: (``--durations``, junit); and Powertools' parser models, which continuum does not use but
+#: its batch utilities import: freezegun's scan of every loaded module reads each attribute,
+#: and the parser's lazy ``models`` package then imports all of its ~100 pydantic event
+#: models (0.9 s, on the first virtual-time run of a process).
+KEEP_REAL_TIME = ("_pytest.timing", "aws_lambda_powertools.utilities.parser")
+
+
+#: Naive UTC, as freezegun's factory times are.
+_EPOCH = datetime(1970, 1, 1)
 
 
 def real_monotonic() -> float:
@@ -81,6 +89,9 @@ class RealTime:
 
     virtual = False
 
+    def now_s(self) -> float:
+        return time.time()
+
     @contextmanager
     def running(self) -> Iterator[None]:
         yield
@@ -108,7 +119,12 @@ class VirtualTime:
                 "the virtual clock needs freezegun",
                 hint="pip install 'continuum[local]', or run with --real-time",
             ) from exc
+        from freezegun.api import real_datetime
+
         self._freeze_time = freeze_time
+        #: freezegun's unpatched datetime: the factory's times stay real datetimes, whose
+        #: arithmetic is C (a FakeDatetime's is Python, on every read of the clock).
+        self._datetime: type[datetime] = real_datetime
         self._resume_at = start or datetime.now(UTC)
         self._tick = tick
         self._freezer: Any = None
@@ -121,7 +137,7 @@ class VirtualTime:
         stands still: the next block resumes where the last one left it."""
         if self._depth == 0:
             self._freezer = self._freeze_time(
-                self._resume_at, tick=self._tick, ignore=list(KEEP_REAL_TIME)
+                self._real(self._resume_at), tick=self._tick, ignore=list(KEEP_REAL_TIME)
             )
             self._factory = self._freezer.start()
         self._depth += 1
@@ -130,22 +146,39 @@ class VirtualTime:
         finally:
             self._depth -= 1
             if self._depth == 0:
-                self._resume_at = datetime.now(UTC)
+                self._resume_at = self._factory().replace(tzinfo=UTC)
                 self._freezer.stop()
                 self._freezer = self._factory = None
 
+    def now_s(self) -> float:
+        """The virtual time in epoch seconds, as ``time.time()`` reads it inside ``running``
+        (the real one outside), read from freezegun's factory directly: without the call-stack
+        walk of freezegun's patched functions, which the fakes' clock pays on every call."""
+        factory = self._factory
+        if factory is None:
+            return time.time()
+        now: datetime = factory()  # a naive UTC datetime
+        return (now - _EPOCH).total_seconds()
+
     def wait_until(self, due: float, *, poll_s: float) -> None:
         """Jump to ``due`` at once (only inside ``running``)."""
-        self.advance(due + JUMP_PAST_S - time.time())
+        self.advance(due + JUMP_PAST_S - self.now_s())
 
     def advance(self, seconds: float) -> None:
         """Move the clock ``seconds`` forward (only inside ``running``)."""
         if self._factory is not None and seconds > 0:
             # Not factory.tick(): on a ticking clock it drops the time ticked since the last
             # move (freezegun 1.5); move_to the virtual now plus the jump instead.
-            self._factory.move_to(datetime.now(UTC) + timedelta(seconds=seconds))
+            self._factory.move_to(self._factory() + timedelta(seconds=seconds))
 
     def move_to(self, when: datetime) -> None:
         """Set the clock to ``when``, backwards too (only inside ``running``)."""
         if self._factory is not None:
-            self._factory.move_to(when)
+            self._factory.move_to(self._real(when))
+
+    def _real(self, when: datetime) -> datetime:
+        """``when`` (naive: UTC) as a real datetime, not freezegun's fake: so the factory's
+        stay real."""
+        if when.tzinfo is not None:
+            when = when.astimezone(UTC)
+        return self._datetime(*when.timetuple()[:6], when.microsecond, tzinfo=UTC)

@@ -22,7 +22,7 @@ from typing import Any
 from continuum.batch import logger
 from continuum.claim import Claim
 from continuum.continuation import Continuation, Continuations
-from continuum.errors import PayloadTooLargeError, RecordConflictError, RecordTooNewError
+from continuum.errors import PayloadTooLargeError, RecordTooNewError
 from continuum.family import cancel_children, report_to_parent
 from continuum.history import Usage, bill
 from continuum.observers import Observers, TaskFinished, TaskParked
@@ -73,7 +73,7 @@ class Endings:
         records: where the records (and their inboxes) are.
         continuations: where continuations are sent.
         settings: the limits (idle suspensions).
-        recent: the records this worker suspended last (a warm claim skips their GET).
+        recent: the records this worker parked last (a warm claim or hop skips their GET).
     """
 
     def __init__(
@@ -131,6 +131,7 @@ class Endings:
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
         sent = self.resume_waiting(record)
+        self.recent.keep(record, claim.etag)  # its first timer may come back here
         self._parked(record, reason)
         logger.info(
             f"task waiting: {reason}",
@@ -150,7 +151,11 @@ class Endings:
         memory_mb: int,
     ) -> Outcome:
         """The timer of a long wait came early: move the record on one generation, send the
-        next timer. The hop counts on the run that began the wait, and in the task's cost."""
+        next timer. The hop counts on the run that began the wait, and in the task's cost.
+
+        Raises:
+            RecordConflictError: another writer moved the record; nothing was sent.
+        """
         record.generation += 1
         record.suspended_by = message_id
         record.counters.hops += 1
@@ -160,10 +165,8 @@ class Endings:
         record.usage.add(usage)
         if record.history:
             record.history[-1].hops += 1
-        try:
-            self.records.replace(record, etag=etag)
-        except RecordConflictError:
-            return Outcome.FENCED
+        # A conflict (412) is the caller's: its record may have come from memory.
+        etag = self.records.replace(record, etag=etag)
         after_wait(
             record,
             self.records.inbox,
@@ -171,6 +174,7 @@ class Endings:
             max_delay_s=self.continuations.queue.max_delay_s,
             look=False,
         )
+        self.recent.keep(record, etag)
         return Outcome.HOPPED
 
     def resume_waiting(self, record: TaskRecord) -> str:

@@ -108,11 +108,11 @@ class Inbox:
 
     # -- reading (the worker) ------------------------------------------------------------------
 
-    def list(self, task_id: str) -> Listing:
-        """Every key in the task's inbox (one LIST)."""
+    def list(self, task_id: str, *, at: float | None = None) -> Listing:
+        """Every key in the task's inbox (one LIST), listed ``at`` (epoch s; default: now)."""
         base = self.key(task_id, "")
-        keys = self.store.list_keys(base)
-        return Listing(keys=frozenset(k[len(base) :] for k in keys))
+        keys = frozenset(k[len(base) :] for k in self.store.list_keys(base))
+        return Listing(keys=keys) if at is None else Listing(keys=keys, listed_at=at)
 
     def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
         return self._read(task_id, f"callbacks/{token}.json", CallbackAnswer)

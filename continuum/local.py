@@ -115,8 +115,11 @@ class LocalRuntime:
         from continuum.memory import InMemoryContinuationQueue, InMemoryRecordStore
 
         quiet = self._quiet
-        store = InMemoryRecordStore(on_call=self.counter.hook("s3", quiet))
+        # On the virtual clock the fakes read it without freezegun's patched functions.
+        clock = self.time.now_s if isinstance(self.time, VirtualTime) else None
+        store = InMemoryRecordStore(clock=clock, on_call=self.counter.hook("s3", quiet))
         queue = InMemoryContinuationQueue(
+            clock=clock,
             visibility_timeout_s=self.visibility_timeout_s,
             on_call=self.counter.hook("sqs", quiet),
             max_delay_s=self.max_delay_s,
@@ -171,7 +174,8 @@ class LocalRuntime:
             return None
         if self.backend != "memory":  # unless deleted, they come back after the visibility
             self.due.note(time.time() + self.visibility_timeout_s)
-        event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
+        now_s = self.time.now_s()
+        event = {"Records": [event_record(m, self.queue_arn, now_s=now_s) for m in messages]}
         self.invocations += 1
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}

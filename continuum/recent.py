@@ -1,11 +1,13 @@
-"""The records a warm worker suspended last, kept to save a GET on their continuation.
+"""The records a warm worker parked last, kept to save a GET on their next message.
 
-A warm Lambda environment often receives the continuation of the task it just suspended. It
-then knows the stored record exactly (it wrote it) and can claim it directly: the claim's
-``If-Match`` on the remembered etag proves the record has not changed since, and a 412 sends
-the worker back to reading it. Only a continuation for exactly the remembered generation of a
-suspended record is served from memory; anything else reads the store. Each entry is taken
-once: a record served from memory is forgotten, whatever happens next.
+A warm Lambda environment often receives the continuation of the task it just suspended, or
+the next timer of a long sleep it just hopped. It then knows the stored record exactly (it
+wrote it) and can go on from it directly: the ``If-Match`` of the claim or hop on the
+remembered etag proves the record has not changed since, and a 412 sends the worker back to
+reading it. Only a continuation for exactly the remembered generation of a suspended record,
+or a timer for exactly that of a waiting one, is served from memory; anything else reads the
+store, and so does a message that memory would not end in one of those conditional writes.
+Each entry is taken once: a record served from memory is forgotten, whatever happens next.
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ class RecentRecords:
         self._sends: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def keep(self, record: TaskRecord, etag: str, *, send_s: float) -> None:
+    def keep(self, record: TaskRecord, etag: str, *, send_s: float | None = None) -> None:
+        """Remember ``record`` as written with ``etag`` (and how long its continuation's send
+        took, for the claim's budget); the caller must not change it afterwards."""
         with self._lock:
             for kept in (self._records, self._sends):
                 kept.pop(record.task_id, None)
             self._records[record.task_id] = (record, etag)
-            self._sends[record.task_id] = send_s
+            if send_s is not None:
+                self._sends[record.task_id] = send_s
             for kept in (self._records, self._sends):
                 while len(kept) > self.size:
                     del kept[next(iter(kept))]
@@ -50,6 +55,16 @@ class RecentRecords:
         if mine is None:
             return None
         record, _etag = mine
-        if record.status != Status.SUSPENDED or record.generation != message.generation:
+        if record.generation != message.generation:
             return None
-        return mine
+        if record.status == Status.SUSPENDED:
+            return mine
+        if record.status == Status.WAITING and message.kind == "timer":
+            return mine
+        return None
+
+    def clear(self) -> None:
+        """Forget everything (as a fresh environment knows nothing)."""
+        with self._lock:
+            self._records.clear()
+            self._sends.clear()

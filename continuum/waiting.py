@@ -68,7 +68,7 @@ def answered(record: TaskRecord, listing: Listing) -> bool:
     return False
 
 
-def refresh_deadlines(record: TaskRecord, inbox: Inbox, listing: Listing) -> None:
+def refresh_deadlines(record: TaskRecord, inbox: Inbox, listing: Listing, *, now: float) -> None:
     """Move callback deadlines by the heartbeats that came, and recompute ``wake_at``."""
     for waiter in record.waiting_for:
         if waiter.kind != WaitKind.CALLBACK:
@@ -82,7 +82,7 @@ def refresh_deadlines(record: TaskRecord, inbox: Inbox, listing: Listing) -> Non
             if beat is not None and (callback.heartbeat_at is None or beat > callback.heartbeat_at):
                 callback.heartbeat_at = beat
                 waiter.deadline = callback.deadline()
-    record.wake_at = next_wake(record.waiting_for, time.time())
+    record.wake_at = next_wake(record.waiting_for, now)
 
 
 def decide(record: TaskRecord, listing: Listing, *, timer: bool, now: float) -> Decision:
@@ -147,16 +147,16 @@ def after_wait(
 
 
 def listing_for(
-    inbox: Inbox, record: TaskRecord, message: Continuation, poll_s: float
+    inbox: Inbox, record: TaskRecord, message: Continuation, poll_s: float, *, now: float
 ) -> Listing | None:
-    """List the task's inbox if this message needs it: a waiting or new task, a wake, or a
-    running task whose inbox was not looked at for ``poll_s``."""
+    """List the task's inbox (at ``now``, epoch s) if this message needs it: a waiting or new
+    task, a wake, or a running task whose inbox was not looked at for ``poll_s``."""
     checked = record.inbox_checked_at
-    due = checked is None or time.time() - checked >= poll_s
+    due = checked is None or now - checked >= poll_s
     if record.status in (Status.WAITING, Status.PENDING) or message.kind == "wake" or due:
-        listing = inbox.list(record.task_id)
+        listing = inbox.list(record.task_id, at=now)
         if record.status == Status.WAITING:
-            refresh_deadlines(record, inbox, listing)
+            refresh_deadlines(record, inbox, listing, now=now)
         return listing
     return None
 

@@ -2,7 +2,7 @@
 
 The protocol (DESIGN.md, "The continuation message"):
 
-1. Read the record (or, in a warm worker, remember the one it just suspended) and fence the
+1. Read the record (or, in a warm worker, remember the one it just parked) and fence the
    message against it (``fence.py``): stale, duplicate, finished and forged messages are
    acknowledged without running anything (a finished task whose record is not tagged swept
    is swept first: ``sweeping.py``). A message for a waiting task is judged against its
@@ -29,6 +29,8 @@ from continuum.batch import (
     Delivery,
     LambdaContext,
     OutcomeMetrics,
+    clear_log_keys,
+    log_keys,
     logger,
     memory_mb,
     process_sqs_batch,
@@ -136,7 +138,7 @@ class Worker:
 
     def process(self, delivery: Delivery, context: LambdaContext) -> Outcome:
         """Process one message; return what happened. Raise only to have it retried."""
-        _clear_log_keys()
+        clear_log_keys()
         self._local.task = self._local.task_id = None
         self._local.usage = self.meter.start()
         self._local.clock = RunClock()
@@ -147,7 +149,7 @@ class Worker:
             logger.error(f"rejected a message: {exc}", extra={"message_id": delivery.message_id})
             return Outcome.REJECTED
         self._local.task_id = message.task_id
-        _log_keys(
+        log_keys(
             correlation_id=message.task_id, task_id=message.task_id, generation=message.generation
         )
         # A wake that lost its claim to a timer hop must look again: the hop wrote a new
@@ -204,6 +206,8 @@ class Worker:
     ) -> Outcome:
         # 1. The fence (and, for a waiting task, its inbox).
         verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
+        if from_memory and verdict is not Verdict.RUN:
+            raise _StaleMemory  # only a claim or a hop (conditional writes) trusts memory
         self._local.task = record.task_name
         match verdict:
             case Verdict.RUN | Verdict.CHECK_INBOX:
@@ -235,22 +239,31 @@ class Worker:
                 return Outcome.REJECTED
             case _:
                 return Outcome(verdict.value)
-        listing = listing_for(self.records.inbox, record, message, self.settings.inbox_poll_s)
+        now = time.time()
+        poll_s = self.settings.inbox_poll_s
+        listing = listing_for(self.records.inbox, record, message, poll_s, now=now)
         if record.status == Status.WAITING:
             assert listing is not None
             timer = verdict is Verdict.RUN and message.kind == "timer"
-            match decide(record, listing, timer=timer, now=time.time()):
+            match decide(record, listing, timer=timer, now=now):
+                case Decision.IGNORE if from_memory:
+                    raise _StaleMemory
                 case Decision.IGNORE:
                     return Outcome.IGNORED
                 case Decision.HOP:
-                    return self.endings.hop(
-                        record,
-                        etag,
-                        message_id=delivery.message_id,
-                        spent=self._local.usage,
-                        elapsed_s=self._local.clock.elapsed_s(),
-                        memory_mb=memory_mb(context),
-                    )
+                    try:
+                        return self.endings.hop(
+                            record,
+                            etag,
+                            message_id=delivery.message_id,
+                            spent=self._local.usage,
+                            elapsed_s=self._local.clock.elapsed_s(),
+                            memory_mb=memory_mb(context),
+                        )
+                    except RecordConflictError:
+                        if from_memory:
+                            raise _StaleMemory from None
+                        raise
 
         # 2. The claim.
         left_s = remaining_s(context)
@@ -314,17 +327,3 @@ def _after_sweep(claim: Claim, outcome: Outcome) -> Outcome:
         logger.warning(f"task {outcome.value}; retrying the message to finish its sweep")
         raise claim.unswept
     return outcome
-
-
-def _clear_log_keys() -> None:
-    """Forget the last message's log keys, in this thread only (workers may run threads)."""
-    clear = getattr(logger, "thread_safe_clear_keys", None)
-    if clear is not None:
-        clear()
-    else:  # pragma: no cover - an older Powertools
-        logger.remove_keys(["correlation_id", "task_id", "generation"])
-
-
-def _log_keys(**keys: Any) -> None:
-    append = getattr(logger, "thread_safe_append_keys", None) or logger.append_keys
-    append(**keys)

@@ -10,6 +10,7 @@ from continuum.batch import logger as worker_logger
 from continuum.blobs import FINISHED_TAG
 from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
 from continuum.claim import Claim
+from continuum.clocks import VirtualTime
 from continuum.codec import decode_record, encode_record, pack_blob, unpack_blob
 from continuum.continuation import (
     Continuation,
@@ -93,6 +94,7 @@ __all__ = [
     "TurnLoop",
     "Usage",
     "Verdict",
+    "VirtualTime",
     "check_task_id",
     "clear_cache",
     "continuum_requirement",

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 
-from continuum.memory.clock import Clock, Hook, wall_clock
+from continuum.memory.clock import Clock, Hook, new_id, wall_clock
 from continuum.queue import MAX_DELAY_S, MAX_VISIBILITY_S, QueueError, QueueMessage
 
 
@@ -57,7 +56,7 @@ class InMemoryContinuationQueue:
     def send(self, body: str, *, delay_s: int = 0) -> str:
         self._hook("send", "")
         delay = max(0, min(self.max_delay_s, int(delay_s)))
-        message = _Message(uuid.uuid4().hex, body, self.clock() + delay)
+        message = _Message(new_id(), body, self.clock() + delay)
         with self._lock:
             self._messages.append(message)
             self._lock.notify_all()
@@ -75,13 +74,16 @@ class InMemoryContinuationQueue:
 
     def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
         self._hook("receive", "")
-        deadline = time.monotonic() + wait_s
         with self._lock:
+            got = self._take(max_messages)
+            if got or wait_s <= 0 or self.clock is not wall_clock:
+                return got
+            deadline = time.monotonic() + wait_s  # long polling, on the real clock only
             while True:
-                got = self._take(max_messages)
-                if got or time.monotonic() >= deadline or self.clock is not wall_clock:
-                    return got
                 self._lock.wait(timeout=min(0.05, max(0.0, deadline - time.monotonic())))
+                got = self._take(max_messages)
+                if got or time.monotonic() >= deadline:
+                    return got
 
     def delete(self, receipt_handle: str) -> None:
         self._hook("delete", receipt_handle)
@@ -132,7 +134,7 @@ class InMemoryContinuationQueue:
                 self.dead_letter._adopt(message)
                 continue
             message.receive_count += 1
-            message.receipt_handle = uuid.uuid4().hex
+            message.receipt_handle = new_id()
             self._handed_out[message.receipt_handle] = message.message_id
             message.visible_at = now + self.visibility_timeout_s
             got.append(

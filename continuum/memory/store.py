@@ -5,12 +5,11 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import threading
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from continuum.memory.clock import Clock, Hook, wall_clock
+from continuum.memory.clock import Clock, Hook, new_id, wall_clock
 from continuum.store import NoSuchKey, ObjectVersion, PreconditionFailed, StoredObject
 
 
@@ -64,16 +63,14 @@ class InMemoryRecordStore:
                 if current.etag != if_match:
                     raise PreconditionFailed(key)
             etag = f'"{hashlib.md5(body).hexdigest()}"'  # noqa: S324 - S3's own etag
-            self._append(
-                key, _Version(uuid.uuid4().hex, body, etag, self.clock(), dict(tags or {}))
-            )
+            self._append(key, _Version(new_id(), body, etag, self.clock(), dict(tags or {})))
             return etag
 
     def delete(self, key: str) -> None:
         self._hook("delete", key)
         with self._lock:
             if key in self._objects:
-                self._append(key, _Version(uuid.uuid4().hex, None, "", self.clock()))
+                self._append(key, _Version(new_id(), None, "", self.clock()))
 
     def tag(self, key: str, tags: Mapping[str, str]) -> None:
         self._hook("tag", key)

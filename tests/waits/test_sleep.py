@@ -112,3 +112,37 @@ def test_a_negative_or_absurd_duration_fails_the_task_naming_the_call(make_runti
         assert summary.status == "failed"
         assert "ctx.sleep" in summary.error
         assert shown in summary.error
+
+
+def test_a_warm_worker_hops_from_the_record_it_wrote_without_reading_it(make_runtime):
+    """A hop remembers the record it wrote, so the next timer on the same worker skips the GET
+    (its write's If-Match proves the record did not change)."""
+    app, ran = sleepy_app()
+    runtime = make_runtime(app)
+    summary = runtime.run("nap", {"days": 1})
+    assert summary.status == "succeeded"
+    assert ran == ["before", "after"]
+    assert runtime.record(summary.task_id).counters.hops == 95
+    # The first read, and none per hop: each hop and the wake claim from memory.
+    assert summary.aws_calls["s3:GetObject"] == 1
+
+
+def test_a_hop_from_a_remembered_record_that_changed_reads_it_and_hops_on(make_runtime):
+    """Someone else wrote the record since this worker's hop: the remembered copy fails its
+    If-Match, so the worker reads the record and hops from it; the chain is not dropped."""
+    app, ran = sleepy_app()
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("nap", {"days": 1 / 24})  # an hour: three hops
+        runtime.invoke_once()  # the start: waiting
+        runtime.time.advance(901)
+        runtime.invoke_once()  # the first hop, remembered
+        record, etag = app.records.load(task_id)
+        record.forked_from = "another-writer"  # same generation, new etag
+        app.records.replace(record, etag=etag)
+        summary = runtime.drive(task_id)
+    assert summary.status == "succeeded"
+    assert ran == ["before", "after"]
+    record = runtime.record(task_id)
+    assert record.counters.hops == 3
+    assert record.forked_from == "another-writer"  # the hops wrote on top of it
