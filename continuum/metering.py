@@ -88,20 +88,6 @@ class Uncounted:
         return call
 
 
-#: Which Usage field each store and queue operation counts in.
-_USAGE_FIELDS = {
-    "get": "s3_get",
-    "put": "s3_put",
-    "list_keys": "s3_list",
-    "versions": "s3_list",
-    "delete": "s3_delete",
-    "tag": "s3_tag",
-    "tags": "s3_get",  # GetObjectTagging is billed as a GET
-    "send": "sqs_send",
-    "set_visibility": "sqs_visibility",
-}
-
-
 class Meter:
     """Counts a worker's store and queue calls per message, for ``record.usage``: in the
     context that handles the message, and in the pool threads it hands work to (they run in
@@ -125,33 +111,74 @@ class Meter:
         self._usage.set(usage)
         return usage
 
-    def count(self, operation: str) -> None:
+    def count(self, field: str) -> None:
+        """One more call billed as ``field`` (a Usage field) in this context, if counting."""
         usage = self._usage.get()
-        name = _USAGE_FIELDS.get(operation)
-        if usage is not None and name is not None:
+        if usage is not None:
             with self._lock:
-                setattr(usage, name, getattr(usage, name) + 1)
+                setattr(usage, field, getattr(usage, field) + 1)
 
-    def wrap(self, fake: Any) -> Any:
+    def wrap(self, inner: Any) -> Any:
         """A view of a store or a queue whose calls this meter counts."""
-        return Metered(fake, self)
+        if hasattr(inner, "send"):
+            return MeteredQueue(inner, self)
+        return MeteredStore(inner, self)
 
 
-class Metered:
-    """A RecordStore or ContinuationQueue whose calls a Meter counts."""
+class _Metered:
+    """What a metered view does not count, it forwards as it is (``max_delay_s``, receive).
+
+    Each counted operation is a method of its own that looks the inner one up at each call,
+    so that a fake's method replaced after wrapping (a fault injector) is the one called."""
 
     def __init__(self, inner: Any, meter: Meter) -> None:
         self._inner = inner
         self._meter = meter
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._inner, name)
-        if name not in _USAGE_FIELDS:
-            return value
-        meter = self._meter
+        return getattr(self._inner, name)
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            meter.count(name)
-            return value(*args, **kwargs)
 
-        return call
+class MeteredStore(_Metered):
+    """A RecordStore whose calls a Meter counts."""
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_get")
+        return self._inner.get(*args, **kwargs)
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_put")
+        return self._inner.put(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_delete")
+        return self._inner.delete(*args, **kwargs)
+
+    def tag(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_tag")
+        return self._inner.tag(*args, **kwargs)
+
+    def tags(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_get")  # GetObjectTagging is billed as a GET
+        return self._inner.tags(*args, **kwargs)
+
+    def list_keys(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_list")
+        return self._inner.list_keys(*args, **kwargs)
+
+    def versions(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("s3_list")
+        return self._inner.versions(*args, **kwargs)
+
+
+class MeteredQueue(_Metered):
+    """A ContinuationQueue whose sends and visibility changes a Meter counts (the event
+    source's receives and deletes are counted per message, as ``sqs_receives``)."""
+
+    def send(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("sqs_send")
+        return self._inner.send(*args, **kwargs)
+
+    def set_visibility(self, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count("sqs_visibility")
+        return self._inner.set_visibility(*args, **kwargs)

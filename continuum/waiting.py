@@ -139,7 +139,9 @@ def after_wait(
     if record.wake_at is None:
         return "nothing"
     delay = timer_delay_s(record, now=time.time(), max_delay_s=max_delay_s)
-    reason = f"timer for {epoch_to_datetime(record.wake_at.timestamp()):%Y-%m-%dT%H:%M:%SZ}"
+    reason = (
+        f"timer for {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(record.wake_at.timestamp()))}"
+    )
     continuations.send(
         record.task_id, generation=generation, reason=reason, delay_s=delay, kind="timer"
     )

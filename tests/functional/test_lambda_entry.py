@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -12,6 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from continuum import ConfigurationError
 from tests.conftest import sqs_event
 from tests.support import LocalLambdaContext, moto_backend
 
@@ -41,6 +43,24 @@ def lambda_env(monkeypatch):
         yield worker, sqs, queue_url
         for name in ("handlers.worker", "handlers.dead_letter", "samples.research_agent"):
             sys.modules.pop(name, None)
+        gc.unfreeze()  # the import froze this whole test process's objects
+
+
+def test_the_worker_import_freezes_what_it_made_and_leaves_the_collector_on(lambda_env):
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 10_000  # the modules, classes and schemas of the import
+
+
+def test_a_worker_import_that_fails_leaves_the_collector_on(monkeypatch):
+    monkeypatch.delenv("CONTINUUM_APP", raising=False)
+    sys.modules.pop("handlers.worker", None)
+    try:
+        with pytest.raises(ConfigurationError, match="CONTINUUM_APP is not set"):
+            importlib.import_module("handlers.worker")
+        assert gc.isenabled()
+    finally:
+        sys.modules.pop("handlers.worker", None)
+        gc.unfreeze()
 
 
 def test_worker_handler_runs_a_whole_task_as_lambda_calls_it(lambda_env):

@@ -16,7 +16,7 @@ def test_calls_on_pool_threads_count_in_the_callers_usage():
 
     def get(_: int) -> None:
         threads.add(threading.get_ident())
-        meter.count("get")
+        meter.count("s3_get")
 
     in_parallel(get, range(200), threads=8)
     assert usage.s3_get == 200
@@ -29,7 +29,7 @@ def test_two_messages_in_two_threads_count_apart():
 
     def handle(name: str, calls: int) -> None:
         usage = meter.start()
-        in_parallel(lambda _: meter.count("put"), range(calls), threads=4)
+        in_parallel(lambda _: meter.count("s3_put"), range(calls), threads=4)
         counted[name] = usage.s3_put
 
     workers = [threading.Thread(target=handle, args=(n, c)) for n, c in (("a", 30), ("b", 7))]
