@@ -1,8 +1,10 @@
 """Cold import: what continuum adds to a Lambda cold start, over boto3 and pydantic.
 
 Each measurement is a fresh interpreter (``CONTINUUM_BUCKET`` and ``CONTINUUM_QUEUE_URL`` set,
-as on Lambda) timing its own imports with ``time.perf_counter``, so interpreter start-up is
-left out. Three kinds, interleaved, median of the repeats:
+as on Lambda) timing its own imports in CPU time (``time.process_time``: an import is one
+thread, and CPU time is steadier than wall time on a shared machine), so interpreter start-up
+is left out, with the .pyc files a deployed package has. Kinds, interleaved, median of the
+repeats:
 
 - ``baseline``: ``import boto3, pydantic`` alone;
 - ``handler``: ``import handlers.worker`` alone (what Lambda's init phase runs);
@@ -30,8 +32,11 @@ from pathlib import Path
 from benchmarks import emit, median
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The package that ``sam build`` makes holds compiled bytecode (``infra/build.mk`` runs
+#: compileall): the imports are timed with .pyc files, which the first run writes.
+#: PYTHONDONTWRITEBYTECODE would make every import compile continuum from source instead.
 ENV = {
-    **os.environ,
+    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
     "CONTINUUM_APP": "samples.research_agent:app",
     "CONTINUUM_BUCKET": "bench-bucket",
     "CONTINUUM_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/bench",
@@ -40,11 +45,11 @@ ENV = {
 }
 TIMED = """
 import time
-t0 = time.perf_counter()
+t0 = time.process_time()
 {first}
-t1 = time.perf_counter()
+t1 = time.process_time()
 {second}
-t2 = time.perf_counter()
+t2 = time.process_time()
 print(t1 - t0, t2 - t1)
 """
 #: ``import pydantic`` is lazy: its model machinery loads on first use, which any pydantic

@@ -28,7 +28,8 @@ from datetime import datetime, timedelta
 
 from continuum.codec import PutBlob, pack_blob, unpack_blob
 from continuum.errors import RecordCorruptError
-from continuum.record import BlobRef, TaskRecord, utcnow
+from continuum.now import utcnow
+from continuum.record import BlobRef, TaskRecord
 from continuum.store import NoSuchKey, RecordStore, put_with_retries
 
 logger = logging.getLogger("continuum.blobs")

@@ -14,6 +14,7 @@ from typing import Any
 from continuum.budget import observe
 from continuum.control import Abort, Paused, Preempted, Suspend
 from continuum.errors import StepError, UnserializableValueError
+from continuum.now import now_s
 from continuum.record import ErrorInfo, JournalEntry, StepStats
 from continuum.recovery import mark_step
 from continuum.steps import Step
@@ -95,7 +96,7 @@ class StepCalls(TurnState):
             self.active_key = f"{record.task_id}/{record.turn}/{self.path}{key}"
             self.active_cursor = cursor
             self.step_started(key, name, attempt)
-            wall, started = time.time(), time.monotonic()
+            wall, started = now_s(), time.monotonic()
             try:
                 with self.unlocked():  # the step itself runs beside the other branches
                     if options.preemptible:
@@ -152,7 +153,7 @@ class StepCalls(TurnState):
                         error=error,
                         attempts=attempt,
                         duration_s=elapsed,
-                        retry_at=time.time() + options.backoff_s * 2 ** (attempt - 1),
+                        retry_at=now_s() + options.backoff_s * 2 ** (attempt - 1),
                     )
                     self._append(retry)
                     pending = retry
@@ -232,7 +233,7 @@ class StepCalls(TurnState):
             partial=True,
             error=error,
             attempts=marker.attempts,
-            retry_at=time.time() + options.backoff_s * 2 ** (marker.attempts - 1),
+            retry_at=now_s() + options.backoff_s * 2 ** (marker.attempts - 1),
         )
         self._append(retry)
         self._await_retry(key, stats, retry)
@@ -274,7 +275,7 @@ class StepCalls(TurnState):
         """Wait for a retry's backoff here if it fits, else suspend for it (the journal keeps
         the attempts made and when the next may start)."""
         assert entry.retry_at is not None
-        wait = entry.retry_at - time.time()
+        wait = entry.retry_at - now_s()
         if wait <= 0:
             return
         need = self.budget.need(stats, self.record.save_stats) + wait

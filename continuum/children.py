@@ -32,6 +32,7 @@ from continuum.family import (
     child_id,
     decisive,
 )
+from continuum.now import now_s
 from continuum.pools import in_parallel
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.waiters import (
@@ -82,7 +83,7 @@ def _enter(runner: Any, label: str) -> tuple[str, JournalEntry | None]:
 
 def _reports(runner: Any, prefix: str) -> dict[str, str]:
     """child id -> status of the batch's reports in the parent's inbox (listed afresh)."""
-    if time.time() - runner.inbox.listed_at > 1.0:
+    if now_s() - runner.inbox.listed_at > 1.0:
         runner.note_inbox()
     return batch_counts(runner.inbox.listing.keys, prefix)
 
@@ -112,7 +113,7 @@ def invoke(
         if entry is None:
             starter = _starter(runner)
             cid = child_id(task_id, turn=runner.record.turn, path=runner.path, key=key, index=None)
-            deadline = time.time() + timeout_s if timeout_s is not None else None
+            deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(
                 key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
             )
@@ -138,7 +139,7 @@ def invoke(
             entry.partial = False
             runner.progress = True
             return _outcome(entry, task_id)
-        if entry.deadline is not None and time.time() >= entry.deadline:
+        if entry.deadline is not None and now_s() >= entry.deadline:
             _starter(runner).cancel([cid], f"its parent {task_id} stopped waiting for it")
             entry.ok, entry.partial = False, False
             entry.error = ErrorInfo(

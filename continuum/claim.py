@@ -20,13 +20,8 @@ from continuum.errors import ContinuumError, PayloadTooLargeError, RecordConflic
 from continuum.history import InvocationRun, RunClock, RunOutcome, Usage
 from continuum.history import begin as begin_run
 from continuum.history import end as end_run
-from continuum.record import (
-    ErrorInfo,
-    Lease,
-    Status,
-    TaskRecord,
-    utcnow,
-)
+from continuum.now import now_s, utcnow
+from continuum.record import ErrorInfo, Lease, Status, TaskRecord
 from continuum.records import Records
 from continuum.recovery import end_recovery, note_death
 from continuum.store import StoreError
@@ -169,7 +164,7 @@ class Claim:
         record.suspend_reason = reason
         record.suspended_by = message_id
         record.waiting_for = waiters
-        record.wake_at = next_wake(waiters, time.time())
+        record.wake_at = next_wake(waiters, now_s())
         record.counters.waits += 1
         end_recovery(record)
         self.close(RunOutcome.WAITING, reason, waiting_for=waiters, then_sends=1, then_lists=1)

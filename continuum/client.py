@@ -21,7 +21,8 @@ from continuum.errors import (
 )
 from continuum.family import batch_counts
 from continuum.mail import Mail
-from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id, utcnow
+from continuum.now import utcnow
+from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.steer import Steering

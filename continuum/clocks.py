@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from continuum import now
 from continuum.errors import ConfigurationError
 from continuum.queue import ContinuationQueue, QueueMessage
 
@@ -140,12 +141,14 @@ class VirtualTime:
                 self._real(self._resume_at), tick=self._tick, ignore=list(KEEP_REAL_TIME)
             )
             self._factory = self._freezer.start()
+            now.run(self)
         self._depth += 1
         try:
             yield
         finally:
             self._depth -= 1
             if self._depth == 0:
+                now.stop(self)
                 self._resume_at = self._factory().replace(tzinfo=UTC)
                 self._freezer.stop()
                 self._freezer = self._factory = None
@@ -157,8 +160,16 @@ class VirtualTime:
         factory = self._factory
         if factory is None:
             return time.time()
-        now: datetime = factory()  # a naive UTC datetime
-        return (now - _EPOCH).total_seconds()
+        naive: datetime = factory()  # UTC
+        return (naive - _EPOCH).total_seconds()
+
+    def now_utc(self) -> datetime:
+        """The virtual time as an aware UTC datetime (a real one, not freezegun's fake)."""
+        factory = self._factory
+        if factory is None:
+            return datetime.now(UTC)
+        naive: datetime = factory()
+        return naive.replace(tzinfo=UTC)
 
     def wait_until(self, due: float, *, poll_s: float) -> None:
         """Jump to ``due`` at once (only inside ``running``)."""

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import time
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from continuum.errors import BadMessageError, MessageTooNewError, describe_errors
+from continuum.now import now_s
 from continuum.queue import ContinuationQueue
 from continuum.record import check_task_id
 from continuum.waiters import BatchHint
@@ -145,7 +145,7 @@ class Continuations:
             task_id=task_id,
             generation=generation,
             reason=reason[:200],
-            sent_at=time.time(),
+            sent_at=now_s(),
             kind=kind,
             batch=batch,
         )

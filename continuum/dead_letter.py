@@ -35,7 +35,8 @@ from continuum.errors import (
 )
 from continuum.family import report_to_parent
 from continuum.fence import Verdict, fence
-from continuum.record import ErrorInfo, Status, utcnow
+from continuum.now import utcnow
+from continuum.record import ErrorInfo, Status
 from continuum.records import Records
 from continuum.recovery import end_recovery
 from continuum.sweeping import SweepIncompleteError

@@ -14,14 +14,14 @@ where ``continuum inspect`` finds them.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.clocks import real_monotonic
+from continuum.now import utcnow
 from continuum.waiters import Waiter
 
 #: Invocation runs kept in the record (about 300 bytes each without their steps).
@@ -142,7 +142,7 @@ def begin(
         generation=generation,
         message=message,
         request_id=request_id,
-        started_at=datetime.fromtimestamp(time.time(), UTC),
+        started_at=utcnow(),
         turn=turn,
     )
     history.append(run)
@@ -163,7 +163,7 @@ def end(
     """Complete a run just before the write that ends its invocation."""
     run.outcome = outcome
     run.reason = reason
-    run.ended_at = datetime.fromtimestamp(time.time(), UTC)
+    run.ended_at = utcnow()
     run.duration_s = round(elapsed_s, 3)
     run.turns = turn - run.turn
     run.waiting_for = list(waiting_for or [])

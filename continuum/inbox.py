@@ -17,15 +17,15 @@ record and wakes the generation it finds; one of the two always sees the other.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from continuum.control import Suspend
+from continuum.now import now_s, utcnow
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, StoreError, put_with_retries
 from continuum.values import dump_json
 from continuum.waiters import Signal
@@ -40,7 +40,7 @@ MAX_INBOX_MESSAGE_CHARS = 2000
 
 
 def _now() -> datetime:
-    return datetime.fromtimestamp(time.time(), UTC)
+    return utcnow()
 
 
 class _Model(BaseModel):
@@ -72,7 +72,7 @@ class Listing:
 
     keys: frozenset[str] = frozenset()
     #: the time of the listing (looked up at each call, so a virtual clock applies).
-    listed_at: float = field(default_factory=lambda: time.time())
+    listed_at: float = field(default_factory=now_s)
 
     def has_answer(self, token: str) -> bool:
         return f"callbacks/{token}.json" in self.keys

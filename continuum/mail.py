@@ -31,7 +31,8 @@ from continuum.errors import (
     TaskFinishedError,
 )
 from continuum.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES, CallbackAnswer
-from continuum.record import TaskRecord, check_task_id, utcnow
+from continuum.now import utcnow
+from continuum.record import TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.values import dump_json, to_json
 from continuum.waiters import Signal, check_name

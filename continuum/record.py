@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -23,6 +23,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serialize
 
 from continuum.errors import InvalidTaskIdError
 from continuum.history import InvocationRun, Usage
+from continuum.now import utcnow
 from continuum.waiters import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
 
 #: Record formats: 2 journals retries and cursors; 3 adds waits; 4 segments large lists of the
@@ -34,11 +35,6 @@ WAITS_RECORD_FORMAT = 3
 BASE_RECORD_FORMAT = 2
 MAX_TASK_ID_LENGTH = 128
 _TASK_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def utcnow() -> datetime:
-    """The current time, timezone-aware in UTC (what the record's timestamps hold)."""
-    return datetime.now(UTC)
 
 
 def check_task_id(task_id: object) -> str:

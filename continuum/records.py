@@ -32,7 +32,8 @@ from continuum.errors import (
     RecordNotFoundError,
 )
 from continuum.inbox import Inbox
-from continuum.record import BlobRef, TaskRecord, utcnow
+from continuum.now import utcnow
+from continuum.record import BlobRef, TaskRecord
 from continuum.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 from continuum.sweeping import Sweeper, SweepIncompleteError

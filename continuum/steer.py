@@ -22,7 +22,8 @@ from pydantic import BaseModel
 from continuum.continuation import Continuations
 from continuum.errors import ContinuumError, RecordExistsError
 from continuum.history import Usage
-from continuum.record import Counters, Status, TaskRecord, check_task_id, utcnow
+from continuum.now import utcnow
+from continuum.record import Counters, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery
 

@@ -17,6 +17,7 @@ from continuum.errors import ContinuumError, TaskCancelledError
 from continuum.history import InvocationRun, StepRun
 from continuum.inbox import Listing, TaskInbox
 from continuum.journal import Journal
+from continuum.now import now_s
 from continuum.observers import Observers, StepEnded, StepStarted
 from continuum.record import EntryKind, JournalEntry, TaskRecord
 from continuum.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
@@ -200,7 +201,7 @@ class TurnState:
         """At a step or wait that runs live: look at the inbox if it is due, and deliver a
         cancel request (TaskCancelledError, journaled at this position). ``reopen``: the call
         re-enters an unfinished entry (a paused step, a wait), which the cancel replaces."""
-        if time.time() - self.inbox.listed_at >= self.inbox_poll_s:
+        if now_s() - self.inbox.listed_at >= self.inbox_poll_s:
             self.note_inbox()
         cancel = self.record.cancel
         if cancel is not None and not cancel.delivered:

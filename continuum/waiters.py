@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.errors import ContinuumError
+from continuum.now import utcnow
 
 #: Signal names and callback names are S3 key segments (they appear in inbox keys).
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -187,4 +188,4 @@ class Signal(BaseModel):
     id: str
     name: str
     payload: Any = None
-    sent_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    sent_at: datetime = Field(default_factory=utcnow)

@@ -28,6 +28,7 @@ from enum import StrEnum
 from continuum.continuation import Continuation, Continuations
 from continuum.family import batch_counts, decisive
 from continuum.inbox import Inbox, Listing
+from continuum.now import now_s
 from continuum.queue import MAX_DELAY_S
 from continuum.record import Status, TaskRecord
 from continuum.waiters import Waiter, WaitKind, epoch_to_datetime
@@ -138,7 +139,7 @@ def after_wait(
         return "wake"
     if record.wake_at is None:
         return "nothing"
-    delay = timer_delay_s(record, now=time.time(), max_delay_s=max_delay_s)
+    delay = timer_delay_s(record, now=now_s(), max_delay_s=max_delay_s)
     reason = (
         f"timer for {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(record.wake_at.timestamp()))}"
     )

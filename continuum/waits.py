@@ -24,6 +24,7 @@ from continuum.errors import (
     CallbackTimeoutError,
     ContinuumError,
 )
+from continuum.now import now_s
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.turnstate import TurnState
 from continuum.waiters import (
@@ -134,7 +135,7 @@ class WaitCalls(TurnState):
         return self.unwind(Wait([waiter], reason))
 
     def _listing_fresh(self) -> None:
-        if time.time() - self.inbox.listed_at > INBOX_FRESH_S:
+        if now_s() - self.inbox.listed_at > INBOX_FRESH_S:
             self.note_inbox()
 
     # -- sleep -------------------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class WaitCalls(TurnState):
         key, entry = self._enter(label, EntryKind.SLEEP)
         if entry is not None and not entry.partial:
             return
-        now = time.time()
+        now = now_s()
         if entry is None:
             assert seconds is not None
             entry = JournalEntry(key, label, kind=EntryKind.SLEEP, deadline=now + seconds)
@@ -175,7 +176,7 @@ class WaitCalls(TurnState):
             assert entry.ref is not None
             return Callback(self, entry.ref, label)
         token = secrets.token_hex(16)  # unguessable; journaled, so a replay uses the same
-        now = time.time()
+        now = now_s()
         created = epoch_to_datetime(now)
         assert created is not None
         self.record.callbacks[token] = OpenCallback(
@@ -224,7 +225,7 @@ class WaitCalls(TurnState):
                 ):
                     open_callback.heartbeat_at = beat
             deadline = open_callback.deadline()
-            if deadline is not None and time.time() >= deadline.timestamp():
+            if deadline is not None and now_s() >= deadline.timestamp():
                 entry.ok = False
                 entry.error = _timeout(callback.name, open_callback)
                 return self._close(entry, callback)
@@ -284,7 +285,7 @@ class WaitCalls(TurnState):
         if entry is not None and not entry.partial:
             return Signal.model_validate(entry.result) if entry.result is not None else None
         if entry is None:
-            deadline = time.time() + timeout_s if timeout_s is not None else None
+            deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(key, label, kind=EntryKind.SIGNAL, deadline=deadline)
         taken = set(self.record.signals_taken)
         for attempt in range(2):
@@ -295,7 +296,7 @@ class WaitCalls(TurnState):
                 entry.ref, entry.result = relative, signal.model_dump(mode="json")
                 self._done(entry)
                 return Signal.model_validate(entry.result)  # as a replay would rebuild it
-            if entry.deadline is not None and time.time() >= entry.deadline:
+            if entry.deadline is not None and now_s() >= entry.deadline:
                 self._done(entry)
                 return None
             if attempt == 0:
@@ -309,7 +310,7 @@ def _failure(error_type: str | None, message: str | None) -> ErrorInfo:
 
 
 def _timeout(name: str, callback: OpenCallback) -> ErrorInfo:
-    now = time.time()
+    now = now_s()
     if callback.timeout_at is not None and now >= callback.timeout_at.timestamp():
         message = f"callback {name!r} was not answered before its timeout"
     else:

@@ -22,7 +22,6 @@ timeout, which the claim shortened to just past this invocation's deadline.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 from continuum.batch import (
@@ -57,9 +56,10 @@ from continuum.fence import Verdict, fence
 from continuum.history import RunClock
 from continuum.invocation import Invocation
 from continuum.metering import Meter
+from continuum.now import now_s, utcnow
 from continuum.observers import MessageHandled, Observers
 from continuum.recent import RecentRecords
-from continuum.record import Status, TaskRecord, utcnow
+from continuum.record import Status, TaskRecord
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.tasks import Registry, Task
@@ -240,7 +240,7 @@ class Worker:
                 return Outcome.REJECTED
             case _:
                 return Outcome(verdict.value)
-        now = time.time()
+        now = now_s()
         poll_s = self.settings.inbox_poll_s
         listing = listing_for(self.records.inbox, record, message, poll_s, now=now)
         if record.status == Status.WAITING:

@@ -33,17 +33,10 @@ from continuum.local import (
     moto_backend,
 )
 from continuum.metering import Meter
+from continuum.now import now_s, utcnow
 from continuum.pools import in_parallel
 from continuum.queue import QueueError
-from continuum.record import (
-    Counters,
-    JournalEntry,
-    Lease,
-    StepStats,
-    TaskRecord,
-    check_task_id,
-    utcnow,
-)
+from continuum.record import Counters, JournalEntry, Lease, StepStats, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery, note_death
 from continuum.scaffold import init_project, render_template
@@ -118,6 +111,7 @@ __all__ = [
     "module_name",
     "moto_backend",
     "note_death",
+    "now_s",
     "observe",
     "pack_blob",
     "predict",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
+
+from continuum.now import now_s
 
 #: Returns epoch seconds.
 Clock = Callable[[], float]
@@ -14,7 +15,7 @@ Hook = Callable[[str, str], None]
 
 def wall_clock() -> float:
     """``time.time()``, looked up at each call (so a frozen or virtual clock applies)."""
-    return time.time()
+    return now_s()
 
 
 class ManualClock:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta, timezone
 
-from tests.support import VirtualTime
+from freezegun import freeze_time
+
+from tests.support import VirtualTime, now_s, utcnow
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -46,3 +48,22 @@ def test_move_to_takes_naive_times_as_utc_and_aware_ones_in_any_zone():
         assert datetime.now(UTC) == datetime(2031, 6, 1, 12, 0, tzinfo=UTC)
         clock.move_to(START - timedelta(days=1))  # backwards too
         assert time.time() == START.timestamp() - 86_400
+
+
+def test_continuum_reads_the_same_virtual_time_as_the_task_and_the_real_one_after():
+    clock = VirtualTime(START, tick=False)
+    with clock.running():
+        clock.advance(3600)
+        assert now_s() == time.time() == START.timestamp() + 3600
+        assert utcnow() == datetime.now(UTC) == START + timedelta(hours=1)
+        assert utcnow().tzinfo is UTC
+        with clock.running():  # re-entrant: still the one clock
+            assert now_s() == START.timestamp() + 3600
+    assert abs(now_s() - time.time()) < 1
+    assert abs(utcnow().timestamp() - time.time()) < 1
+
+
+def test_a_tests_own_freeze_time_applies_to_continuums_reads_too():
+    with freeze_time("2031-03-04 05:06:07"):
+        assert now_s() == datetime(2031, 3, 4, 5, 6, 7, tzinfo=UTC).timestamp()
+        assert utcnow() == datetime(2031, 3, 4, 5, 6, 7, tzinfo=UTC)
