@@ -126,10 +126,7 @@ class Meter:
 
 
 class _Metered:
-    """What a metered view does not count, it forwards as it is (``max_delay_s``, receive).
-
-    Each counted operation is a method of its own that looks the inner one up at each call,
-    so that a fake's method replaced after wrapping (a fault injector) is the one called."""
+    """What a metered view does not count, it forwards as it is (``max_delay_s``, receive)."""
 
     def __init__(self, inner: Any, meter: Meter) -> None:
         self._inner = inner
@@ -139,46 +136,34 @@ class _Metered:
         return getattr(self._inner, name)
 
 
+def _counted(operation: str, field: str) -> Callable[..., Any]:
+    """A method that counts one call as ``field``, then calls the inner ``operation``, looked
+    up at each call (a fake's method replaced after wrapping, by a fault injector, is the one
+    called)."""
+
+    def call(self: _Metered, *args: Any, **kwargs: Any) -> Any:
+        self._meter.count(field)
+        return getattr(self._inner, operation)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = operation
+    return call
+
+
 class MeteredStore(_Metered):
     """A RecordStore whose calls a Meter counts."""
 
-    def get(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_get")
-        return self._inner.get(*args, **kwargs)
-
-    def put(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_put")
-        return self._inner.put(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_delete")
-        return self._inner.delete(*args, **kwargs)
-
-    def tag(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_tag")
-        return self._inner.tag(*args, **kwargs)
-
-    def tags(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_get")  # GetObjectTagging is billed as a GET
-        return self._inner.tags(*args, **kwargs)
-
-    def list_keys(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_list")
-        return self._inner.list_keys(*args, **kwargs)
-
-    def versions(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("s3_list")
-        return self._inner.versions(*args, **kwargs)
+    get = _counted("get", "s3_get")
+    put = _counted("put", "s3_put")
+    delete = _counted("delete", "s3_delete")
+    tag = _counted("tag", "s3_tag")
+    tags = _counted("tags", "s3_get")  # GetObjectTagging is billed as a GET
+    list_keys = _counted("list_keys", "s3_list")
+    versions = _counted("versions", "s3_list")
 
 
 class MeteredQueue(_Metered):
     """A ContinuationQueue whose sends and visibility changes a Meter counts (the event
     source's receives and deletes are counted per message, as ``sqs_receives``)."""
 
-    def send(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("sqs_send")
-        return self._inner.send(*args, **kwargs)
-
-    def set_visibility(self, *args: Any, **kwargs: Any) -> Any:
-        self._meter.count("sqs_visibility")
-        return self._inner.set_visibility(*args, **kwargs)
+    send = _counted("send", "sqs_send")
+    set_visibility = _counted("set_visibility", "sqs_visibility")
