@@ -146,3 +146,29 @@ def test_a_hop_from_a_remembered_record_that_changed_reads_it_and_hops_on(make_r
     record = runtime.record(task_id)
     assert record.counters.hops == 3
     assert record.forked_from == "another-writer"  # the hops wrote on top of it
+
+
+class Heavy(BaseModel):
+    notes: str = "x" * 20_000  # over the inline limit: the state is a blob
+
+
+def test_hops_from_memory_do_not_upload_a_blob_state_again(make_runtime):
+    """A remembered record holds its values inline; its hops still write only the record
+    (its blobs are known stored for the etag it remembers), and they are read back whole."""
+    app = Continuum(inline_limit_bytes=1024)
+
+    @app.task(state=Heavy)
+    def heavy(ctx: TaskContext[Heavy]) -> int:
+        ctx.sleep(timedelta(hours=2))  # seven hops
+        return len(ctx.state.notes)
+
+    runtime = make_runtime(app)
+    summary = runtime.run("heavy", {})
+    assert summary.status == "succeeded"
+    assert summary.result == 20_000
+    record = runtime.record(summary.task_id)
+    assert record.counters.hops == 7
+    assert record.state_ref is not None or record.state_segments  # stored as a blob
+    puts = summary.aws_calls["s3:PutObject"]
+    assert puts <= record.counters.hops + 6, summary.aws_calls  # not 2 a hop: no blob upload
+    assert summary.aws_calls["s3:GetObject"] <= 2  # the record and its blob, read once
