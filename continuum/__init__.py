@@ -4,9 +4,11 @@ Everything public is imported from here (and test helpers from ``continuum.testi
 modules behind it are private.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from continuum.app import Continuum
 from continuum.batch import LambdaContext
-from continuum.client import Client, TaskStatus
+from continuum.client import Client
 from continuum.completion import BatchResult, Completion, Item
 from continuum.context import TaskContext, current_context
 from continuum.errors import (
@@ -121,3 +123,16 @@ __all__ = [
     "Waiter",
     "current_context",
 ]
+
+if TYPE_CHECKING:
+    from continuum.status import TaskStatus
+
+
+def __getattr__(name: str) -> Any:
+    # The operator's status view is imported on first use (a worker never needs it), thread
+    # safely: an import holds its module's lock until it is done.
+    if name == "TaskStatus":
+        from continuum.status import TaskStatus
+
+        return TaskStatus
+    raise AttributeError(f"module 'continuum' has no attribute {name!r}")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from continuum.continuation import Continuations
 from continuum.errors import (
@@ -19,51 +19,18 @@ from continuum.errors import (
     TaskNotFinishedError,
     describe_errors,
 )
-from continuum.family import batch_counts
 from continuum.mail import Mail
 from continuum.now import utcnow
-from continuum.record import Counters, ErrorInfo, Status, TaskRecord, check_task_id
+from continuum.record import Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.settings import Settings
 from continuum.steer import Steering
 from continuum.tasks import Registry, Task
 from continuum.values import dump_json, model_to_json
-from continuum.waiters import ParentLink, Waiter, WaitKind
+from continuum.waiters import ParentLink
 
-
-class ChildrenSummary(BaseModel):
-    """A parent's child tasks, from their reports: how many ended how, and the failed ones."""
-
-    total: int
-    succeeded: int = 0
-    failed: int = 0
-    cancelled: int = 0
-    #: not reported yet: pending or running (or finished a moment ago).
-    unfinished: int = 0
-    failed_ids: list[str] = []
-
-
-class TaskStatus(BaseModel):
-    """What a task is doing, as ``Client.status`` reports it."""
-
-    task_id: str
-    task_name: str
-    status: Status
-    generation: int
-    turn: int
-    result: Any = None
-    error: ErrorInfo | None = None
-    suspend_reason: str | None = None
-    counters: Counters
-    #: what the task waits for now, and every callback it created and has not taken an
-    #: answer for (with the id to answer it by).
-    waiting_for: list[Waiter] = []
-    #: the task this one is a child of, and this one's own children.
-    parent: str | None = None
-    children: ChildrenSummary | None = None
-    created_at: datetime
-    updated_at: datetime
-    finished_at: datetime | None = None
+if TYPE_CHECKING:
+    from continuum.status import TaskStatus
 
 
 class Client(Mail, Steering):
@@ -161,32 +128,11 @@ class Client(Mail, Steering):
 
     def status(self, task_id: str) -> TaskStatus:
         """The task's status, counters, and its result or error once finished."""
-        record, _ = self.records.load(check_task_id(task_id))
-        derived = {"waiting_for", "parent", "children"}
-        status = TaskStatus.model_validate(
-            record.model_dump(include=set(TaskStatus.model_fields) - derived)
-        )
-        status.waiting_for = waiting_for(record)
-        status.parent = record.parent.task_id if record.parent else None
-        if record.children:
-            status.children = self._children(record)
-        return status
+        # Loaded on first use: an operator's view, which a worker's cold start never needs.
+        from continuum.status import task_status
 
-    def _children(self, record: TaskRecord) -> ChildrenSummary:
-        keys = self.records.inbox.list(record.task_id).keys
-        summary = ChildrenSummary(total=sum(batch.count for batch in record.children))
-        for batch in record.children:
-            for child, state in batch_counts(keys, batch.prefix).items():
-                if state == "succeeded":
-                    summary.succeeded += 1
-                elif state == "failed":
-                    summary.failed += 1
-                    summary.failed_ids.append(child)
-                else:
-                    summary.cancelled += 1
-        reported = summary.succeeded + summary.failed + summary.cancelled
-        summary.unfinished = summary.total - reported
-        return summary
+        record, _ = self.records.load(check_task_id(task_id))
+        return task_status(record, self.records.inbox)
 
     def resume(self, task_id: str) -> int:
         """Send the continuation of the task's current generation again; return it.
@@ -255,21 +201,3 @@ class Client(Mail, Steering):
                 task_id=task_id,
             ) from exc
         return model_to_json(model, what=f"the input of task {task.name!r}", task_id=task_id)
-
-
-def waiting_for(record: TaskRecord) -> list[Waiter]:
-    """What a task waits for now, then each open callback not among those."""
-    found = list(record.waiting_for) if record.status == Status.WAITING else []
-    ids = {w.id for w in found if w.id}
-    for token, callback in record.callbacks.items():
-        callback_id = f"{record.task_id}.{token}"
-        if callback_id not in ids:
-            found.append(
-                Waiter(
-                    kind=WaitKind.CALLBACK,
-                    name=callback.name,
-                    id=callback_id,
-                    deadline=callback.deadline(),
-                )
-            )
-    return found

@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from continuum.client import waiting_for
 from continuum.codec import parse_record, unpack_blob
 from continuum.errors import ContinuumError
 from continuum.history import InvocationRun, RunOutcome, Usage
@@ -32,6 +31,7 @@ from continuum.record import (
 from continuum.records import Records
 from continuum.store import NoSuchKey
 from continuum.waiters import Waiter
+from continuum.waiting import waiting_for
 
 #: Earlier record versions read by default (one GET each): enough for a task's recent past.
 DEFAULT_VERSIONS = 200

@@ -170,3 +170,21 @@ def undecided(inbox: Inbox, message: Continuation) -> bool:
     assert hint is not None
     reports = batch_counts(inbox.list(message.task_id).keys, hint.prefix)
     return not decisive(reports, count=hint.count, completion=hint.completion)
+
+
+def waiting_for(record: TaskRecord) -> list[Waiter]:
+    """What a task waits for now, then each open callback not among those."""
+    found = list(record.waiting_for) if record.status == Status.WAITING else []
+    ids = {w.id for w in found if w.id}
+    for token, callback in record.callbacks.items():
+        callback_id = f"{record.task_id}.{token}"
+        if callback_id not in ids:
+            found.append(
+                Waiter(
+                    kind=WaitKind.CALLBACK,
+                    name=callback.name,
+                    id=callback_id,
+                    deadline=callback.deadline(),
+                )
+            )
+    return found

@@ -32,8 +32,8 @@ from continuum.cli.common import (
 
 if TYPE_CHECKING:
     from continuum.app import Continuum
-    from continuum.client import TaskStatus
     from continuum.local import Invocation
+    from continuum.status import TaskStatus
     from continuum.tasks import Task
 
 #: The budget of an invocation in this process unless --budget says otherwise.

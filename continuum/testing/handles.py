@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from continuum.client import waiting_for
 from continuum.errors import ContinuumError, TaskFailedError, TaskNotFinishedError
 from continuum.record import Counters, ErrorInfo, Status, TaskRecord
 from continuum.testing.observe import StepRun
 from continuum.values import from_json
 from continuum.waiters import Waiter, WaitKind
+from continuum.waiting import waiting_for
 
 if TYPE_CHECKING:
     from continuum.app import Continuum
