@@ -1,5 +1,6 @@
-"""What ``Client.status`` reports: a task's status, its counters, what it waits for, and its
-children. An operator's view, imported on first use (a worker's cold start never needs it)."""
+"""What ``Client.status`` reports (a task's status, its counters, what it waits for, and its
+children) and how ``Client.tasks`` lists a task. An operator's view, imported on first use (a
+worker's cold start never needs it)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,18 @@ class TaskStatus(BaseModel):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
+
+
+class TaskSummary(BaseModel):
+    """One task as ``Client.tasks`` (``continuum list``) lists it."""
+
+    task_id: str
+    task_name: str
+    status: Status
+    turn: int
+    invocations: int
+    created_at: datetime
+    updated_at: datetime
 
 
 def task_status(record: TaskRecord, inbox: Inbox) -> TaskStatus:

@@ -15,9 +15,7 @@ refuse a task that is running now.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from continuum.continuation import Continuations
 from continuum.errors import ContinuumError, RecordExistsError
@@ -27,17 +25,8 @@ from continuum.record import Counters, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery
 
-
-class TaskSummary(BaseModel):
-    """One task as ``Client.tasks`` (``continuum list``) lists it."""
-
-    task_id: str
-    task_name: str
-    status: Status
-    turn: int
-    invocations: int
-    created_at: datetime
-    updated_at: datetime
+if TYPE_CHECKING:
+    from continuum.status import TaskSummary
 
 
 class Steering:
@@ -55,6 +44,8 @@ class Steering:
     ) -> list[TaskSummary]:
         """The tasks under the prefix, newest first, filtered by status, task name and the
         time they were last updated. One LIST per thousand tasks, one GET per task."""
+        from continuum.status import TaskSummary  # an operator's view: loaded on first use
+
         wanted = Status(status) if status is not None else None
         found = []
         for task_id in self.records.task_ids():

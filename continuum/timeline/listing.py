@@ -9,7 +9,7 @@ import html
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from continuum.steer import TaskSummary
+from continuum.status import TaskSummary
 from continuum.timeline.page import FORM_ACTION_SERVED, document
 from continuum.waiters import Waiter
 
