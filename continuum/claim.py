@@ -168,7 +168,7 @@ class Claim:
         record.counters.waits += 1
         end_recovery(record)
         self.close(RunOutcome.WAITING, reason, waiting_for=waiters, then_sends=1, then_lists=1)
-        self._write()
+        self._write(handing_over=True)
 
     def suspend(
         self, reason: str, *, message_id: str, continuations: Continuations, delay_s: float = 0.0
@@ -189,7 +189,7 @@ class Claim:
         end_recovery(record)
         record.suspended_by = message_id
         self.close(RunOutcome.SUSPENDED, reason, then_sends=1)
-        self._write()
+        self._write(handing_over=True)
         started = time.monotonic()
         continuations.send(
             record.task_id,
@@ -263,8 +263,15 @@ class Claim:
 
     # -- the write ---------------------------------------------------------------------------
 
-    def _write(self, *, finished: bool = False, own_lease: bool = True) -> None:
-        """Compare-and-swap the record, knowing an earlier write of ours may have landed."""
+    def _write(
+        self, *, finished: bool = False, own_lease: bool = True, handing_over: bool = False
+    ) -> None:
+        """Compare-and-swap the record, knowing an earlier write of ours may have landed.
+
+        ``handing_over``: the write that parks the task (wait, suspend). The record is then
+        the stored version its etag names (a warm worker may go on from it), so nothing is
+        counted into it after the write; the next reader of the store would not see it either.
+        """
         started = time.monotonic()
         records, record = self.records, self.record
         lease_until = self.lease.expires_at if own_lease else None
@@ -284,6 +291,8 @@ class Claim:
                 )
         except SweepIncompleteError as exc:  # the finish landed; the worker raises it later
             self.etag, self.unswept = exc.etag or self.etag, exc
+        if handing_over:
+            return
         observe(record.save_stats, time.monotonic() - started)
         record.counters.saves += 1
         record.counters.bytes_saved += records.last_record_bytes

@@ -28,14 +28,20 @@ _RUNNING: list[Source] = []
 def now_s() -> float:
     """Epoch seconds now."""
     if _RUNNING:
-        return _RUNNING[-1].now_s()
+        try:
+            return _RUNNING[-1].now_s()
+        except IndexError:  # another thread stopped the clock just now
+            pass
     return time.time()
 
 
 def utcnow() -> datetime:
     """Now, as an aware UTC datetime."""
     if _RUNNING:
-        return _RUNNING[-1].now_utc()
+        try:
+            return _RUNNING[-1].now_utc()
+        except IndexError:  # another thread stopped the clock just now
+            pass
     return datetime.now(UTC)
 
 

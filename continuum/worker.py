@@ -261,10 +261,8 @@ class Worker:
                             elapsed_s=self._local.clock.elapsed_s(),
                             memory_mb=memory_mb(context),
                         )
-                    except RecordConflictError:
-                        if from_memory:
-                            raise _StaleMemory from None
-                        raise
+                    except RecordConflictError as exc:  # from memory: read the record
+                        raise (_StaleMemory() if from_memory else exc) from None
 
         # 2. The claim.
         left_s = remaining_s(context)
@@ -273,6 +271,8 @@ class Worker:
         except UnknownTaskError as exc:
             task, unknown = None, exc
         if task is not None and record.state_version > task.version:
+            if from_memory:
+                raise _StaleMemory  # leaving it writes nothing: only the store may decide that
             logger.error(
                 "the record's state version is newer than this worker's task",
                 extra={"state_version": record.state_version, "task_version": task.version},

@@ -6,6 +6,8 @@ import those names from here, so that a change of the library's inside changes o
 
 from __future__ import annotations
 
+from typing import Any
+
 from continuum.batch import logger as worker_logger
 from continuum.blobs import FINISHED_TAG
 from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
@@ -103,6 +105,7 @@ __all__ = [
     "event_record",
     "fence",
     "fill",
+    "forget_remembered",
     "in_parallel",
     "init_project",
     "inspect_task",
@@ -131,3 +134,9 @@ def encode_message(message: Continuation, *, signing_key: str | None = None) -> 
 def decode_message(body: str | bytes, *, signing_key: str | None = None) -> Continuation:
     """Parse a continuation body (verified with ``signing_key`` if given)."""
     return decode_continuation(body, keys=(signing_key,) if signing_key else ())
+
+
+def forget_remembered(app: Any) -> None:
+    """Make ``app``'s warm worker forget the records it parked (as a fresh environment)."""
+    if app._worker is not None:
+        app._worker.recent.clear()

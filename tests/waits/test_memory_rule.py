@@ -1,0 +1,83 @@
+"""A warm worker's remembered record is trusted only when a conditional write follows it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from continuum import Continuum, Status, TaskContext
+from tests.support import forget_remembered
+
+
+class Nap(BaseModel):
+    seconds: float = 1000.0
+
+
+def test_a_remembered_record_a_newer_worker_finished_is_not_left_for_it(make_runtime):
+    """The old worker hopped a newer deploy's record (hops run no task code) and remembers
+    it. The newer worker then finishes the task. The old worker's next timer must read the
+    store (finished: acknowledged), not leave a message for a newer worker from memory."""
+    new = Continuum()
+
+    @new.task(state=Nap, name="nap", version=2, migrations={1: lambda s: s})
+    def nap_new(ctx: TaskContext[Nap]) -> str:
+        ctx.sleep(ctx.state.seconds)
+        return "new"
+
+    old = Continuum()
+
+    @old.task(state=Nap, name="nap")
+    def nap_old(ctx: TaskContext[Nap]) -> str:
+        ctx.sleep(ctx.state.seconds)
+        return "old"
+
+    runtime = make_runtime(new)
+    with runtime.time.running():
+        task_id = new.client().start("nap", {})
+        runtime.invoke_once()  # new: waiting; its timer comes in 900 s, before the deadline
+        runtime.app = old  # a mixed deploy: an old worker is still warm
+        old.configure(store=new.records.store, queue=new.continuations.queue)
+        runtime.time.advance(901)
+        runtime.invoke_once()  # old: an early timer hops (no task code), remembered
+        assert runtime.record(task_id).counters.hops == 1
+        runtime.app = new
+        new.client().cancel(task_id)
+        runtime.invoke_once()  # new: the cancel's wake finishes the task
+        assert runtime.record(task_id).status == Status.CANCELLED
+        runtime.app = old
+        runtime.time.advance(200)
+        runtime.invoke_once()  # old: the hop's timer, for the generation it remembers
+        # Read from the store, the message is a finished task's: acknowledged, nothing sent.
+        runtime.time.advance(901)
+        assert runtime.invoke_once() is None  # no message "left for a newer worker"
+
+
+def _hop_four_timers(runtime, app, *, warm: bool):
+    with runtime.time.running():
+        task_id = app.client().start("nap", {"seconds": 3600.0})
+        runtime.invoke_once()  # waiting
+        for _ in range(4):  # three hops, then the wake
+            if not warm:
+                forget_remembered(app)  # a fresh environment remembers nothing
+            runtime.time.advance(901)
+            runtime.invoke_once()
+    return runtime.record(task_id)
+
+
+def test_a_warm_hop_writes_the_record_a_cold_hop_would(make_runtime):
+    """The remembered record must be the stored version its etag names: a hop from memory
+    then writes exactly what a hop from the store would."""
+    records = []
+    for warm in (True, False):
+        app = Continuum()
+
+        @app.task(state=Nap, name="nap")
+        def nap(ctx: TaskContext[Nap]) -> str:
+            ctx.sleep(ctx.state.seconds)
+            return "done"
+
+        records.append(_hop_four_timers(make_runtime(app), app, warm=warm))
+    warm_record, cold_record = records
+    assert (warm_record.status, cold_record.status) == (Status.SUCCEEDED, Status.SUCCEEDED)
+    assert warm_record.counters.hops == cold_record.counters.hops == 3
+    assert warm_record.counters.saves == cold_record.counters.saves
+    assert warm_record.save_stats.count == cold_record.save_stats.count
