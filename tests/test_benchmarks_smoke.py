@@ -58,3 +58,25 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "fanout_tasks.parent_record_writes_growth",
     ):
         assert expected in names, expected
+
+
+@pytest.mark.slow
+def test_versus_measures_revisions_side_by_side_from_worktrees():
+    """One round, HEAD against the working tree: a worktree is made, measured and removed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.versus", "--rounds", "1", "HEAD", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert all(LINE.match(line) for line in lines), lines
+    names = {line.split(":")[0] for line in lines}
+    assert {"versus.HEAD.cold_import", "versus.working_tree.step_overhead_ratio"} <= names
+    listed = subprocess.run(
+        ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "continuum-versus-" not in listed.stdout  # removed again

@@ -1,0 +1,134 @@
+"""Side by side with earlier releases: cold import and step overhead, in one run.
+
+``python -m benchmarks.versus [--rounds N] REV [REV ...]`` checks each revision out as a git
+worktree (detached, in a temporary folder), compiles its bytecode as a deployed package has
+it, and measures, with each tree first on ``PYTHONPATH`` and the rounds interleaved:
+
+- ``cold_import``: ``import handlers.worker`` after boto3, pydantic's models and Powertools'
+  batch utilities (what ``cold_import.handler_after_those_and_powertools_batch`` measures), in
+  CPU time, in a fresh interpreter;
+- ``step_overhead``: 20,000 no-op steps in one turn through that tree's ``TurnLoop``
+  (``benchmarks.step_overhead.build``), CPU time per step.
+
+The working tree counts as the revision ``.``. Medians over the rounds, then each figure as a
+ratio to the first revision's: on a shared machine only those ratios mean anything. The
+revisions must have ``benchmarks/step_overhead.py`` (issue 5's release, b6d92d2, has it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks import emit, median
+from benchmarks.cold_import import ENV, MODELS
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("continuum", "handlers", "samples")
+
+IMPORT = f"""
+import time
+{MODELS}; import aws_lambda_powertools.utilities.batch
+started = time.process_time()
+import handlers.worker
+print(time.process_time() - started)
+"""
+
+STEPS = """
+import math, time
+from benchmarks.step_overhead import build
+from continuum.budget import Budget
+from continuum.record import TaskRecord
+from continuum.turns import TurnLoop
+task, _ = build(1, 20000)
+best = []
+for _ in range(3):
+    record = TaskRecord(task_id="versus", task_name="spin", state={})
+    loop = TurnLoop(task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
+    started = time.process_time()
+    loop.run()
+    best.append((time.process_time() - started) / 20000)
+print(min(best))
+"""
+
+
+def run_in(tree: Path, code: str) -> float:
+    env = {**ENV, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: {done.stderr.strip().splitlines()[-1]}")
+    return float(done.stdout.split()[-1])
+
+
+def checkout(rev: str, into: Path) -> Path:
+    if rev == ".":
+        return ROOT
+    tree = into / rev.replace("/", "_")
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev],
+        check=True,
+    )
+    return tree
+
+
+def compile_bytecode(tree: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *SOURCES],
+        cwd=tree,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
+def main(argv: list[str]) -> int:
+    rounds = 7
+    if "--rounds" in argv:
+        at = argv.index("--rounds")
+        rounds = int(argv[at + 1])
+        del argv[at : at + 2]
+    revs = [a for a in argv if not a.startswith("-")] or ["b6d92d2", "."]
+    with tempfile.TemporaryDirectory(prefix="continuum-versus-") as tmp:
+        trees = {rev: checkout(rev, Path(tmp)) for rev in revs}
+        try:
+            for tree in trees.values():
+                compile_bytecode(tree)
+            imports: dict[str, list[float]] = {rev: [] for rev in revs}
+            steps: dict[str, list[float]] = {rev: [] for rev in revs}
+            for n in range(rounds):
+                for rev in revs if n % 2 == 0 else revs[::-1]:  # interleaved, alternating
+                    imports[rev].append(run_in(trees[rev], IMPORT))
+                    steps[rev].append(run_in(trees[rev], STEPS))
+        finally:
+            for rev, tree in trees.items():
+                if rev != ".":
+                    subprocess.run(
+                        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                        check=False,
+                    )
+    first = revs[0]
+    emit("versus.rounds", rounds)
+    for rev in revs:
+        name = "working_tree" if rev == "." else rev
+        emit(f"versus.{name}.cold_import", 1000 * median(imports[rev]), "ms CPU (median)")
+        emit(f"versus.{name}.step_overhead", 1e6 * median(steps[rev]), "us CPU per step")
+    for rev in revs[1:]:
+        name = "working_tree" if rev == "." else rev
+        ratio = median(imports[rev]) / median(imports[first])
+        emit(f"versus.{name}.cold_import_ratio", ratio, f"x {first}")
+        emit(
+            f"versus.{name}.step_overhead_ratio",
+            median(steps[rev]) / median(steps[first]),
+            f"x {first}",
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
