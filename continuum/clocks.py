@@ -68,12 +68,12 @@ class DueTimes:
 
     def send(self, body: str, *, delay_s: int = 0) -> str:
         message_id = self.queue.send(body, delay_s=delay_s)
-        self.note(time.time() + min(max(0, delay_s), self.max_delay_s))
+        self.note(now.now_s() + min(max(0, delay_s), self.max_delay_s))
         return message_id
 
     def set_visibility(self, receipt_handle: str, seconds: int) -> None:
         self.queue.set_visibility(receipt_handle, seconds)
-        self.note(time.time() + seconds)
+        self.note(now.now_s() + seconds)
 
     def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
         return self.queue.receive(max_messages=max_messages, wait_s=wait_s)
@@ -89,9 +89,6 @@ class RealTime:
     """The wall clock: waiting means sleeping."""
 
     virtual = False
-
-    def now_s(self) -> float:
-        return time.time()
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -156,7 +153,7 @@ class VirtualTime:
     def now_s(self) -> float:
         """The virtual time in epoch seconds, as ``time.time()`` reads it inside ``running``
         (the real one outside), read from freezegun's factory directly: without the call-stack
-        walk of freezegun's patched functions, which the fakes' clock pays on every call."""
+        walk of freezegun's patched functions (``continuum.now`` reads it so)."""
         factory = self._factory
         if factory is None:
             return time.time()

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from continuum.now import now_s
 from continuum.queue import QueueMessage
 
 REGION = "us-east-1"
@@ -32,12 +33,9 @@ class LocalLambdaContext:
         return max(0, int((self._deadline - self._clock()) * 1000))
 
 
-def event_record(
-    message: QueueMessage, queue_arn: str, *, now_s: float | None = None
-) -> dict[str, Any]:
-    """One record of the SQS event Lambda builds from a received message (at ``now_s``,
-    default: now)."""
-    now_ms = str(int((time.time() if now_s is None else now_s) * 1000))
+def event_record(message: QueueMessage, queue_arn: str) -> dict[str, Any]:
+    """One record of the SQS event Lambda builds from a received message."""
+    now_ms = str(int(now_s() * 1000))
     return {
         "messageId": message.message_id,
         "receiptHandle": message.receipt_handle,

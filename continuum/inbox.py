@@ -39,10 +39,6 @@ MAX_INBOX_VALUE_BYTES = 256 * 1024
 MAX_INBOX_MESSAGE_CHARS = 2000
 
 
-def _now() -> datetime:
-    return utcnow()
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -112,7 +108,7 @@ class Inbox:
         """Every key in the task's inbox (one LIST), listed ``at`` (epoch s; default: now)."""
         base = self.key(task_id, "")
         keys = frozenset(k[len(base) :] for k in self.store.list_keys(base))
-        return Listing(keys=keys) if at is None else Listing(keys=keys, listed_at=at)
+        return Listing(keys=keys, listed_at=now_s() if at is None else at)
 
     def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
         return self._read(task_id, f"callbacks/{token}.json", CallbackAnswer)
@@ -160,7 +156,7 @@ class Inbox:
         return self._create(task_id, f"callbacks/{token}.json", answer)
 
     def put_heartbeat(self, task_id: str, token: str) -> None:
-        body = Heartbeat(at=_now()).model_dump_json().encode()
+        body = Heartbeat(at=utcnow()).model_dump_json().encode()
         put_with_retries(self.store, self.key(task_id, f"heartbeats/{token}.json"), body)
 
     def put_signal(self, task_id: str, signal: Signal) -> bool:
@@ -170,7 +166,7 @@ class Inbox:
     def put_cancel(self, task_id: str, reason: str | None) -> bool:
         """Write a cancel request; False if there was one already (the first reason wins)."""
         return self._create(
-            task_id, "cancel.json", CancelRequest(reason=reason, requested_at=_now())
+            task_id, "cancel.json", CancelRequest(reason=reason, requested_at=utcnow())
         )
 
     def put_child_report(self, task_id: str, child_id: str, status: str, report: BaseModel) -> bool:

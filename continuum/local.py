@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -20,6 +19,7 @@ from continuum.clocks import DueTimes, RealTime, VirtualTime, real_monotonic
 from continuum.emulation import ACCOUNT, REGION, LocalLambdaContext, event_record
 from continuum.errors import ContinuumError
 from continuum.metering import CallCounter, Uncounted
+from continuum.now import now_s
 from continuum.queue import MAX_DELAY_S, ContinuationQueue
 from continuum.record import Counters, TaskRecord
 from continuum.records import Records
@@ -115,11 +115,8 @@ class LocalRuntime:
         from continuum.memory import InMemoryContinuationQueue, InMemoryRecordStore
 
         quiet = self._quiet
-        # On the virtual clock the fakes read it without freezegun's patched functions.
-        clock = self.time.now_s if isinstance(self.time, VirtualTime) else None
-        store = InMemoryRecordStore(clock=clock, on_call=self.counter.hook("s3", quiet))
+        store = InMemoryRecordStore(on_call=self.counter.hook("s3", quiet))
         queue = InMemoryContinuationQueue(
-            clock=clock,
             visibility_timeout_s=self.visibility_timeout_s,
             on_call=self.counter.hook("sqs", quiet),
             max_delay_s=self.max_delay_s,
@@ -173,9 +170,8 @@ class LocalRuntime:
         if not messages:
             return None
         if self.backend != "memory":  # unless deleted, they come back after the visibility
-            self.due.note(time.time() + self.visibility_timeout_s)
-        now_s = self.time.now_s()
-        event = {"Records": [event_record(m, self.queue_arn, now_s=now_s) for m in messages]}
+            self.due.note(now_s() + self.visibility_timeout_s)
+        event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
         self.invocations += 1
         result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
         failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
@@ -285,7 +281,7 @@ class LocalRuntime:
         """When the next message becomes visible (epoch s); None if none is in the queue."""
         if self.backend == "memory":
             return self.queue.next_visible_at()
-        return self.due.next_due(time.time())
+        return self.due.next_due(now_s())
 
     def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
         """A run's summary from the task's record and the calls counted so far."""

@@ -25,24 +25,23 @@ class Source(Protocol):
 _RUNNING: list[Source] = []
 
 
+def _running() -> Source | None:
+    try:
+        return _RUNNING[-1]
+    except IndexError:  # none runs (or another thread stopped the last one just now)
+        return None
+
+
 def now_s() -> float:
     """Epoch seconds now."""
-    if _RUNNING:
-        try:
-            return _RUNNING[-1].now_s()
-        except IndexError:  # another thread stopped the clock just now
-            pass
-    return time.time()
+    source = _running()
+    return time.time() if source is None else source.now_s()
 
 
 def utcnow() -> datetime:
     """Now, as an aware UTC datetime."""
-    if _RUNNING:
-        try:
-            return _RUNNING[-1].now_utc()
-        except IndexError:  # another thread stopped the clock just now
-            pass
-    return datetime.now(UTC)
+    source = _running()
+    return datetime.now(UTC) if source is None else source.now_utc()
 
 
 def run(source: Source) -> None:
