@@ -24,14 +24,14 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import emit, median
-from benchmarks.cold_import import ENV, MODELS
+from benchmarks.cold_import import ENV, KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("continuum", "handlers", "samples")
 
 IMPORT = f"""
 import time
-{MODELS}; import aws_lambda_powertools.utilities.batch
+{KINDS["handler_after_baseline_no_powertools"][0]}
 started = time.process_time()
 import handlers.worker
 print(time.process_time() - started)
@@ -53,6 +53,10 @@ for _ in range(3):
     best.append((time.process_time() - started) / 20000)
 print(min(best))
 """
+
+
+def label(rev: str) -> str:
+    return "working_tree" if rev == "." else rev
 
 
 def run_in(tree: Path, code: str) -> float:
@@ -115,11 +119,11 @@ def main(argv: list[str]) -> int:
     first = revs[0]
     emit("versus.rounds", rounds)
     for rev in revs:
-        name = "working_tree" if rev == "." else rev
+        name = label(rev)
         emit(f"versus.{name}.cold_import", 1000 * median(imports[rev]), "ms CPU (median)")
         emit(f"versus.{name}.step_overhead", 1e6 * median(steps[rev]), "us CPU per step")
     for rev in revs[1:]:
-        name = "working_tree" if rev == "." else rev
+        name = label(rev)
         ratio = median(imports[rev]) / median(imports[first])
         emit(f"versus.{name}.cold_import_ratio", ratio, f"x {first}")
         emit(

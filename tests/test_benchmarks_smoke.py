@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"^[\w.:/()<>' -]+: -?[\d.e+-]+( .*)?$")
 
 
-@pytest.mark.slow
-def test_benchmarks_run_quick_and_print_name_value_unit_lines():
+def printed_names(*args: str) -> set[str]:
+    """Run ``python -m ARGS``; check it succeeds and prints only ``name: value unit`` lines;
+    return the names."""
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick"],
+        [sys.executable, "-m", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -28,7 +29,12 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     bad = [line for line in lines if not LINE.match(line)]
     assert not bad, bad[:5]
-    names = {line.split(":")[0] for line in lines}
+    return {line.split(":")[0] for line in lines}
+
+
+@pytest.mark.slow
+def test_benchmarks_run_quick_and_print_name_value_unit_lines():
+    names = printed_names("benchmarks.run", "--quick")
     for expected in (
         "budget_fill.fill.b_predictive",
         "budget_fill.overruns.b_predictive",
@@ -63,18 +69,7 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
 @pytest.mark.slow
 def test_versus_measures_revisions_side_by_side_from_worktrees():
     """One round, HEAD against the working tree: a worktree is made, measured and removed."""
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.versus", "--rounds", "1", "HEAD", "."],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    assert all(LINE.match(line) for line in lines), lines
-    names = {line.split(":")[0] for line in lines}
+    names = printed_names("benchmarks.versus", "--rounds", "1", "HEAD", ".")
     assert {"versus.HEAD.cold_import", "versus.working_tree.step_overhead_ratio"} <= names
     listed = subprocess.run(
         ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
