@@ -108,8 +108,8 @@ def test_a_transient_fault_on_the_inbox_poll_of_a_running_turn_does_not_fail_the
     assert record.result == [0, 1, 2, 3, 4, 5]
 
 
-def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
-    """The signal a wait takes is read (GET) from the inbox; a 500 there failed the task."""
+def listen_app() -> Continuum:
+    """Task ``listen``: waits for signal ``go`` (no timeout) and returns its payload."""
     app = Continuum(visibility_margin_s=None)
 
     @app.task(state=Count)
@@ -117,6 +117,12 @@ def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
         signal = ctx.wait_for_signal("go")
         return signal.payload if signal is not None else None
 
+    return app
+
+
+def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
+    """The signal a wait takes is read (GET) from the inbox; a 500 there failed the task."""
+    app = listen_app()
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     client = app.client()
     task_id = client.start("listen", {})
@@ -133,13 +139,7 @@ def test_a_retried_signal_whose_wake_was_lost_wakes_the_task():
     (or the sender died between the two), the sender tries again with the same ``signal_id``
     (an at-least-once sender does); the signal was already there, so the retry was a no-op
     that sent no wake either, and a task waiting without a timeout waited for ever."""
-    app = Continuum(visibility_margin_s=None)
-
-    @app.task(state=Count)
-    def listen(ctx: TaskContext[Count]) -> Any:
-        signal = ctx.wait_for_signal("go")
-        return signal.payload if signal is not None else None
-
+    app = listen_app()
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     client = app.client()
     task_id = client.start("listen", {})
