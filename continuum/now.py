@@ -9,6 +9,7 @@ stack on every read (a few microseconds each; a timer hop made about fifteen).
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -20,35 +21,38 @@ class Source(Protocol):
     def now_utc(self) -> datetime: ...
 
 
-#: The running virtual clocks, innermost last. A list, not a module attribute holding a
-#: function: freezegun replaces those, in every loaded module, while it runs.
+#: The running virtual clocks, innermost last, and the innermost one (None: none runs). Plain
+#: module attributes holding clocks, not functions: freezegun replaces functions, in every
+#: loaded module, while it runs. ``_top`` is what a read looks at: one attribute read, where
+#: indexing an empty list cost a raised IndexError (0.6 µs) on every read of the real clock.
 _RUNNING: list[Source] = []
-
-
-def _running() -> Source | None:
-    try:
-        return _RUNNING[-1]
-    except IndexError:  # none runs (or another thread stopped the last one just now)
-        return None
+_top: Source | None = None
+_changing = threading.Lock()
 
 
 def now_s() -> float:
     """Epoch seconds now."""
-    source = _running()
+    source = _top
     return time.time() if source is None else source.now_s()
 
 
 def utcnow() -> datetime:
     """Now, as an aware UTC datetime."""
-    source = _running()
+    source = _top
     return datetime.now(UTC) if source is None else source.now_utc()
 
 
 def run(source: Source) -> None:
     """``source`` is the clock from now on (until :func:`stop`)."""
-    _RUNNING.append(source)
+    global _top
+    with _changing:
+        _RUNNING.append(source)
+        _top = source
 
 
 def stop(source: Source) -> None:
-    if source in _RUNNING:
-        _RUNNING.remove(source)
+    global _top
+    with _changing:
+        if source in _RUNNING:
+            _RUNNING.remove(source)
+        _top = _RUNNING[-1] if _RUNNING else None
