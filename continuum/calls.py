@@ -11,22 +11,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from continuum.attempts import Attempts
 from continuum.budget import observe
 from continuum.control import Abort, Paused, Preempted, Suspend
-from continuum.errors import StepError, UnserializableValueError
+from continuum.errors import UnserializableValueError
 from continuum.now import now_s
 from continuum.record import ErrorInfo, JournalEntry, StepStats
 from continuum.recovery import mark_step
 from continuum.steps import Step
-from continuum.turnstate import TurnState
-from continuum.values import from_json, to_json
-
-#: Longest error message kept in the journal.
-MAX_ERROR_CHARS = 2000
+from continuum.values import from_json, own_json, to_json
 
 
-class StepCalls(TurnState):
-    """The step-calling half of a turn loop (``waits.WaitCalls`` is the other half)."""
+class StepCalls(Attempts):
+    """The step-calling half of a turn loop (``waits.WaitCalls`` is the other half); what
+    becomes of an attempt that does not return is in ``attempts.py``."""
 
     # -- one call ----------------------------------------------------------------------------
 
@@ -38,20 +36,27 @@ class StepCalls(TurnState):
         if self.active_key is not None:
             return step.run_nested(args, kwargs)
         with self.lock:  # the record is shared with the branches of a batch, if any
-            self.replay_cancel()
+            journal = self.journal
+            replaying = journal.position < len(journal.entries)
+            if replaying:
+                self.replay_cancel()
             name = step.options.name
-            key = self.journal.key_for(name, key)
-            entry = self.journal.replay(name, key)
+            key = journal.key_for(name, key)
+            entry = journal.replay(name, key) if replaying else None
             if entry is not None and not entry.partial:
                 self.record.counters.steps_replayed += 1
                 if not entry.ok:
                     raise self._step_error(entry.error, key)
                 return from_json(step.adapter, entry.result)
-            self.halt_check()
-            self.boundary(reopen=entry is not None)
+            if self.halt is not None:
+                self.halt_check()
+            # boundary()'s own test, inline: on every step's path, its call showed (~4 %).
+            wall = now_s()
+            if wall - self.inbox.listed_at >= self.inbox_poll_s or self.record.cancel is not None:
+                wall = self.boundary(reopen=entry is not None)
             if self.step_wrapper is not None:
                 step = self.step_wrapper(step, self)
-            return self._run_live(step, key, args, kwargs, entry)
+            return self._run_live(step, key, args, kwargs, entry, wall)
 
     def _run_live(
         self,
@@ -60,8 +65,10 @@ class StepCalls(TurnState):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         resume: JournalEntry | None,
+        wall: float,
     ) -> Any:
-        record, options = self.record, step.options
+        """Run the step's attempts; ``wall``: now, as the boundary before it read the clock."""
+        record, options, lock = self.record, step.options, self.lock
         name = options.name
         stats = record.step_stats.get(name)
         if stats is None:
@@ -87,108 +94,82 @@ class StepCalls(TurnState):
                 pending = None
             if record.recovering:
                 self._mark_start(key)
+                wall = now_s()
             attempt += 1
             if options.at_most_once:
                 # Saved before the step runs: if its worker dies inside it, it is not rerun.
                 pending = JournalEntry(key, name, attempts=attempt, partial=True, started=True)
                 self._append(pending)
                 self.save_strict()
+                wall = now_s()
             self.active_key = f"{record.task_id}/{record.turn}/{self.path}{key}"
             self.active_cursor = cursor
-            self.step_started(key, name, attempt)
-            wall, started = now_s(), time.monotonic()
+            if self.observers is not None:
+                self.step_started(key, name, attempt)
+            started = time.monotonic()
             try:
-                with self.unlocked():  # the step itself runs beside the other branches
+                lock.release()  # the step itself runs beside the other branches
+                try:
                     if options.preemptible:
                         limit = self.budget.preempt_after(record.save_stats)
                         value = self.preemptor(lambda: step.fn(*args, **kwargs), limit)
                     else:
                         value = step.fn(*args, **kwargs)
+                finally:
+                    lock.acquire()
             except Preempted:
                 took = round(time.monotonic() - started, 6)
                 self.log_step(key, wall, took, attempt, "preempted", name=name)
                 self._preempted(key, stats, started)
             except Paused as pause:
-                elapsed = self._timed(stats, started)
                 self._unmark(pending)
-                pending = None
-                self._append(
-                    JournalEntry(
-                        key,
-                        name,
-                        attempts=attempt,
-                        duration_s=elapsed,
-                        partial=True,
-                        cursor=pause.cursor,
-                    )
-                )
-                self.log_step(key, wall, elapsed, attempt, "paused", name=name)
-                raise self.unwind(Suspend(f"step {key!r} paused itself; it continues")) from None
+                raise self._paused(step, key, stats, started, attempt, wall, pause.cursor) from None
             except Exception as exc:
-                elapsed = self._timed(stats, started)
                 self._unmark(pending)
-                pending = None
-                error = ErrorInfo(
-                    type=type(exc).__name__,
-                    message=str(exc)[:MAX_ERROR_CHARS],
-                    step=key,
-                    turn=record.turn,
-                )
-                retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
-                self.log_step(
-                    key,
-                    wall,
-                    elapsed,
-                    attempt,
-                    "retry" if retrying else "failed",
-                    name=name,
-                    error_type=type(exc).__name__,
-                )
-                if retrying:
-                    retry = JournalEntry(
-                        key,
-                        name,
-                        ok=False,
-                        partial=True,
-                        error=error,
-                        attempts=attempt,
-                        duration_s=elapsed,
-                        retry_at=now_s() + options.backoff_s * 2 ** (attempt - 1),
-                    )
-                    self._append(retry)
-                    pending = retry
-                    self._await_retry(key, stats, retry)
-                    continue
-                raise self._failed(step, key, attempt, elapsed, error) from exc
+                pending = self._raised(step, key, stats, started, attempt, wall, exc)
+                wall = now_s()  # the backoff is over: the next attempt starts now
+                continue
             finally:
                 self.active_key = None
                 self.active_cursor = None
                 if record.running_step is not None:
                     record.running_step = None
             break
-        elapsed = self._timed(stats, started)
-        self._unmark(pending)
-        adapter, typed = step.typing()
-        try:
-            result = to_json(
-                adapter,
-                value,
-                what=f"the result of step {key!r}",
-                task_id=record.task_id,
-                typed=typed,
-            )
-        except UnserializableValueError as exc:
-            error = ErrorInfo(
-                type=type(exc).__name__, message=exc.message, step=key, turn=record.turn
-            )
-            raise self._failed(step, key, attempt, elapsed, error) from exc
-        self._append(JournalEntry(key, name, result=result, duration_s=elapsed, attempts=attempt))
-        self.log_step(key, wall, elapsed, attempt, "ok", name=name)
+        elapsed = time.monotonic() - started
+        observe(stats, elapsed)
+        elapsed = round(elapsed, 6)
+        if pending is not None:
+            self._unmark(pending)
+        adapter, typed = step._adapter or step.typing()
+        # A scalar that the adapter takes and writes as it is (an int of a step declared
+        # `-> int`) is its own JSON and its own rebuild: it is recorded and returned as it is.
+        rebuild = type(value) not in own_json(adapter)
+        result = value
+        if rebuild:
+            try:
+                result = to_json(
+                    adapter,
+                    value,
+                    what=f"the result of step {key!r}",
+                    task_id=record.task_id,
+                    typed=typed,
+                )
+            except UnserializableValueError as exc:
+                error = ErrorInfo(
+                    type=type(exc).__name__, message=exc.message, step=key, turn=record.turn
+                )
+                raise self._failed(step, key, attempt, elapsed, error) from exc
+        # key, name, ok, result, result_ref, error, duration_s, attempts: positional, as
+        # keywords cost a tenth of a microsecond more on every step.
+        self.journal.append(JournalEntry(key, name, True, result, None, None, elapsed, attempt))
+        self.progress = True
+        if self.invocation is not None or self.observers is not None:
+            self.log_step(key, wall, elapsed, attempt, "ok", name=name)
         record.counters.steps_executed += 1
         if options.effect or time.monotonic() - self.last_save >= self.persist_every_s:
             self.save()
             self.last_save = time.monotonic()
-        return from_json(adapter, result)
+        return from_json(adapter, result) if rebuild else value
 
     # -- work that is not a step (creating child tasks), under the same budget -------------------
 
@@ -201,93 +182,6 @@ class StepCalls(TurnState):
         observe(self.record.step_stats.setdefault(name, StepStats()), seconds)
 
     # -- pieces --------------------------------------------------------------------------------
-
-    def _unmark(self, marker: JournalEntry | None) -> None:
-        """Take back an at_most_once step's started-marker before recording its outcome."""
-        if marker is not None and marker.started:
-            self.journal.reopen()
-
-    def _interrupted(
-        self, step: Step[Any, Any], key: str, stats: StepStats, marker: JournalEntry
-    ) -> JournalEntry:
-        """An at_most_once step was started and not recorded: its worker died in it. With
-        retries left, schedule a new attempt (returned, to be reopened when it starts); else
-        fail the step with StepInterruptedError."""
-        options = step.options
-        self.journal.reopen()
-        error = ErrorInfo(
-            type="StepInterruptedError",
-            message=(
-                f"step {key!r} is at_most_once and its worker died while it ran (attempt "
-                f"{marker.attempts}); it is not run again, as it may have done its work"
-            ),
-            step=key,
-            turn=self.record.turn,
-        )
-        if marker.attempts > options.retries:
-            raise self._failed(step, key, marker.attempts, 0.0, error)
-        retry = JournalEntry(
-            key,
-            step.name,
-            ok=False,
-            partial=True,
-            error=error,
-            attempts=marker.attempts,
-            retry_at=now_s() + options.backoff_s * 2 ** (marker.attempts - 1),
-        )
-        self._append(retry)
-        self._await_retry(key, stats, retry)
-        return retry
-
-    def _timed(self, stats: StepStats, started: float) -> float:
-        elapsed = time.monotonic() - started
-        observe(stats, elapsed)
-        return round(elapsed, 6)
-
-    def _append(self, entry: JournalEntry) -> None:
-        self.journal.append(entry)
-        self.progress = True
-
-    def _failed(
-        self, step: Step[Any, Any], key: str, attempts: int, elapsed: float, error: ErrorInfo
-    ) -> StepError:
-        self._append(
-            JournalEntry(
-                key, step.name, ok=False, error=error, attempts=attempts, duration_s=elapsed
-            )
-        )
-        self.record.counters.steps_executed += 1
-        self.record.counters.step_failures += 1
-        return self._step_error(error, key)
-
-    def _step_error(self, error: ErrorInfo | None, key: str) -> StepError:
-        error = error or ErrorInfo(type="StepError", message="the step failed")
-        return StepError(
-            error.message
-            if error.type == "UnserializableValueError"
-            else f"step raised {error.type}: {error.message}",
-            error_type=error.type,
-            task_id=self.record.task_id,
-            step=key,
-        )
-
-    def _await_retry(self, key: str, stats: StepStats, entry: JournalEntry) -> None:
-        """Wait for a retry's backoff here if it fits, else suspend for it (the journal keeps
-        the attempts made and when the next may start)."""
-        assert entry.retry_at is not None
-        wait = entry.retry_at - now_s()
-        if wait <= 0:
-            return
-        need = self.budget.need(stats, self.record.save_stats) + wait
-        if self.budget.remaining() >= need:
-            with self.unlocked():
-                time.sleep(wait)
-            return
-        raise self.unwind(
-            Suspend(
-                f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}", delay_s=wait
-            )
-        )
 
     def _check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
         save_stats = self.record.save_stats
@@ -310,13 +204,3 @@ class StepCalls(TurnState):
         if error is not None:
             raise self.unwind(Abort(error))
         self.save()
-
-    def _preempted(self, key: str, stats: StepStats, started: float) -> None:
-        elapsed = time.monotonic() - started
-        # The step takes at least this long: remember it, but do not count a censored sample.
-        stats.max_s = max(stats.max_s, elapsed)
-        self.record.counters.preemptions += 1
-        self.record.counters.preempted_s += elapsed
-        raise self.unwind(
-            Suspend(f"preempted step {key!r} after {elapsed:.2f}s; it runs again next time")
-        )

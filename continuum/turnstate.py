@@ -47,7 +47,8 @@ class Halt(threading.Event):
 
 class Unlocked:
     """``with unlocked:`` releases a held lock for the block and takes it back after. A class,
-    not a generator: it is on every step's path, where a ``contextmanager`` costs a few µs."""
+    not a generator: a ``contextmanager`` costs a few µs. (A step's own call releases the lock
+    inline: on every step's path, even these two method calls showed.)"""
 
     __slots__ = ("lock",)
 
@@ -197,11 +198,14 @@ class TurnState:
 
     # -- boundaries: where a cancel request is delivered -----------------------------------------
 
-    def boundary(self, *, reopen: bool = False) -> None:
+    def boundary(self, *, reopen: bool = False) -> float:
         """At a step or wait that runs live: look at the inbox if it is due, and deliver a
         cancel request (TaskCancelledError, journaled at this position). ``reopen``: the call
-        re-enters an unfinished entry (a paused step, a wait), which the cancel replaces."""
-        if now_s() - self.inbox.listed_at >= self.inbox_poll_s:
+        re-enters an unfinished entry (a paused step, a wait), which the cancel replaces.
+
+        Returns the time it read (epoch s): what a step that starts now logs as its start."""
+        now = now_s()
+        if now - self.inbox.listed_at >= self.inbox_poll_s:
             self.note_inbox()
         cancel = self.record.cancel
         if cancel is not None and not cancel.delivered:
@@ -213,6 +217,7 @@ class TurnState:
             )
             self.progress = True
             raise self.cancelled_error()
+        return now
 
     def replay_cancel(self) -> None:
         """On replay: where the journal says a cancel was delivered, deliver it again."""

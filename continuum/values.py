@@ -114,6 +114,8 @@ def to_json(
 
 def from_json(adapter: TypeAdapter[Any], json_value: Any) -> Any:
     """Rebuild a live value from its JSON, fresh: the caller may mutate it freely."""
+    if type(json_value) in own_json(adapter):
+        return json_value  # immutable, and what validating it would give
     if type(json_value) in SCALARS or type(json_value) is float:
         return adapter.validate_python(json_value)
     return adapter.validate_json(dump_json(json_value))
@@ -130,24 +132,60 @@ def model_to_json(model: BaseModel, *, what: str, task_id: str | None = None) ->
         ) from exc
 
 
-#: Adapters known to serialise a scalar as itself, by id (they live as long as their step).
-_PLAIN_ADAPTERS: dict[int, tuple[TypeAdapter[Any], bool]] = {}
+#: What is known of each adapter, by id (adapters live as long as their step): whether it
+#: writes a scalar as it is (no custom serializer), and the scalar types it also takes back
+#: unchanged (see :func:`own_json`).
+_FACTS: dict[int, tuple[TypeAdapter[Any], bool, frozenset[type]]] = {}
 _PLAIN_SCHEMAS = frozenset({"any", "int", "str", "bool", "none", "float"})
+#: The scalar types a bare schema of each kind validates to themselves, unchanged.
+_OWN_TYPES: dict[str, frozenset[type]] = {
+    "any": frozenset(SCALARS),
+    "int": frozenset({int}),
+    "str": frozenset({str}),
+    "bool": frozenset({bool}),
+    "none": frozenset({type(None)}),
+}
+_NOTHING: frozenset[type] = frozenset()
 
 
 def plain(adapter: TypeAdapter[Any]) -> bool:
     """Whether ``adapter`` writes a scalar as it is (no custom serializer): the fast path."""
-    known = _PLAIN_ADAPTERS.get(id(adapter))
+    return _facts(adapter)[1]
+
+
+def own_json(adapter: TypeAdapter[Any]) -> frozenset[type]:
+    """The scalar types whose values are their own JSON under ``adapter`` and come back from
+    it unchanged: a value of one is recorded and returned as it is (no dump, no rebuild).
+
+    Only a bare schema qualifies (``int``, ``str | None``, ``Any``...): a constraint, a
+    validator or a serializer could change or refuse the value, so those values take the
+    whole way through the JSON, as a replay would.
+    """
+    known = _FACTS.get(id(adapter))  # on every step's path: the cache is read here inline
     if known is not None and known[0] is adapter:
-        return known[1]
+        return known[2]
+    return _facts(adapter)[2]
+
+
+def _facts(adapter: TypeAdapter[Any]) -> tuple[TypeAdapter[Any], bool, frozenset[type]]:
+    known = _FACTS.get(id(adapter))
+    if known is not None and known[0] is adapter:
+        return known
     schema: Any = adapter.core_schema
+    own: frozenset[type] = _NOTHING
     if schema.get("type") == "nullable":
+        if set(schema) <= {"type", "schema", "metadata"}:
+            own = frozenset({type(None)})
         schema = schema.get("schema", {})
-    result = schema.get("type") in _PLAIN_SCHEMAS and "serialization" not in schema
-    if len(_PLAIN_ADAPTERS) > 4096:
-        _PLAIN_ADAPTERS.clear()
-    _PLAIN_ADAPTERS[id(adapter)] = (adapter, result)
-    return result
+    plain_ = schema.get("type") in _PLAIN_SCHEMAS and "serialization" not in schema
+    if set(schema) <= {"type", "metadata"}:
+        own = own | _OWN_TYPES.get(schema.get("type"), _NOTHING)
+    else:
+        own = _NOTHING
+    if len(_FACTS) > 4096:
+        _FACTS.clear()
+    known = _FACTS[id(adapter)] = (adapter, plain_, own)
+    return known
 
 
 def _is_plain(value: Any) -> bool:

@@ -357,6 +357,59 @@ def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed(backend):
     assert results == ["datetime True", "datetime True"]
 
 
+Short = Annotated[str, Field(max_length=3)]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "expected"),
+    [
+        (int, 7, "int 7"),
+        (int | None, None, "NoneType None"),
+        (int, True, "int 1"),  # pydantic takes a bool for an int, as a replay would
+        (float, 2, "float 2.0"),
+        (Short, "abcdef", "failed"),  # refused live, as a replay would refuse it
+    ],
+    ids=["int", "optional-none", "bool-as-int", "int-as-float", "too-long"],
+)
+def test_a_scalar_result_is_what_its_annotation_makes_of_it_live_and_replayed(
+    backend, annotation, value, expected
+):
+    """A scalar the annotation takes as it is skips the JSON round trip (the fast path);
+    anything the annotation coerces or constrains still gets it, live as on replay."""
+    results = []
+    for plan in ([], [1]):  # never suspended; suspended right after the step
+        app = Continuum()
+        marks: list[str] = []
+
+        def produce():
+            marks.append("produce")
+            return value
+
+        produce.__annotations__["return"] = annotation
+        step = app.step(produce)
+
+        @app.step
+        def after() -> int:
+            return 1
+
+        @app.task(state=Empty)
+        def scalar(ctx: TaskContext[Empty]) -> str:
+            try:
+                got: Any = step()
+            except Exception:
+                got = None
+            after()  # a suspension here replays the step's recorded result, or its refusal
+            return (
+                "failed" if got is None and value is not None else f"{type(got).__name__} {got!r}"
+            )
+
+        status, _ = run_plan(backend, app, marks, "scalar", plan)
+        assert status.status == Status.SUCCEEDED, status.error
+        assert marks.count("produce") == 1, "the step ran again"
+        results.append(status.result)
+    assert results == [expected, expected]
+
+
 # -- case 14: Annotated return types keep their serializers ----------------------------------
 
 
