@@ -21,6 +21,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.clocks import real_monotonic
+from continuum.factories import new_list
 from continuum.now import utcnow
 from continuum.waiters import Waiter
 
@@ -105,10 +106,10 @@ class InvocationRun(BaseModel):
     steps_replayed: int = 0
     outcome: RunOutcome = RunOutcome.RUNNING
     reason: str | None = None
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = Field(default_factory=new_list)
     hops: int = 0
     usage: Usage = Field(default_factory=Usage)
-    steps: list[StepRun] = Field(default_factory=list)
+    steps: list[StepRun] = Field(default_factory=new_list)
     #: step details trimmed from this run to keep the record small (see HISTORY_STEPS).
     steps_dropped: int = 0
 

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serializer
 
 from continuum.errors import InvalidTaskIdError
+from continuum.factories import new_dict, new_list
 from continuum.history import InvocationRun, Usage
 from continuum.now import utcnow
 from continuum.waiters import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
@@ -252,11 +253,11 @@ class TaskRecord(_Model):
     state: Any = None
     state_ref: BlobRef | None = None
     #: the state's large lists stored as segments: the stored state holds only their tails.
-    state_segments: list[SegmentedList] = Field(default_factory=list)
+    state_segments: list[SegmentedList] = Field(default_factory=new_list)
     state_version: int = 1
     turn: int = 0
-    journal: list[JournalEntry] = Field(default_factory=list)
-    step_stats: dict[str, StepStats] = Field(default_factory=dict)
+    journal: list[JournalEntry] = Field(default_factory=new_list)
+    step_stats: dict[str, StepStats] = Field(default_factory=new_dict)
     #: durations of record saves and of continuation sends: a suspension costs one of each.
     save_stats: StepStats = Field(default_factory=StepStats)
     send_stats: StepStats = Field(default_factory=StepStats)
@@ -283,25 +284,25 @@ class TaskRecord(_Model):
     updated_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     #: what a ``waiting`` task waits for, and when the earliest deadline falls.
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = Field(default_factory=new_list)
     wake_at: datetime | None = None
     #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
-    callbacks: dict[str, OpenCallback] = Field(default_factory=dict)
+    callbacks: dict[str, OpenCallback] = Field(default_factory=new_dict)
     #: inbox keys of the signals the task took (a signal is taken once).
-    signals_taken: list[str] = Field(default_factory=list)
+    signals_taken: list[str] = Field(default_factory=new_list)
     #: a cancel request the worker saw.
     cancel: CancelState | None = None
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
     #: what each recent invocation did (``history.py``), and what the task cost so far.
-    history: list[InvocationRun] = Field(default_factory=list)
+    history: list[InvocationRun] = Field(default_factory=new_list)
     usage: Usage = Field(default_factory=Usage)
     #: the task this one was forked from (``continuum fork``).
     forked_from: str | None = None
     #: the parent of a child task (``ctx.invoke``, ``ctx.map_tasks``), and the children this
     #: task started.
     parent: ParentLink | None = None
-    children: list[ChildBatch] = Field(default_factory=list)
+    children: list[ChildBatch] = Field(default_factory=new_list)
 
     @field_serializer("journal", mode="wrap")
     def _drop_entry_defaults(self, journal: list[JournalEntry], handler: Any) -> Any:
