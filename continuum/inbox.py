@@ -18,7 +18,6 @@ record and wakes the generation it finds; one of the two always sees the other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from continuum.control import Suspend
 from continuum.now import now_s, utcnow
+from continuum.plain import Plain
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, StoreError, put_with_retries
 from continuum.values import dump_json
 from continuum.waiters import Signal
@@ -62,13 +62,21 @@ class CancelRequest(_Model):
     requested_at: datetime
 
 
-@dataclass
-class Listing:
-    """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``)."""
+class Listing(Plain):
+    """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``).
 
-    keys: frozenset[str] = frozenset()
-    #: the time of the listing (looked up at each call, so a virtual clock applies).
-    listed_at: float = field(default_factory=now_s)
+    ``listed_at``: the time of the listing (default: now, looked up at each call, so a
+    virtual clock applies). Written by hand, not a dataclass: see ``plain.py``.
+    """
+
+    __match_args__ = ("keys", "listed_at")
+    __slots__ = __match_args__
+    keys: frozenset[str]
+    listed_at: float
+
+    def __init__(self, keys: frozenset[str] = frozenset(), listed_at: float | None = None) -> None:
+        self.keys = keys
+        self.listed_at = now_s() if listed_at is None else listed_at
 
     def has_answer(self, token: str) -> bool:
         return f"callbacks/{token}.json" in self.keys
