@@ -3,13 +3,16 @@
 ``@dataclass`` writes each class's methods as source text and compiles them when the class is
 defined: about 0.26 ms per plain dataclass and 0.5 ms per frozen one on the worker's cold
 import, where a class written by hand costs about 0.01 ms. The classes of the worker's path
-that no code treats as dataclasses (no ``dataclasses.replace``, ``fields`` or ``asdict``)
 derive from these instead: each names its fields in ``__match_args__`` (in ``__init__``'s
-order, as a dataclass does), keeps them in ``__slots__`` and writes its ``__init__``; the
-base gives what the dataclass gave: the same repr, an
-``__eq__`` over the fields for objects of the same class, and, for :class:`Frozen`, a hash
-over the fields and ``FrozenInstanceError`` on assignment. The models' dataclasses (inside a
-pydantic model) stay dataclasses: pydantic reads their fields.
+order, as a dataclass does) and writes its ``__init__``; the base gives what the dataclass
+gave: the same repr, an ``__eq__`` over the fields for objects of the same class, and, for
+:class:`Frozen`, a hash over the fields and ``FrozenInstanceError`` on assignment.
+
+A class that no code treats as a dataclass keeps its fields in ``__slots__``. A public one
+stays a dataclass (``dataclasses.fields``, ``asdict`` and ``replace`` work on it) declared
+``@dataclass(init=False, repr=False, eq=False)`` over one of these bases: the decorator then
+only collects the fields and sets ``__match_args__`` (about 0.1 ms), and generates nothing.
+The models' dataclasses (inside a pydantic model) are left as they are.
 """
 
 from __future__ import annotations
