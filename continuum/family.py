@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
@@ -107,10 +107,19 @@ class ChildClient(Protocol):
 
 
 class ChildTasks:
-    """What a turn needs to start its children: a client of the same app."""
+    """What a turn needs to start its children: a client of the same app, made on first use
+    by ``make_client`` (most tasks start no child; a worker need not load the client)."""
 
-    def __init__(self, client: ChildClient) -> None:
-        self.client = client
+    def __init__(self, make_client: Callable[[], ChildClient]) -> None:
+        self._make_client = make_client
+        self._client: ChildClient | None = None
+
+    @property
+    def client(self) -> ChildClient:
+        # Two threads of a batch may both make one: either serves (a client holds no state).
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
 
     def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> None:
         """Create a child's record, pending (a second create of the same id is a no-op).
