@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from continuum.control import Suspend
 from continuum.now import now_s, utcnow
@@ -30,6 +30,9 @@ from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, StoreErr
 from continuum.values import dump_json
 from continuum.waiters import Signal
 
+if TYPE_CHECKING:
+    from continuum.inbox_models import CallbackAnswer, CancelRequest
+
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 
@@ -37,29 +40,6 @@ R = TypeVar("R")
 MAX_INBOX_VALUE_BYTES = 256 * 1024
 #: The longest error message a failed callback keeps.
 MAX_INBOX_MESSAGE_CHARS = 2000
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class CallbackAnswer(_Model):
-    """A callback's answer: a result, or an error type and message."""
-
-    ok: bool
-    result: Any = None
-    error_type: str | None = None
-    message: str | None = None
-    answered_at: datetime
-
-
-class Heartbeat(_Model):
-    at: datetime
-
-
-class CancelRequest(_Model):
-    reason: str | None = None
-    requested_at: datetime
 
 
 class Listing(Plain):
@@ -118,14 +98,23 @@ class Inbox:
         keys = frozenset(k[len(base) :] for k in self.store.list_keys(base))
         return Listing(keys=keys, listed_at=now_s() if at is None else at)
 
+    # The models of the inbox's objects are imported where one is read or written (see
+    # inbox_models.py): thread safely, an import holds its module's lock until it is done.
+
     def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
+        from continuum.inbox_models import CallbackAnswer
+
         return self._read(task_id, f"callbacks/{token}.json", CallbackAnswer)
 
     def heartbeat(self, task_id: str, token: str) -> datetime | None:
+        from continuum.inbox_models import Heartbeat
+
         beat = self._read(task_id, f"heartbeats/{token}.json", Heartbeat)
         return beat.at if beat is not None else None
 
     def cancel(self, task_id: str) -> CancelRequest | None:
+        from continuum.inbox_models import CancelRequest
+
         return self._read(task_id, "cancel.json", CancelRequest)
 
     def signal(self, task_id: str, relative: str) -> Signal | None:
@@ -164,6 +153,8 @@ class Inbox:
         return self._create(task_id, f"callbacks/{token}.json", answer)
 
     def put_heartbeat(self, task_id: str, token: str) -> None:
+        from continuum.inbox_models import Heartbeat
+
         body = Heartbeat(at=utcnow()).model_dump_json().encode()
         put_with_retries(self.store, self.key(task_id, f"heartbeats/{token}.json"), body)
 
@@ -173,6 +164,8 @@ class Inbox:
 
     def put_cancel(self, task_id: str, reason: str | None) -> bool:
         """Write a cancel request; False if there was one already (the first reason wins)."""
+        from continuum.inbox_models import CancelRequest
+
         return self._create(
             task_id, "cancel.json", CancelRequest(reason=reason, requested_at=utcnow())
         )
