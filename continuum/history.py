@@ -46,8 +46,13 @@ class RunOutcome(StrEnum):
     CRASHED = "crashed"
 
 
-@dataclass(slots=True)
-class StepRun:
+# StepRun and Usage are dataclasses (pydantic validates and serialises them in the record)
+# with methods written by hand (``plain.py``): generated, those cost about 1 ms of the
+# worker's cold import for the two.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class StepRun(Plain):
     """One live step call of an invocation (a dataclass: one is made per step).
 
     ``outcome``: ``ok``, ``failed``, ``retry`` (an attempt failed, another comes), ``paused``
@@ -61,9 +66,25 @@ class StepRun:
     attempts: int = 1
     outcome: str = "ok"
 
+    def __init__(
+        self,
+        key: str,
+        turn: int,
+        started: float,
+        duration_s: float,
+        attempts: int = 1,
+        outcome: str = "ok",
+    ) -> None:
+        self.key = key
+        self.turn = turn
+        self.started = started
+        self.duration_s = duration_s
+        self.attempts = attempts
+        self.outcome = outcome
 
-@dataclass
-class Usage:
+
+@dataclass(init=False, repr=False, eq=False)
+class Usage(Plain):
     """What a task (or one invocation) cost, in the units the bill counts.
 
     ``lambda_ms``: invocation time, each invocation rounded up to the millisecond as Lambda
@@ -83,6 +104,32 @@ class Usage:
     sqs_send: int = 0
     sqs_visibility: int = 0
     sqs_receives: int = 0
+
+    def __init__(
+        self,
+        invocations: int = 0,
+        lambda_ms: int = 0,
+        gb_ms: float = 0.0,
+        s3_get: int = 0,
+        s3_put: int = 0,
+        s3_list: int = 0,
+        s3_delete: int = 0,
+        s3_tag: int = 0,
+        sqs_send: int = 0,
+        sqs_visibility: int = 0,
+        sqs_receives: int = 0,
+    ) -> None:
+        self.invocations = invocations
+        self.lambda_ms = lambda_ms
+        self.gb_ms = gb_ms
+        self.s3_get = s3_get
+        self.s3_put = s3_put
+        self.s3_list = s3_list
+        self.s3_delete = s3_delete
+        self.s3_tag = s3_tag
+        self.sqs_send = sqs_send
+        self.sqs_visibility = sqs_visibility
+        self.sqs_receives = sqs_receives
 
     def add(self, other: Usage) -> None:
         for name in self.__dataclass_fields__:

@@ -8,11 +8,13 @@ order, as a dataclass does) and writes its ``__init__``; the base gives what the
 gave: the same repr, an ``__eq__`` over the fields for objects of the same class, and, for
 :class:`Frozen`, a hash over the fields and ``FrozenInstanceError`` on assignment.
 
-A class that no code treats as a dataclass keeps its fields in ``__slots__``. A public one
-stays a dataclass (``dataclasses.fields``, ``asdict`` and ``replace`` work on it) declared
-``@dataclass(init=False, repr=False, eq=False)`` over one of these bases: the decorator then
-only collects the fields and sets ``__match_args__`` (about 0.1 ms), and generates nothing.
-The models' dataclasses (inside a pydantic model) are left as they are.
+A class that no code treats as a dataclass keeps its fields in ``__slots__``. One that is
+public, or that pydantic reads inside a model (it reads a dataclass's fields), stays a
+dataclass declared ``@dataclass(init=False, repr=False, eq=False)`` over one of these bases
+(``slots=True`` where it had slots): the decorator then only collects the fields and sets
+``__match_args__`` (about 0.1 ms), and generates nothing; ``dataclasses.fields``, ``asdict``
+and ``replace`` work as before. ``tests/unit/test_hand_written.py`` checks each against what
+``@dataclass`` would have made of its fields.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ from continuum.errors import InvalidTaskIdError
 from continuum.factories import new_dict, new_list
 from continuum.history import InvocationRun, Usage
 from continuum.now import utcnow
+from continuum.plain import Plain
+from continuum.tallies import Counters as Counters  # re-exported: the record's parts
+from continuum.tallies import StepStats as StepStats
 from continuum.waiters import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
 
 #: Record formats: 2 journals retries and cursors; 3 adds waits; 4 segments large lists of the
@@ -116,44 +119,6 @@ class Lease(_Model):
     message_id: str | None = None
 
 
-@dataclass
-class StepStats:
-    """Online statistics of one step's durations, kept in the record.
-
-    Durations of steps are roughly log-normal, so the mean and variance are kept of
-    ``log(seconds)`` (Welford's method); ``max_s`` guards the tail for small samples.
-    A plain dataclass (pydantic validates and serialises it inside the record) because it is
-    updated after every step, where a model's validating attribute writes would cost more
-    than the rest of the step's bookkeeping.
-    """
-
-    count: int = 0
-    log_mean: float = 0.0
-    log_m2: float = 0.0
-    max_s: float = 0.0
-    total_s: float = 0.0
-
-
-@dataclass
-class Counters:
-    """What happened to the task, summed over its whole life (a dataclass, like StepStats)."""
-
-    invocations: int = 0
-    continuations: int = 0
-    turns: int = 0
-    steps_executed: int = 0
-    steps_replayed: int = 0
-    step_failures: int = 0
-    saves: int = 0
-    bytes_saved: int = 0
-    recoveries: int = 0
-    preemptions: int = 0
-    preempted_s: float = 0.0
-    #: times the task went ``waiting``, and timer hops of its long waits (no user code ran).
-    waits: int = 0
-    hops: int = 0
-
-
 class ErrorInfo(_Model):
     """Why a task failed (or why a step did)."""
 
@@ -163,9 +128,10 @@ class ErrorInfo(_Model):
     turn: int | None = None
 
 
-@dataclass(slots=True)
-class JournalEntry:
-    """One step's outcome in the current turn (a dataclass: one is made per step).
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class JournalEntry(Plain):
+    """One step's outcome in the current turn (a dataclass: one is made per step; its methods
+    are written by hand, ``plain.py``: generated, they cost about 0.7 ms of cold import).
 
     ``ok`` with ``partial`` false: the step returned ``result``. ``ok`` false: it raised
     ``error`` after ``attempts`` attempts. ``partial``: the step is not done: a cooperative
@@ -195,6 +161,44 @@ class JournalEntry:
     started: bool = False
     #: a child context's (or a batch's) own journal, while it is not done.
     children: list[JournalEntry] | None = None
+
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        ok: bool = True,
+        result: Any = None,
+        result_ref: BlobRef | None = None,
+        error: ErrorInfo | None = None,
+        duration_s: float = 0.0,
+        attempts: int = 1,
+        partial: bool = False,
+        cursor: Any = None,
+        cursor_ref: BlobRef | None = None,
+        retry_at: float | None = None,
+        kind: str = "step",
+        deadline: float | None = None,
+        ref: str | None = None,
+        started: bool = False,
+        children: list[JournalEntry] | None = None,
+    ) -> None:
+        self.key = key
+        self.name = name
+        self.ok = ok
+        self.result = result
+        self.result_ref = result_ref
+        self.error = error
+        self.duration_s = duration_s
+        self.attempts = attempts
+        self.partial = partial
+        self.cursor = cursor
+        self.cursor_ref = cursor_ref
+        self.retry_at = retry_at
+        self.kind = kind
+        self.deadline = deadline
+        self.ref = ref
+        self.started = started
+        self.children = children
 
 
 def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
