@@ -9,8 +9,9 @@ refuses to touch a record of a newer format (it leaves it for a newer worker); f
 not know in a record of its own format are kept as they are when it writes the record back.
 """
 
-from __future__ import annotations
-
+# The models' annotations are objects, not strings (no ``from __future__ import annotations``):
+# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
+# (about 3 ms of the worker's cold import over the record's and the message's).
 import dataclasses
 import re
 from collections.abc import Iterator
@@ -160,7 +161,7 @@ class JournalEntry(Plain):
     #: an ``at_most_once`` step was started here and has not been recorded as done.
     started: bool = False
     #: a child context's (or a batch's) own journal, while it is not done.
-    children: list[JournalEntry] | None = None
+    children: "list[JournalEntry] | None" = None
 
     def __init__(
         self,
@@ -180,7 +181,7 @@ class JournalEntry(Plain):
         deadline: float | None = None,
         ref: str | None = None,
         started: bool = False,
-        children: list[JournalEntry] | None = None,
+        children: "list[JournalEntry] | None" = None,
     ) -> None:
         self.key = key
         self.name = name
