@@ -4,7 +4,7 @@ Pydantic reads each default factory's signature (``inspect.signature``) to learn
 takes the validated data. The builtins ``list`` and ``dict`` have only a text signature, which
 ``inspect`` parses with ``tokenize``: the first parse compiles tokenize's large regex (about
 2 ms of the worker's cold import) and each later one costs about 0.09 ms, where a plain
-function's signature is read directly (a few microseconds). The models have about sixteen
+function's signature is read directly (a few microseconds). The models have thirteen
 such fields.
 """
 
