@@ -9,6 +9,7 @@ import inspect
 import pickle
 
 import pytest
+from pydantic import BaseModel
 
 from continuum import (
     InvocationEnded,
@@ -17,6 +18,7 @@ from continuum import (
     Settings,
     StepEnded,
     StepStarted,
+    Task,
     TaskFinished,
     TaskParked,
 )
@@ -95,3 +97,33 @@ def test_a_hand_written_dataclass_has_the_generated_repr_equality_hash_and_mutab
         assert getattr(mine, name) == "x"
     changed = dataclasses.replace(mine, **{name: getattr(other, name)})
     assert getattr(changed, name) == getattr(other, name)
+
+
+def test_a_task_has_the_generated_signature_repr_and_equality():
+    class State(BaseModel):
+        n: int = 0
+
+    def fn(ctx):
+        return None
+
+    def field_of(f: dataclasses.Field) -> dataclasses.Field:
+        if f.default_factory is not dataclasses.MISSING:
+            return dataclasses.field(default_factory=f.default_factory, init=f.init, repr=f.repr)
+        return dataclasses.field(default=f.default, init=f.init, repr=f.repr)
+
+    fields = [(f.name, f.type, field_of(f)) for f in dataclasses.fields(Task)]
+    made = dataclasses.make_dataclass("Task", fields)
+    mine_shape = [(p.name, p.kind) for p in inspect.signature(Task).parameters.values()]
+    assert mine_shape == [(p.name, p.kind) for p in inspect.signature(made).parameters.values()]
+    mine, theirs = Task(fn, "t", State), made(fn, "t", State)
+    assert repr(mine) == repr(theirs)
+    assert dataclasses.asdict(mine) == dataclasses.asdict(theirs)
+    assert mine.migrations == {}
+    assert mine.migrations is not Task(fn, "t", State).migrations
+    assert mine == Task(fn, "t", State)
+    assert mine != Task(fn, "u", State)
+    _ = mine.result_adapter  # the adapter counts in equality, as generated
+    assert mine != Task(fn, "t", State)
+    with pytest.raises(TypeError):
+        hash(mine)
+    assert dataclasses.replace(mine, version=2, migrations={1: dict}).version == 2
