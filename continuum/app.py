@@ -32,10 +32,8 @@ from continuum.budget import (
     DEFAULT_STEP_S,
     SAFETY_MARGIN_S,
 )
-from continuum.client import Client
 from continuum.codec import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.continuation import Continuations, parse_keys
-from continuum.dead_letter import DeadLetters
 from continuum.decorators import Decorators
 from continuum.metering import Meter
 from continuum.observers import Observer, Observers
@@ -58,6 +56,8 @@ from continuum.worker import Worker
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
+
+    from continuum.client import Client
 
 ObserverT = TypeVar("ObserverT", bound=Observer)
 
@@ -241,10 +241,17 @@ class Continuum(Decorators):
 
     def dead_letter_handler(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         """The Lambda entry point for the dead-letter queue: fails or continues each task."""
+        from continuum.dead_letter import DeadLetters  # see client()
+
         return DeadLetters(self.records, self.continuations).handle_batch(event, context)
 
     def client(self) -> Client:
         """A client to start tasks and read their status and results."""
+        # The client and the dead-letter handler are imported on first use (thread safely:
+        # an import holds its module's lock until it is done): a worker handling messages
+        # needs neither, and they cost about 1.5 ms of its cold import.
+        from continuum.client import Client
+
         return Client(
             self.records, self.continuations, registry=self.registry, settings=self.settings
         )

@@ -26,12 +26,12 @@ from continuum.errors import (
 )
 from continuum.family import (
     CHILD_THREADS,
-    ChildReport,
     ChildTasks,
     batch_counts,
     child_id,
     decisive,
 )
+from continuum.inbox_models import ChildReport
 from continuum.now import now_s
 from continuum.pools import in_parallel
 from continuum.record import EntryKind, ErrorInfo, JournalEntry

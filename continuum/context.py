@@ -7,16 +7,18 @@ the turn loop in ``turns.py``), which does the work.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from continuum.completion import BatchResult, Completion
 from continuum.control import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 from continuum.steps import Runner, active_runner, as_step, stable_name
 from continuum.waiters import Duration, Signal
 from continuum.waits import Callback
+
+if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
+    from continuum.completion import BatchResult, Completion
 
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")

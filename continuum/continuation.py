@@ -7,8 +7,9 @@ if any key verifies it, so a key can be rotated while tasks are in flight (READM
 the signing key").
 """
 
-from __future__ import annotations
-
+# The models' annotations are objects, not strings (no ``from __future__ import annotations``):
+# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
+# (about 3 ms of the worker's cold import over the record's and the message's).
 import hashlib
 import hmac
 import json

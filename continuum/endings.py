@@ -258,3 +258,12 @@ def resend(
         resume_waiting(record, records, continuations)
     else:
         continuations.send(record.task_id, generation=record.generation, reason=reason)
+
+
+def after_sweep(claim: Claim, outcome: Outcome) -> Outcome:
+    """The invocation's outcome, unless it finished the task and its sweep did not complete:
+    then raise, so that the message comes back and its next delivery sweeps again."""
+    if claim.unswept is not None:
+        logger.warning(f"task {outcome.value}; retrying the message to finish its sweep")
+        raise claim.unswept
+    return outcome

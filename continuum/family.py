@@ -21,36 +21,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterator
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel
-
-from continuum.completion import Completion
 from continuum.continuation import Continuations
 from continuum.control import Suspend
 from continuum.errors import RecordNotFoundError, TaskFinishedError
 from continuum.pools import in_parallel
 from continuum.queue import QueueError
-from continuum.record import ErrorInfo, Status, TaskRecord, check_task_id
+from continuum.record import Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.store import StoreError
 from continuum.waiters import BatchHint, ParentLink
 
-ReportStatus = Literal["succeeded", "failed", "cancelled"]
+if TYPE_CHECKING:
+    from continuum.completion import Completion
+
 #: Threads that create a chunk's child records, read reports, or cancel children.
 CHILD_THREADS = 8
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-class ChildReport(BaseModel):
-    """What a finished child tells its parent."""
-
-    child_id: str
-    index: int
-    status: ReportStatus
-    result: Any = None
-    error: ErrorInfo | None = None
 
 
 def child_id(parent_id: str, *, turn: int, path: str, key: str, index: int | None) -> str:
@@ -88,6 +77,8 @@ def decisive(
     if completion is None:
         return False
     if isinstance(completion, dict):
+        from continuum.completion import Completion  # loaded with the fan-out's first use
+
         completion = Completion.model_validate(completion)
     succeeded = sum(status == "succeeded" for status in reports.values())
     failed = len(reports) - succeeded
@@ -107,10 +98,19 @@ class ChildClient(Protocol):
 
 
 class ChildTasks:
-    """What a turn needs to start its children: a client of the same app."""
+    """What a turn needs to start its children: a client of the same app, made on first use
+    by ``make_client`` (most tasks start no child; a worker need not load the client)."""
 
-    def __init__(self, client: ChildClient) -> None:
-        self.client = client
+    def __init__(self, make_client: Callable[[], ChildClient]) -> None:
+        self._make_client = make_client
+        self._client: ChildClient | None = None
+
+    @property
+    def client(self) -> ChildClient:
+        # Two threads of a batch may both make one: either serves (a client holds no state).
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
 
     def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> None:
         """Create a child's record, pending (a second create of the same id is a no-op).
@@ -168,6 +168,8 @@ def report_to_parent(
     status = {Status.SUCCEEDED: "succeeded", Status.FAILED: "failed"}.get(
         record.status, "cancelled"
     )
+    from continuum.inbox_models import ChildReport  # loaded by the first child's report
+
     report = ChildReport(
         child_id=record.task_id,
         index=link.index,

@@ -11,17 +11,20 @@ The record keeps the latest ``HISTORY_RUNS`` runs and the step details of the la
 where ``continuum inspect`` finds them.
 """
 
-from __future__ import annotations
-
+# The models' annotations are objects, not strings (no ``from __future__ import annotations``):
+# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
+# (about 3 ms of the worker's cold import over the record's and the message's).
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.clocks import real_monotonic
+from continuum.factories import new_list
 from continuum.now import utcnow
+from continuum.plain import Plain
 from continuum.waiters import Waiter
 
 #: Invocation runs kept in the record (about 300 bytes each without their steps).
@@ -44,8 +47,13 @@ class RunOutcome(StrEnum):
     CRASHED = "crashed"
 
 
-@dataclass(slots=True)
-class StepRun:
+# StepRun and Usage are dataclasses (pydantic validates and serialises them in the record)
+# with methods written by hand (``plain.py``): generated, those cost about 1 ms of the
+# worker's cold import for the two.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class StepRun(Plain):
     """One live step call of an invocation (a dataclass: one is made per step).
 
     ``outcome``: ``ok``, ``failed``, ``retry`` (an attempt failed, another comes), ``paused``
@@ -59,9 +67,25 @@ class StepRun:
     attempts: int = 1
     outcome: str = "ok"
 
+    def __init__(
+        self,
+        key: str,
+        turn: int,
+        started: float,
+        duration_s: float,
+        attempts: int = 1,
+        outcome: str = "ok",
+    ) -> None:
+        self.key = key
+        self.turn = turn
+        self.started = started
+        self.duration_s = duration_s
+        self.attempts = attempts
+        self.outcome = outcome
 
-@dataclass
-class Usage:
+
+@dataclass(init=False, repr=False, eq=False)
+class Usage(Plain):
     """What a task (or one invocation) cost, in the units the bill counts.
 
     ``lambda_ms``: invocation time, each invocation rounded up to the millisecond as Lambda
@@ -82,7 +106,33 @@ class Usage:
     sqs_visibility: int = 0
     sqs_receives: int = 0
 
-    def add(self, other: Usage) -> None:
+    def __init__(
+        self,
+        invocations: int = 0,
+        lambda_ms: int = 0,
+        gb_ms: float = 0.0,
+        s3_get: int = 0,
+        s3_put: int = 0,
+        s3_list: int = 0,
+        s3_delete: int = 0,
+        s3_tag: int = 0,
+        sqs_send: int = 0,
+        sqs_visibility: int = 0,
+        sqs_receives: int = 0,
+    ) -> None:
+        self.invocations = invocations
+        self.lambda_ms = lambda_ms
+        self.gb_ms = gb_ms
+        self.s3_get = s3_get
+        self.s3_put = s3_put
+        self.s3_list = s3_list
+        self.s3_delete = s3_delete
+        self.s3_tag = s3_tag
+        self.sqs_send = sqs_send
+        self.sqs_visibility = sqs_visibility
+        self.sqs_receives = sqs_receives
+
+    def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -105,20 +155,25 @@ class InvocationRun(BaseModel):
     steps_replayed: int = 0
     outcome: RunOutcome = RunOutcome.RUNNING
     reason: str | None = None
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = Field(default_factory=new_list)
     hops: int = 0
     usage: Usage = Field(default_factory=Usage)
-    steps: list[StepRun] = Field(default_factory=list)
+    steps: list[StepRun] = Field(default_factory=new_list)
     #: step details trimmed from this run to keep the record small (see HISTORY_STEPS).
     steps_dropped: int = 0
 
 
-@dataclass
-class RunClock:
+class RunClock(Plain):
     """The start of the invocation running now, on the real monotonic clock (what Lambda
-    bills; a virtual clock's jumps do not count)."""
+    bills; a virtual clock's jumps do not count). Written by hand, not a dataclass:
+    ``plain.py``."""
 
-    started: float = field(default_factory=real_monotonic)
+    __match_args__ = ("started",)
+    __slots__ = __match_args__
+    started: float
+
+    def __init__(self, started: float | None = None) -> None:
+        self.started = real_monotonic() if started is None else started
 
     def elapsed_s(self) -> float:
         return real_monotonic() - self.started

@@ -18,17 +18,20 @@ record and wakes the generation it finds; one of the two always sees the other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from continuum.control import Suspend
 from continuum.now import now_s, utcnow
+from continuum.plain import Plain
 from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, StoreError, put_with_retries
 from continuum.values import dump_json
 from continuum.waiters import Signal
+
+if TYPE_CHECKING:
+    from continuum.inbox_models import CallbackAnswer, CancelRequest
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -39,36 +42,21 @@ MAX_INBOX_VALUE_BYTES = 256 * 1024
 MAX_INBOX_MESSAGE_CHARS = 2000
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class Listing(Plain):
+    """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``).
 
+    ``listed_at``: the time of the listing (default: now, looked up at each call, so a
+    virtual clock applies). Written by hand, not a dataclass: see ``plain.py``.
+    """
 
-class CallbackAnswer(_Model):
-    """A callback's answer: a result, or an error type and message."""
+    __match_args__ = ("keys", "listed_at")
+    __slots__ = __match_args__
+    keys: frozenset[str]
+    listed_at: float
 
-    ok: bool
-    result: Any = None
-    error_type: str | None = None
-    message: str | None = None
-    answered_at: datetime
-
-
-class Heartbeat(_Model):
-    at: datetime
-
-
-class CancelRequest(_Model):
-    reason: str | None = None
-    requested_at: datetime
-
-
-@dataclass
-class Listing:
-    """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``)."""
-
-    keys: frozenset[str] = frozenset()
-    #: the time of the listing (looked up at each call, so a virtual clock applies).
-    listed_at: float = field(default_factory=now_s)
+    def __init__(self, keys: frozenset[str] = frozenset(), listed_at: float | None = None) -> None:
+        self.keys = keys
+        self.listed_at = now_s() if listed_at is None else listed_at
 
     def has_answer(self, token: str) -> bool:
         return f"callbacks/{token}.json" in self.keys
@@ -110,14 +98,23 @@ class Inbox:
         keys = frozenset(k[len(base) :] for k in self.store.list_keys(base))
         return Listing(keys=keys, listed_at=now_s() if at is None else at)
 
+    # The models of the inbox's objects are imported where one is read or written (see
+    # inbox_models.py): thread safely, an import holds its module's lock until it is done.
+
     def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
+        from continuum.inbox_models import CallbackAnswer
+
         return self._read(task_id, f"callbacks/{token}.json", CallbackAnswer)
 
     def heartbeat(self, task_id: str, token: str) -> datetime | None:
+        from continuum.inbox_models import Heartbeat
+
         beat = self._read(task_id, f"heartbeats/{token}.json", Heartbeat)
         return beat.at if beat is not None else None
 
     def cancel(self, task_id: str) -> CancelRequest | None:
+        from continuum.inbox_models import CancelRequest
+
         return self._read(task_id, "cancel.json", CancelRequest)
 
     def signal(self, task_id: str, relative: str) -> Signal | None:
@@ -156,6 +153,8 @@ class Inbox:
         return self._create(task_id, f"callbacks/{token}.json", answer)
 
     def put_heartbeat(self, task_id: str, token: str) -> None:
+        from continuum.inbox_models import Heartbeat
+
         body = Heartbeat(at=utcnow()).model_dump_json().encode()
         put_with_retries(self.store, self.key(task_id, f"heartbeats/{token}.json"), body)
 
@@ -165,6 +164,8 @@ class Inbox:
 
     def put_cancel(self, task_id: str, reason: str | None) -> bool:
         """Write a cancel request; False if there was one already (the first reason wins)."""
+        from continuum.inbox_models import CancelRequest
+
         return self._create(
             task_id, "cancel.json", CancelRequest(reason=reason, requested_at=utcnow())
         )

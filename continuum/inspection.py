@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from continuum.codec import parse_record, unpack_blob
 from continuum.errors import ContinuumError
+from continuum.factories import new_list
 from continuum.history import InvocationRun, RunOutcome, Usage
 from continuum.prices import dollars
 from continuum.record import (
@@ -49,7 +50,7 @@ class Checkpoint(BaseModel):
     state: Any = None
     #: the state was in a blob that is gone (a superseded checkpoint's).
     state_missing: bool = False
-    journal: list[JournalEntry] = Field(default_factory=list)
+    journal: list[JournalEntry] = Field(default_factory=new_list)
     #: the invocation whose write this version is (its history's last run), if it says.
     invocation: int | None = None
 
@@ -67,7 +68,7 @@ class TaskView(BaseModel):
     finished_at: datetime | None = None
     result: Any = None
     error: ErrorInfo | None = None
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = Field(default_factory=new_list)
     state: Any = None
     counters: Counters
     usage: Usage
@@ -75,7 +76,7 @@ class TaskView(BaseModel):
     invocations: list[InvocationRun]
     checkpoints: list[Checkpoint]
     parent: str | None = None
-    children: list[str] = Field(default_factory=list)
+    children: list[str] = Field(default_factory=new_list)
 
 
 def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERSIONS) -> TaskView:

@@ -30,7 +30,8 @@ from continuum.errors import (
     RecordNotFoundError,
     TaskFinishedError,
 )
-from continuum.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES, CallbackAnswer
+from continuum.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES
+from continuum.inbox_models import CallbackAnswer
 from continuum.now import utcnow
 from continuum.record import TaskRecord, check_task_id
 from continuum.records import Records

@@ -22,11 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from continuum.plain import Frozen
+
 logger = logging.getLogger("continuum.observers")
 
 
-@dataclass(frozen=True)
-class InvocationStarted:
+# The events are dataclasses (``dataclasses.fields``, ``asdict`` and ``replace`` work on them)
+# whose methods are written by hand (``plain.py``): ``@dataclass`` then only collects their
+# fields. Generating the methods of seven frozen dataclasses cost about 4 ms of the worker's
+# cold import; this, about 0.8 ms. They behave as frozen dataclasses: the same repr,
+# equality, hash, match and FrozenInstanceError.
+
+
+@dataclass(init=False, repr=False, eq=False)
+class InvocationStarted(Frozen):
     """A worker claimed the task: an invocation of it begins."""
 
     task_id: str
@@ -38,9 +47,19 @@ class InvocationStarted:
     #: this is the first invocation of this task
     first: bool
 
+    def __init__(
+        self, task_id: str, task_name: str, generation: int, turn: int, message: str, first: bool
+    ) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "task_name", task_name)
+        object.__setattr__(self, "generation", generation)
+        object.__setattr__(self, "turn", turn)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "first", first)
 
-@dataclass(frozen=True)
-class InvocationEnded:
+
+@dataclass(init=False, repr=False, eq=False)
+class InvocationEnded(Frozen):
     """The invocation's hold on the task ended (``outcome``: the worker's outcome)."""
 
     task_id: str
@@ -50,9 +69,25 @@ class InvocationEnded:
     steps_executed: int
     steps_replayed: int
 
+    def __init__(
+        self,
+        task_id: str,
+        task_name: str,
+        outcome: str,
+        duration_s: float,
+        steps_executed: int,
+        steps_replayed: int,
+    ) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "task_name", task_name)
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "duration_s", duration_s)
+        object.__setattr__(self, "steps_executed", steps_executed)
+        object.__setattr__(self, "steps_replayed", steps_replayed)
 
-@dataclass(frozen=True)
-class StepStarted:
+
+@dataclass(init=False, repr=False, eq=False)
+class StepStarted(Frozen):
     """An attempt of a live step starts (replayed steps send no events)."""
 
     task_id: str
@@ -61,9 +96,16 @@ class StepStarted:
     turn: int
     attempt: int
 
+    def __init__(self, task_id: str, key: str, name: str, turn: int, attempt: int) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "turn", turn)
+        object.__setattr__(self, "attempt", attempt)
 
-@dataclass(frozen=True)
-class StepEnded:
+
+@dataclass(init=False, repr=False, eq=False)
+class StepEnded(Frozen):
     """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused`` or
     ``preempted``; ``error_type`` names what it raised."""
 
@@ -76,9 +118,29 @@ class StepEnded:
     duration_s: float
     error_type: str | None = None
 
+    def __init__(
+        self,
+        task_id: str,
+        key: str,
+        name: str,
+        turn: int,
+        attempt: int,
+        outcome: str,
+        duration_s: float,
+        error_type: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "turn", turn)
+        object.__setattr__(self, "attempt", attempt)
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "duration_s", duration_s)
+        object.__setattr__(self, "error_type", error_type)
 
-@dataclass(frozen=True)
-class TaskParked:
+
+@dataclass(init=False, repr=False, eq=False)
+class TaskParked(Frozen):
     """The task suspended (continues in a fresh invocation) or went waiting."""
 
     task_id: str
@@ -87,9 +149,18 @@ class TaskParked:
     generation: int
     reason: str
 
+    def __init__(
+        self, task_id: str, task_name: str, status: str, generation: int, reason: str
+    ) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "task_name", task_name)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "generation", generation)
+        object.__setattr__(self, "reason", reason)
 
-@dataclass(frozen=True)
-class TaskFinished:
+
+@dataclass(init=False, repr=False, eq=False)
+class TaskFinished(Frozen):
     """The task finished: succeeded, failed or cancelled."""
 
     task_id: str
@@ -98,9 +169,18 @@ class TaskFinished:
     error_type: str | None
     error: str | None
 
+    def __init__(
+        self, task_id: str, task_name: str, status: str, error_type: str | None, error: str | None
+    ) -> None:
+        object.__setattr__(self, "task_id", task_id)
+        object.__setattr__(self, "task_name", task_name)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "error_type", error_type)
+        object.__setattr__(self, "error", error)
 
-@dataclass(frozen=True)
-class MessageHandled:
+
+@dataclass(init=False, repr=False, eq=False)
+class MessageHandled(Frozen):
     """A worker handled one message (``outcome``: suspended, stale, duplicate, ...)."""
 
     outcome: str
@@ -108,6 +188,14 @@ class MessageHandled:
     duration_ms: float
     #: the task the message names (None if the message could not be read).
     task_id: str | None = None
+
+    def __init__(
+        self, outcome: str, task_name: str | None, duration_ms: float, task_id: str | None = None
+    ) -> None:
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "task_name", task_name)
+        object.__setattr__(self, "duration_ms", duration_ms)
+        object.__setattr__(self, "task_id", task_id)
 
 
 class Observer:

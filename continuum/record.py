@@ -9,8 +9,9 @@ refuses to touch a record of a newer format (it leaves it for a newer worker); f
 not know in a record of its own format are kept as they are when it writes the record back.
 """
 
-from __future__ import annotations
-
+# The models' annotations are objects, not strings (no ``from __future__ import annotations``):
+# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
+# (about 3 ms of the worker's cold import over the record's and the message's).
 import dataclasses
 import re
 from collections.abc import Iterator
@@ -22,8 +23,12 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serializer
 
 from continuum.errors import InvalidTaskIdError
+from continuum.factories import new_dict, new_list
 from continuum.history import InvocationRun, Usage
 from continuum.now import utcnow
+from continuum.plain import Plain
+from continuum.tallies import Counters as Counters  # re-exported: the record's parts
+from continuum.tallies import StepStats as StepStats
 from continuum.waiters import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
 
 #: Record formats: 2 journals retries and cursors; 3 adds waits; 4 segments large lists of the
@@ -115,44 +120,6 @@ class Lease(_Model):
     message_id: str | None = None
 
 
-@dataclass
-class StepStats:
-    """Online statistics of one step's durations, kept in the record.
-
-    Durations of steps are roughly log-normal, so the mean and variance are kept of
-    ``log(seconds)`` (Welford's method); ``max_s`` guards the tail for small samples.
-    A plain dataclass (pydantic validates and serialises it inside the record) because it is
-    updated after every step, where a model's validating attribute writes would cost more
-    than the rest of the step's bookkeeping.
-    """
-
-    count: int = 0
-    log_mean: float = 0.0
-    log_m2: float = 0.0
-    max_s: float = 0.0
-    total_s: float = 0.0
-
-
-@dataclass
-class Counters:
-    """What happened to the task, summed over its whole life (a dataclass, like StepStats)."""
-
-    invocations: int = 0
-    continuations: int = 0
-    turns: int = 0
-    steps_executed: int = 0
-    steps_replayed: int = 0
-    step_failures: int = 0
-    saves: int = 0
-    bytes_saved: int = 0
-    recoveries: int = 0
-    preemptions: int = 0
-    preempted_s: float = 0.0
-    #: times the task went ``waiting``, and timer hops of its long waits (no user code ran).
-    waits: int = 0
-    hops: int = 0
-
-
 class ErrorInfo(_Model):
     """Why a task failed (or why a step did)."""
 
@@ -162,9 +129,10 @@ class ErrorInfo(_Model):
     turn: int | None = None
 
 
-@dataclass(slots=True)
-class JournalEntry:
-    """One step's outcome in the current turn (a dataclass: one is made per step).
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class JournalEntry(Plain):
+    """One step's outcome in the current turn (a dataclass: one is made per step; its methods
+    are written by hand, ``plain.py``: generated, they cost about 0.7 ms of cold import).
 
     ``ok`` with ``partial`` false: the step returned ``result``. ``ok`` false: it raised
     ``error`` after ``attempts`` attempts. ``partial``: the step is not done: a cooperative
@@ -193,7 +161,45 @@ class JournalEntry:
     #: an ``at_most_once`` step was started here and has not been recorded as done.
     started: bool = False
     #: a child context's (or a batch's) own journal, while it is not done.
-    children: list[JournalEntry] | None = None
+    children: "list[JournalEntry] | None" = None
+
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        ok: bool = True,
+        result: Any = None,
+        result_ref: BlobRef | None = None,
+        error: ErrorInfo | None = None,
+        duration_s: float = 0.0,
+        attempts: int = 1,
+        partial: bool = False,
+        cursor: Any = None,
+        cursor_ref: BlobRef | None = None,
+        retry_at: float | None = None,
+        kind: str = "step",
+        deadline: float | None = None,
+        ref: str | None = None,
+        started: bool = False,
+        children: "list[JournalEntry] | None" = None,
+    ) -> None:
+        self.key = key
+        self.name = name
+        self.ok = ok
+        self.result = result
+        self.result_ref = result_ref
+        self.error = error
+        self.duration_s = duration_s
+        self.attempts = attempts
+        self.partial = partial
+        self.cursor = cursor
+        self.cursor_ref = cursor_ref
+        self.retry_at = retry_at
+        self.kind = kind
+        self.deadline = deadline
+        self.ref = ref
+        self.started = started
+        self.children = children
 
 
 def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
@@ -252,11 +258,11 @@ class TaskRecord(_Model):
     state: Any = None
     state_ref: BlobRef | None = None
     #: the state's large lists stored as segments: the stored state holds only their tails.
-    state_segments: list[SegmentedList] = Field(default_factory=list)
+    state_segments: list[SegmentedList] = Field(default_factory=new_list)
     state_version: int = 1
     turn: int = 0
-    journal: list[JournalEntry] = Field(default_factory=list)
-    step_stats: dict[str, StepStats] = Field(default_factory=dict)
+    journal: list[JournalEntry] = Field(default_factory=new_list)
+    step_stats: dict[str, StepStats] = Field(default_factory=new_dict)
     #: durations of record saves and of continuation sends: a suspension costs one of each.
     save_stats: StepStats = Field(default_factory=StepStats)
     send_stats: StepStats = Field(default_factory=StepStats)
@@ -283,25 +289,25 @@ class TaskRecord(_Model):
     updated_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     #: what a ``waiting`` task waits for, and when the earliest deadline falls.
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = Field(default_factory=new_list)
     wake_at: datetime | None = None
     #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
-    callbacks: dict[str, OpenCallback] = Field(default_factory=dict)
+    callbacks: dict[str, OpenCallback] = Field(default_factory=new_dict)
     #: inbox keys of the signals the task took (a signal is taken once).
-    signals_taken: list[str] = Field(default_factory=list)
+    signals_taken: list[str] = Field(default_factory=new_list)
     #: a cancel request the worker saw.
     cancel: CancelState | None = None
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
     #: what each recent invocation did (``history.py``), and what the task cost so far.
-    history: list[InvocationRun] = Field(default_factory=list)
+    history: list[InvocationRun] = Field(default_factory=new_list)
     usage: Usage = Field(default_factory=Usage)
     #: the task this one was forked from (``continuum fork``).
     forked_from: str | None = None
     #: the parent of a child task (``ctx.invoke``, ``ctx.map_tasks``), and the children this
     #: task started.
     parent: ParentLink | None = None
-    children: list[ChildBatch] = Field(default_factory=list)
+    children: list[ChildBatch] = Field(default_factory=new_list)
 
     @field_serializer("journal", mode="wrap")
     def _drop_entry_defaults(self, journal: list[JournalEntry], handler: Any) -> Any:

@@ -16,6 +16,7 @@ from continuum.budget import (
 )
 from continuum.codec import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.errors import ConfigurationError
+from continuum.plain import Frozen
 
 #: A task that continues more often than this fails: it is probably not making progress.
 DEFAULT_MAX_CONTINUATIONS = 10_000
@@ -34,8 +35,11 @@ DEFAULT_INBOX_POLL_S = 60.0
 DEFAULT_VISIBILITY_MARGIN_S = 5
 
 
-@dataclass(frozen=True)
-class Settings:
+# A dataclass with its methods written by hand (``plain.py``): generated, they cost about 1
+# ms of the worker's cold import. It behaves as the frozen dataclass it was (``replace``,
+# ``fields``, the repr, equality, hash and FrozenInstanceError).
+@dataclass(init=False, repr=False, eq=False)
+class Settings(Frozen):
     """How an app's tasks run. See :class:`continuum.Continuum` for each field."""
 
     #: the share of a step's durations the budget rule covers.
@@ -66,7 +70,37 @@ class Settings:
     #: HMAC keys of continuation messages: the first signs, any verifies (empty: unsigned).
     signing_keys: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        confidence: float = DEFAULT_CONFIDENCE,
+        safety_margin_s: float = SAFETY_MARGIN_S,
+        default_step_s: float = DEFAULT_STEP_S,
+        preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
+        persist_every_s: float = DEFAULT_PERSIST_EVERY_S,
+        inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES,
+        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        visibility_margin_s: int | None = DEFAULT_VISIBILITY_MARGIN_S,
+        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
+        max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS,
+        inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
+        signing_keys: tuple[str, ...] = (),
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "confidence", confidence)
+        set_field(self, "safety_margin_s", safety_margin_s)
+        set_field(self, "default_step_s", default_step_s)
+        set_field(self, "preemptible_confidence", preemptible_confidence)
+        set_field(self, "persist_every_s", persist_every_s)
+        set_field(self, "inline_limit_bytes", inline_limit_bytes)
+        set_field(self, "max_state_bytes", max_state_bytes)
+        set_field(self, "visibility_margin_s", visibility_margin_s)
+        set_field(self, "max_step_crashes", max_step_crashes)
+        set_field(self, "max_idle_suspensions", max_idle_suspensions)
+        set_field(self, "inbox_poll_s", inbox_poll_s)
+        set_field(self, "signing_keys", signing_keys)
+        self._check()
+
+    def _check(self) -> None:
         for name in ("confidence", "preemptible_confidence"):
             value = getattr(self, name)
             if not 0.0 < value < 1.0:

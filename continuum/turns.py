@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -21,6 +20,7 @@ from continuum.calls import StepCalls
 from continuum.context import TaskContext
 from continuum.control import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum.errors import ContinuumError, InvalidInputError, StepError, describe_errors
+from continuum.plain import Frozen
 from continuum.record import ErrorInfo, TaskRecord
 from continuum.steps import active_runner, running
 from continuum.tasks import Task
@@ -28,45 +28,70 @@ from continuum.values import dump_json, model_to_json, to_json
 from continuum.waiters import Waiter
 from continuum.waits import WaitCalls
 
+# The outcomes are written by hand (``plain.py``): as frozen dataclasses, the six cost about 3
+# ms of the worker's cold import.
 
-@dataclass(frozen=True)
-class Returned:
+
+class Returned(Frozen):
     """The task returned its result (kept in ``record.result``)."""
 
+    __match_args__ = ()
+    __slots__ = __match_args__
 
-@dataclass(frozen=True)
-class Failed:
+
+class Failed(Frozen):
     """The task failed: the step raised and the task did not catch it, or worse."""
 
+    __match_args__ = ("error",)
+    __slots__ = __match_args__
     error: ErrorInfo
 
+    def __init__(self, error: ErrorInfo) -> None:
+        object.__setattr__(self, "error", error)
 
-@dataclass(frozen=True)
-class Suspended:
+
+class Suspended(Frozen):
     """The task must continue in a fresh invocation, ``delay_s`` from now."""
 
+    __match_args__ = ("reason", "delay_s")
+    __slots__ = __match_args__
     reason: str
-    delay_s: float = 0.0
+    delay_s: float
+
+    def __init__(self, reason: str, delay_s: float = 0.0) -> None:
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "delay_s", delay_s)
 
 
-@dataclass(frozen=True)
-class Waiting:
+class Waiting(Frozen):
     """The task waits (for time, a callback, a signal) in no invocation at all."""
 
+    __match_args__ = ("waiters", "reason")
+    __slots__ = __match_args__
     waiters: list[Waiter]
     reason: str
 
+    def __init__(self, waiters: list[Waiter], reason: str) -> None:
+        object.__setattr__(self, "waiters", waiters)
+        object.__setattr__(self, "reason", reason)
 
-@dataclass(frozen=True)
-class Cancelled:
+
+class Cancelled(Frozen):
     """A cancel request ended the task (after any cleanup it ran)."""
 
+    __match_args__ = ("reason",)
+    __slots__ = __match_args__
     reason: str | None
 
+    def __init__(self, reason: str | None) -> None:
+        object.__setattr__(self, "reason", reason)
 
-@dataclass(frozen=True)
-class Lost:
+
+class Lost(Frozen):
     """Another worker moved the record: stop, write nothing."""
+
+    __match_args__ = ()
+    __slots__ = __match_args__
 
 
 TurnOutcome = Returned | Failed | Suspended | Waiting | Cancelled | Lost

@@ -37,10 +37,9 @@ from continuum.batch import (
     shorten_visibility,
 )
 from continuum.claim import Claim, error_info
-from continuum.client import Client
 from continuum.clocks import real_monotonic
 from continuum.continuation import Continuation, Continuations
-from continuum.endings import Endings, Outcome
+from continuum.endings import Endings, Outcome, after_sweep
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
@@ -51,7 +50,7 @@ from continuum.errors import (
     RecordTooNewError,
     UnknownTaskError,
 )
-from continuum.family import ChildTasks, cancel_children, report_to_parent
+from continuum.family import ChildClient, ChildTasks, cancel_children, report_to_parent
 from continuum.fence import Verdict, fence
 from continuum.history import RunClock
 from continuum.invocation import Invocation
@@ -70,6 +69,16 @@ __all__ = ["Outcome", "Worker"]
 
 #: How often a wake is judged again when its claim loses the record to another write.
 WAKE_RETRIES = 3
+
+
+def _client(
+    records: Records, continuations: Continuations, registry: Registry, settings: Settings
+) -> ChildClient:
+    # Imported when a task first starts or cancels a child, thread safely (an import holds
+    # its module's lock until it is done): other messages never need it (~1 ms of import).
+    from continuum.client import Client
+
+    return Client(records, continuations, registry=registry, settings=settings)
 
 
 class _StaleMemory(Exception):
@@ -105,9 +114,7 @@ class Worker:
         self.observers = Observers(then=observers)
         self.observers.add(OutcomeMetrics())
         #: starts child tasks for the turns (``ctx.invoke``, ``ctx.map_tasks``).
-        self.children = ChildTasks(
-            Client(records, continuations, registry=registry, settings=settings)
-        )
+        self.children = ChildTasks(lambda: _client(records, continuations, registry, settings))
         self.endings = Endings(
             records, continuations, settings, self.recent, self.observers, self.children
         )
@@ -313,18 +320,9 @@ class Worker:
             children=self.children,
         )
         if task is None:
-            return _after_sweep(claim, invocation.fail(error_info(unknown, record)))
+            return after_sweep(claim, invocation.fail(error_info(unknown, record)))
         shorten_visibility(
             self.continuations.queue, delivery, left_s, self.settings.visibility_margin_s
         )
         # 3. The turns, and 4. the ending.
-        return _after_sweep(claim, invocation.run(message, delivery.message_id, listing))
-
-
-def _after_sweep(claim: Claim, outcome: Outcome) -> Outcome:
-    """The invocation's outcome, unless it finished the task and its sweep did not complete:
-    then raise, so that the message comes back and its next delivery sweeps again."""
-    if claim.unswept is not None:
-        logger.warning(f"task {outcome.value}; retrying the message to finish its sweep")
-        raise claim.unswept
-    return outcome
+        return after_sweep(claim, invocation.run(message, delivery.message_id, listing))

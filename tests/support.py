@@ -23,7 +23,7 @@ from continuum.continuation import (
 from continuum.control import Preempted
 from continuum.fence import Verdict, fence
 from continuum.history import InvocationRun, StepRun, Usage
-from continuum.inbox import CallbackAnswer
+from continuum.inbox_models import CallbackAnswer
 from continuum.inspection import inspect_task
 from continuum.journal import Journal
 from continuum.local import (

@@ -1,0 +1,129 @@
+"""The dataclasses whose methods are written by hand (``continuum/plain.py``, for import time)
+behave as the dataclasses ``@dataclass`` would have made of the same fields."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import (
+    InvocationEnded,
+    InvocationStarted,
+    MessageHandled,
+    Settings,
+    StepEnded,
+    StepStarted,
+    Task,
+    TaskFinished,
+    TaskParked,
+)
+from tests.support import Counters, JournalEntry, StepRun, StepStats, Usage
+
+HAND_WRITTEN = [
+    Counters,
+    InvocationEnded,
+    InvocationStarted,
+    JournalEntry,
+    MessageHandled,
+    Settings,
+    StepEnded,
+    StepRun,
+    StepStarted,
+    StepStats,
+    TaskFinished,
+    TaskParked,
+    Usage,
+]
+
+
+def generated(cls: type) -> tuple[type, bool]:
+    """The dataclass ``@dataclass`` makes of ``cls``'s fields, and whether ``cls`` is frozen."""
+    frozen = cls.__setattr__ is not object.__setattr__
+    fields = [
+        (f.name, f.type, dataclasses.field(default=f.default)) for f in dataclasses.fields(cls)
+    ]
+    made = dataclasses.make_dataclass(
+        cls.__name__, fields, frozen=frozen, slots="__slots__" in cls.__dict__
+    )
+    return made, frozen
+
+
+def values(cls: type, seed: str) -> dict[str, object]:
+    return {f.name: f"{seed}{i}" for i, f in enumerate(dataclasses.fields(cls))}
+
+
+@pytest.mark.parametrize("cls", HAND_WRITTEN, ids=lambda c: c.__name__)
+def test_a_hand_written_dataclass_takes_its_fields_in_order_with_their_defaults(cls):
+    made, _ = generated(cls)
+
+    def shape(c: type) -> list[tuple[str, object, object]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(c).parameters.values()]
+
+    assert shape(cls) == shape(made)
+    assert cls.__match_args__ == made.__match_args__
+    assert ("__slots__" in cls.__dict__) == ("__slots__" in made.__dict__)
+
+
+@pytest.mark.parametrize("cls", HAND_WRITTEN, ids=lambda c: c.__name__)
+def test_a_hand_written_dataclass_has_the_generated_repr_equality_hash_and_mutability(cls):
+    made, frozen = generated(cls)
+    if cls is Settings:  # it checks its values: use its defaults, and one changed
+        mine, theirs = Settings(), made()
+        other = Settings(confidence=0.5)
+    else:
+        mine, theirs = cls(**values(cls, "a")), made(**values(cls, "a"))
+        other = cls(**values(cls, "b"))
+    assert repr(mine) == repr(theirs)
+    assert dataclasses.asdict(mine) == dataclasses.asdict(theirs)
+    assert mine == copy.copy(mine) == copy.deepcopy(mine) == pickle.loads(pickle.dumps(mine))
+    assert mine != other
+    assert mine != theirs  # another class is never equal, as generated
+    name = dataclasses.fields(cls)[0].name
+    if frozen:
+        assert hash(mine) == hash(theirs)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(mine, name, "x")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(mine, name)
+    else:
+        with pytest.raises(TypeError):
+            hash(mine)
+        setattr(mine, name, "x")
+        assert getattr(mine, name) == "x"
+    changed = dataclasses.replace(mine, **{name: getattr(other, name)})
+    assert getattr(changed, name) == getattr(other, name)
+
+
+def test_a_task_has_the_generated_signature_repr_and_equality():
+    class State(BaseModel):
+        n: int = 0
+
+    def fn(ctx):
+        return None
+
+    def field_of(f: dataclasses.Field) -> dataclasses.Field:
+        if f.default_factory is not dataclasses.MISSING:
+            return dataclasses.field(default_factory=f.default_factory, init=f.init, repr=f.repr)
+        return dataclasses.field(default=f.default, init=f.init, repr=f.repr)
+
+    fields = [(f.name, f.type, field_of(f)) for f in dataclasses.fields(Task)]
+    made = dataclasses.make_dataclass("Task", fields)
+    mine_shape = [(p.name, p.kind) for p in inspect.signature(Task).parameters.values()]
+    assert mine_shape == [(p.name, p.kind) for p in inspect.signature(made).parameters.values()]
+    mine, theirs = Task(fn, "t", State), made(fn, "t", State)
+    assert repr(mine) == repr(theirs)
+    assert dataclasses.asdict(mine) == dataclasses.asdict(theirs)
+    assert mine.migrations == {}
+    assert mine.migrations is not Task(fn, "t", State).migrations
+    assert mine == Task(fn, "t", State)
+    assert mine != Task(fn, "u", State)
+    _ = mine.result_adapter  # the adapter counts in equality, as generated
+    assert mine != Task(fn, "t", State)
+    with pytest.raises(TypeError):
+        hash(mine)
+    assert dataclasses.replace(mine, version=2, migrations={1: dict}).version == 2
