@@ -17,6 +17,7 @@ from continuum import (
     MessageHandled,
     Settings,
     StepEnded,
+    StepOptions,
     StepStarted,
     Task,
     TaskFinished,
@@ -32,6 +33,7 @@ HAND_WRITTEN = [
     MessageHandled,
     Settings,
     StepEnded,
+    StepOptions,
     StepRun,
     StepStarted,
     StepStats,
@@ -75,6 +77,9 @@ def test_a_hand_written_dataclass_has_the_generated_repr_equality_hash_and_mutab
     if cls is Settings:  # it checks its values: use its defaults, and one changed
         mine, theirs = Settings(), made()
         other = Settings(confidence=0.5)
+    elif cls is StepOptions:  # the same, with the one field it needs
+        mine, theirs = StepOptions("a"), made(name="a")
+        other = StepOptions("b", retries=2)
     else:
         mine, theirs = cls(**values(cls, "a")), made(**values(cls, "a"))
         other = cls(**values(cls, "b"))
