@@ -74,12 +74,15 @@ def workload(turns: int, seed: int) -> Plan:
     return plan
 
 
-@dataclass
 class KnownBudget(Budget):
     """Rules (a) and (d): every step is expected to take ``step_s()``; the save costs its true
     0.2 s. With ``margin_s=0`` a step starts only if ``step_s() + 0.2`` seconds remain."""
 
-    step_s: Callable[[], float] = lambda: 0.0
+    def __init__(
+        self, remaining: Callable[[], float], margin_s: float, step_s: Callable[[], float]
+    ) -> None:
+        super().__init__(remaining=remaining, margin_s=margin_s)
+        self.step_s = step_s
 
     def expect(self, stats: StepStats | None, *, preemptible: bool = False) -> float:
         return self.step_s()
