@@ -56,7 +56,13 @@ def _outcome(attempts: list[dict[str, Any]]) -> str | None:
 
 #: Sender deaths after which the answer is in the inbox: the call's retry may then find the
 #: callback closed because the task took that very answer (and finished), not by its timeout.
-DIED_AFTER_ANSWER = ("sender_died_after_put", "sender_died_before_wake", "sender_died_after_wake")
+#: So does a failed wake: the sender's only SQS call (SendMessage) comes after the inbox write.
+DIED_AFTER_ANSWER = (
+    "sender_died_after_put",
+    "sender_died_before_wake",
+    "sender_died_after_wake",
+    "when calling the SendMessage operation",
+)
 
 
 def _landed_before_dying(attempt: dict[str, Any]) -> bool:

@@ -57,3 +57,19 @@ def test_an_answer_that_landed_near_the_deadline_may_go_either_way():
         attempt(112.2, 0, "closed", "the task of this callback is succeeded"),
     ]
     assert callback_expected(planned(), log) is None
+
+
+def test_an_answer_whose_wake_failed_landed_all_the_same():
+    """Seed 1, issue 9's last stop (callback-1-0073): the first answer's inbox write landed and
+    its wake's SendMessage failed; the running task took the answer at its wait and finished
+    before the retry, which was refused as closed. That too is the answer's doing."""
+    wake_failed = (
+        "QueueError: send failed: An error occurred (InternalFailure) when calling the "
+        "SendMessage operation: injected by chaos (500 InternalFailure)"
+    )
+    log = [
+        seen(deadline=112.0),
+        attempt(101.0, 0, "retry", wake_failed),
+        attempt(101.3, 0, "closed", "the task of this callback is succeeded"),
+    ]
+    assert callback_expected(planned(), log)["outcome"] == {"got": "value", "value": ANSWER}
