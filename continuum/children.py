@@ -81,6 +81,18 @@ def _enter(runner: Any, label: str) -> tuple[str, JournalEntry | None]:
     return key, entry
 
 
+def _name_before_creating(runner: Any, entry: JournalEntry, batch: ChildBatch) -> None:
+    """Journal the children's call and name them in the record, and save it, before any child
+    is created: a worker that dies after creating one leaves a record that knows of it, so a
+    cancel of the parent reaches it (else a replay that met the cancel before this call, at a
+    step its dead worker had not saved, ended the parent with its children waiting for ever).
+    """
+    runner.journal.append(entry)
+    runner.record.children.append(batch)
+    runner.progress = True
+    runner.save_strict()
+
+
 def _reports(runner: Any, prefix: str) -> dict[str, str]:
     """child id -> status of the batch's reports in the parent's inbox (listed afresh)."""
     if now_s() - runner.inbox.listed_at > 1.0:
@@ -111,22 +123,22 @@ def invoke(
     with runner.lock:
         key, entry = _enter(runner, label)
         if entry is None:
-            starter = _starter(runner)
             cid = child_id(task_id, turn=runner.record.turn, path=runner.path, key=key, index=None)
             deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(
                 key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
             )
-            # Created and started before it is journaled: a replay after an error (Suspend)
-            # or a death in between does both again (a no-op, a fenced duplicate).
-            starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
-            starter.start(cid)
-            runner.journal.append(entry)
-            runner.record.children.append(ChildBatch(prefix=cid, task_name=task_name))
-            runner.progress = True
+            _name_before_creating(runner, entry, ChildBatch(prefix=cid, task_name=task_name))
         if not entry.partial:
             return _outcome(entry, task_id)
         cid = str(entry.ref)
+        if not (entry.cursor or {}).get("started"):
+            # Until it is saved as started, a replay (after an error, a Suspend or a death)
+            # creates and starts it again: a no-op, a fenced duplicate.
+            starter = _starter(runner)
+            starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
+            starter.start(cid)
+            entry.cursor = {"started": True}
         found = _reports(runner, cid)
         if cid in found:
             [report] = _read_reports(runner, {cid: found[cid]})
@@ -136,12 +148,12 @@ def invoke(
                 entry.error = ErrorInfo(
                     type="TaskCancelledError", message="the child was cancelled"
                 )
-            entry.partial = False
+            entry.partial, entry.cursor = False, None
             runner.progress = True
             return _outcome(entry, task_id)
         if entry.deadline is not None and now_s() >= entry.deadline:
             _starter(runner).cancel([cid], f"its parent {task_id} stopped waiting for it")
-            entry.ok, entry.partial = False, False
+            entry.ok, entry.partial, entry.cursor = False, False, None
             entry.error = ErrorInfo(
                 type="ChildTaskTimeout", message=f"child task {cid} did not finish in time"
             )
@@ -194,11 +206,8 @@ def map_tasks(
                 partial=True,
                 cursor={"created": 0, "started": 0},
             )
-            runner.journal.append(entry)
-            runner.record.children.append(
-                ChildBatch(prefix=prefix, task_name=task_name, count=n, single=False)
-            )
-            runner.progress = True
+            batch = ChildBatch(prefix=prefix, task_name=task_name, count=n, single=False)
+            _name_before_creating(runner, entry, batch)
         prefix = str(entry.ref)
         _create_children(runner, entry, task_name, inputs, limit, completion)
         found = _reports(runner, prefix)

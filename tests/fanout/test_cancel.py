@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
 from tests.conftest import StoreFaults
-from tests.fanout.kit import runtime_on, settle
+from tests.fanout.kit import WorkerDied, runtime_on, settle
 
 N = 6
 
@@ -99,3 +99,67 @@ def test_a_cancel_that_arrives_while_the_parent_creates_its_children_cancels_the
         settle(runtime)
         check_all_cancelled(runtime, task_id, ran)
     assert len(created) == N + 1  # the creation went on; the children it made were cancelled
+
+
+class Held(BaseModel):
+    calls: str = "map_tasks"
+
+
+def held_app() -> tuple[Continuum, Counter[str]]:
+    """A parent runs a step, starts children that wait for ever, and waits for ever too."""
+    app = Continuum(visibility_margin_s=None)
+    ran: Counter[str] = Counter()
+
+    @app.step
+    def prepare() -> str:
+        ran["prepare"] += 1
+        return "ready"
+
+    @app.task(state=Kid)
+    def held(ctx: TaskContext[Kid]) -> None:
+        ctx.wait_for_signal("never")
+
+    @app.task(state=Held)
+    def parent(ctx: TaskContext[Held]) -> None:
+        prepare()
+        if ctx.state.calls == "invoke":
+            ctx.invoke("held", Kid(i=0), name="one")
+        else:
+            ctx.map_tasks("held", [Kid(i=i) for i in range(3)], name="many", max_concurrency=2)
+        ctx.wait_for_signal("never")
+
+    return app, ran
+
+
+@pytest.mark.parametrize("calls", ["map_tasks", "invoke"])
+def test_children_a_dead_worker_started_are_cancelled_with_their_parent(calls):
+    """Seed 1, issue 9's last stop (cancellable-1-0119): the parent's worker created its
+    children and started the first, and died before the parent's record said so. A cancel
+    then reached the parent: its next worker ran the step before the children again (it had
+    not been saved), met the cancel there, and ended the parent cancelled without knowing of
+    its children, which waited for ever. The record now names the children before they are
+    created, so the cancel reaches every child a dead worker may have made."""
+    app, ran = held_app()
+    with runtime_on("memory", app) as runtime, runtime.time.running():
+        task_id = app.client().start("parent", Held(calls=calls))
+        queue = app.continuations.queue
+        send = queue.send
+
+        def die_after_a_child_start(body: str, *, delay_s: int = 0) -> str:
+            sent = send(body, delay_s=delay_s)
+            if json.loads(body).get("task_id", "").startswith(f"{task_id}."):
+                queue.send = send  # once
+                app.client().cancel(task_id, "not needed")  # before the parent's next worker
+                raise WorkerDied("killed after a child's start")
+            return sent
+
+        queue.send = die_after_a_child_start
+        assert settle(runtime) == 1
+        parent = runtime.record(task_id)
+        assert parent.status == Status.CANCELLED
+        made = runtime.store.live_keys(f"*/{task_id}.*/record.json")
+        kids = [key.split("/")[-2] for key in made]
+        assert kids, "the dead worker created no child"
+        assert {runtime.record(kid).status for kid in kids} == {Status.CANCELLED}
+        assert runtime.next_due() is None  # nothing left to run, nothing stranded
+        assert ran["prepare"] == 1  # saved with the children's names: not run again
