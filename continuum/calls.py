@@ -87,6 +87,8 @@ class StepCalls(Attempts):
                 self._await_retry(key, stats, resume)
             else:
                 attempt, cursor = resume.attempts - 1, resume.cursor
+        if resume is not None:
+            wall = now_s()  # after any backoff slept above
         while True:
             self._check_budget(name, stats, preemptible=options.preemptible)
             if pending is not None:

@@ -27,14 +27,14 @@ from continuum.plain import Frozen
 logger = logging.getLogger("continuum.observers")
 
 
-# The events are dataclasses (``dataclasses.fields``, ``asdict`` and ``replace`` work on them)
-# whose methods are written by hand (``plain.py``): ``@dataclass`` then only collects their
-# fields. Generating the methods of seven frozen dataclasses cost about 4 ms of the worker's
-# cold import; this, about 0.8 ms. They behave as frozen dataclasses: the same repr,
-# equality, hash, match and FrozenInstanceError.
+# The events are frozen dataclasses (``dataclasses.fields``, ``asdict``, ``replace`` and
+# subclassing work on them) whose methods are written by hand (``plain.py``): ``@dataclass``
+# then only collects their fields and writes the frozen ``__setattr__`` and ``__delattr__``.
+# Generating all their methods cost about 4 ms of the worker's cold import. They behave as
+# they did: the same repr, equality, hash, match and FrozenInstanceError.
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class InvocationStarted(Frozen):
     """A worker claimed the task: an invocation of it begins."""
 
@@ -58,7 +58,7 @@ class InvocationStarted(Frozen):
         object.__setattr__(self, "first", first)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class InvocationEnded(Frozen):
     """The invocation's hold on the task ended (``outcome``: the worker's outcome)."""
 
@@ -86,7 +86,7 @@ class InvocationEnded(Frozen):
         object.__setattr__(self, "steps_replayed", steps_replayed)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class StepStarted(Frozen):
     """An attempt of a live step starts (replayed steps send no events)."""
 
@@ -104,7 +104,7 @@ class StepStarted(Frozen):
         object.__setattr__(self, "attempt", attempt)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class StepEnded(Frozen):
     """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused`` or
     ``preempted``; ``error_type`` names what it raised."""
@@ -139,7 +139,7 @@ class StepEnded(Frozen):
         object.__setattr__(self, "error_type", error_type)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class TaskParked(Frozen):
     """The task suspended (continues in a fresh invocation) or went waiting."""
 
@@ -159,7 +159,7 @@ class TaskParked(Frozen):
         object.__setattr__(self, "reason", reason)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class TaskFinished(Frozen):
     """The task finished: succeeded, failed or cancelled."""
 
@@ -179,7 +179,7 @@ class TaskFinished(Frozen):
         object.__setattr__(self, "error", error)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class MessageHandled(Frozen):
     """A worker handled one message (``outcome``: suspended, stale, duplicate, ...)."""
 

@@ -35,10 +35,11 @@ DEFAULT_INBOX_POLL_S = 60.0
 DEFAULT_VISIBILITY_MARGIN_S = 5
 
 
-# A dataclass with its methods written by hand (``plain.py``): generated, they cost about 1
-# ms of the worker's cold import. It behaves as the frozen dataclass it was (``replace``,
-# ``fields``, the repr, equality, hash and FrozenInstanceError).
-@dataclass(init=False, repr=False, eq=False)
+# A frozen dataclass with its methods written by hand (``plain.py``) but for the frozen
+# ``__setattr__`` and ``__delattr__``: generating them all cost about 1 ms of the worker's cold
+# import. It behaves as the frozen dataclass it was (``replace``, ``fields``, subclassing,
+# the repr, equality, hash and FrozenInstanceError).
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class Settings(Frozen):
     """How an app's tasks run. See :class:`continuum.Continuum` for each field."""
 
@@ -98,9 +99,10 @@ class Settings(Frozen):
         set_field(self, "max_idle_suspensions", max_idle_suspensions)
         set_field(self, "inbox_poll_s", inbox_poll_s)
         set_field(self, "signing_keys", signing_keys)
-        self._check()
+        self.__post_init__()
 
-    def _check(self) -> None:
+    def __post_init__(self) -> None:
+        # Also what pydantic calls when it validates a Settings (it does not call __init__).
         for name in ("confidence", "preemptible_confidence"):
             value = getattr(self, name)
             if not 0.0 < value < 1.0:

@@ -36,8 +36,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-# Its methods are written by hand (``plain.py``): generated, they cost ~0.9 ms of cold import.
-@dataclass(init=False, repr=False, eq=False)
+# Methods by hand (plain.py; checks in __post_init__, which pydantic calls too): ~0.7 ms less.
+@dataclass(init=False, repr=False, eq=False, frozen=True)
 class StepOptions(Frozen):
     """How a step is run.
 
@@ -83,9 +83,9 @@ class StepOptions(Frozen):
         set_field(self, "backoff_s", backoff_s)
         set_field(self, "retry_on", retry_on)
         set_field(self, "at_most_once", at_most_once)
-        self._check()
+        self.__post_init__()
 
-    def _check(self) -> None:
+    def __post_init__(self) -> None:
         if self.at_most_once and self.preemptible:
             raise ConfigurationError(
                 f"step {self.name!r} cannot be both at_most_once and preemptible",

@@ -38,7 +38,15 @@ from continuum.metering import Meter
 from continuum.now import now_s, utcnow
 from continuum.pools import in_parallel
 from continuum.queue import QueueError
-from continuum.record import Counters, JournalEntry, Lease, StepStats, TaskRecord, check_task_id
+from continuum.record import (
+    Counters,
+    ErrorInfo,
+    JournalEntry,
+    Lease,
+    StepStats,
+    TaskRecord,
+    check_task_id,
+)
 from continuum.records import Records
 from continuum.recovery import end_recovery, note_death
 from continuum.scaffold import init_project, render_template
@@ -64,6 +72,7 @@ __all__ = [
     "Continuation",
     "Continuations",
     "Counters",
+    "ErrorInfo",
     "Failed",
     "InvocationRun",
     "Journal",

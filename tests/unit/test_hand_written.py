@@ -132,3 +132,34 @@ def test_a_task_has_the_generated_signature_repr_and_equality():
     with pytest.raises(TypeError):
         hash(mine)
     assert dataclasses.replace(mine, version=2, migrations={1: dict}).version == 2
+
+
+PUBLIC_FROZEN = [StepOptions, Settings, StepEnded]
+
+
+@pytest.mark.parametrize("base", PUBLIC_FROZEN, ids=lambda c: c.__name__)
+def test_a_public_frozen_dataclass_is_frozen_to_dataclasses_and_can_be_extended(base):
+    """Hostile review, issue 9: declared non-frozen over plain.Frozen, they refused a frozen
+    dataclass subclass ("cannot inherit frozen dataclass from a non-frozen one")."""
+    assert base.__dataclass_params__.frozen
+
+    @dataclasses.dataclass(frozen=True)
+    class Extended(base):  # type: ignore[misc, valid-type]
+        extra: int = 0
+
+    assert dataclasses.fields(Extended)[-1].name == "extra"
+
+
+def test_pydantic_validating_settings_or_step_options_runs_their_checks():
+    """Hostile review, issue 9: pydantic builds a dataclass without calling ``__init__`` (it
+    calls ``__post_init__``): checks kept only in ``__init__`` were skipped."""
+    from pydantic import TypeAdapter
+
+    from continuum import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="confidence"):
+        TypeAdapter(Settings).validate_python({"confidence": 7.0})
+    with pytest.raises(ConfigurationError, match="at_most_once"):
+        TypeAdapter(StepOptions).validate_python(
+            {"name": "x", "at_most_once": True, "preemptible": True}
+        )

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
-from tests.support import Budget, Returned, StepStats, Suspended, TaskRecord, TurnLoop, observe
+from tests.support import (
+    Budget,
+    ErrorInfo,
+    InvocationRun,
+    JournalEntry,
+    Returned,
+    StepStats,
+    Suspended,
+    TaskRecord,
+    TurnLoop,
+    observe,
+)
 
 
 class Count(BaseModel):
@@ -157,3 +171,42 @@ def test_persists_after_an_effect_step_and_by_interval():
     )
     loop.run()
     assert saves == [1, 2, 3]  # persist_every_s=0: after every step
+
+
+def test_a_step_resumed_in_its_backoff_logs_its_start_after_the_backoff():
+    """Hostile review, issue 9: a retry resumed in a fresh invocation sleeps out the rest of
+    its backoff here when it fits; the history logged the time before that sleep as the
+    attempt's start."""
+    app = Continuum(bucket="unused", queue_url="unused")
+    ran_at: list[float] = []
+
+    @app.step(retries=2, backoff_s=0.4)
+    def flaky() -> int:
+        ran_at.append(time.time())
+        return 7
+
+    @app.task(state=Count)
+    def job(ctx: TaskContext[Count]) -> int:
+        return flaky()
+
+    record = TaskRecord(task_id="t", task_name="job", state={"n": 0})
+    record.journal.append(  # the first attempt failed in an earlier invocation
+        JournalEntry(
+            "flaky#0",
+            "flaky",
+            ok=False,
+            partial=True,
+            error=ErrorInfo(type="ConnectionError", message="x"),
+            attempts=1,
+            retry_at=time.time() + 0.4,
+        )
+    )
+    run = InvocationRun(
+        number=1, generation=1, message="resume", started_at=datetime.now(UTC), turn=0
+    )
+    budget = Budget(remaining=lambda: 100.0, margin_s=0.0)
+    loop = TurnLoop(app.tasks["job"], record, budget, lambda: None, 60, invocation=run)
+    assert isinstance(loop.run(), Returned)
+    [step] = run.steps
+    assert step.outcome == "ok"
+    assert abs(step.started - ran_at[0]) < 0.1, (step.started, ran_at[0])
