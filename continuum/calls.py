@@ -137,6 +137,8 @@ class StepCalls(Attempts):
                 if record.running_step is not None:
                     record.running_step = None
             break
+        # _timed() and, below, _append(), inline: through the two calls a step cost ~4 % more
+        # (benchmarks.versus' step, measured twice side by side).
         elapsed = time.monotonic() - started
         observe(stats, elapsed)
         elapsed = round(elapsed, 6)
