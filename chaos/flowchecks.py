@@ -54,10 +54,11 @@ def _outcome(attempts: list[dict[str, Any]]) -> str | None:
     return final[0] if final else None
 
 
-#: Sender deaths after which the answer is in the inbox: the call's retry may then find the
-#: callback closed because the task took that very answer (and finished), not by its timeout.
-#: So does a failed wake: the sender's only SQS call (SendMessage) comes after the inbox write.
-DIED_AFTER_ANSWER = (
+#: Failures of a call after which its answer is in the inbox: sender deaths after the write,
+#: and a failed wake (the sender's only SQS call, SendMessage, comes after the inbox write).
+#: The call's retry may then find the callback closed because the task took that very answer
+#: (and finished), not by its timeout.
+FAILED_AFTER_ANSWER = (
     "sender_died_after_put",
     "sender_died_before_wake",
     "sender_died_after_wake",
@@ -65,9 +66,9 @@ DIED_AFTER_ANSWER = (
 )
 
 
-def _landed_before_dying(attempt: dict[str, Any]) -> bool:
+def _landed_before_failing(attempt: dict[str, Any]) -> bool:
     error = str(attempt.get("error") or "")
-    return attempt["outcome"] == "retry" and any(kind in error for kind in DIED_AFTER_ANSWER)
+    return attempt["outcome"] == "retry" and any(kind in error for kind in FAILED_AFTER_ANSWER)
 
 
 def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
@@ -79,7 +80,7 @@ def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
         return None  # the task ended before the harness acted (or the script timed out)
     deadline = seen[0].get("deadline")
     outcome = _outcome(first)
-    early = next((a for a in first if _landed_before_dying(a)), None)
+    early = next((a for a in first if _landed_before_failing(a)), None)
     if outcome == "closed" and early is not None:
         outcome = "ok"  # an earlier attempt's answer landed; its retry came after the task took it
     if outcome not in LANDED and outcome != "closed":
@@ -91,7 +92,7 @@ def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
     else:
         got = {"got": "failed", "type": action["args"]["error_type"]}
     timeout = {"got": "timeout"}
-    landed_by = next(a["t"] for a in first if a["outcome"] != "retry" or _landed_before_dying(a))
+    landed_by = next(a["t"] for a in first if a["outcome"] != "retry" or _landed_before_failing(a))
     if outcome == "closed":  # refused: the task had closed the callback (its timeout)
         got = timeout
     elif deadline is None or landed_by > deadline - DEADLINE_SLACK_S:
