@@ -9,6 +9,9 @@ moto's conditional PutObject checks ``If-Match`` / ``If-None-Match`` and then wr
 a lock, so two threads of the server can both pass the check; S3 itself is atomic there. The
 dev stack makes PutObject atomic in its process, so that concurrent workers see S3's answer.
 
+The server answers only signed SDK calls from this machine (``continuum.devguard``): never a
+browser page, whatever its origin, nor moto's own ``/moto-api``.
+
 Example:
     >>> with DevStack(port=0, budget_s=60) as stack:  # doctest: +SKIP
     ...     print(stack.environment()["AWS_ENDPOINT_URL"])
@@ -73,12 +76,13 @@ class DevStack:
         self._server: Any = None
 
     def __enter__(self) -> DevStack:
-        from moto.server import ThreadedMotoServer
+        from continuum.devguard import GuardedMotoServer
 
         _check_free(self.host, self.port)
         faithful_moto()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
+        # Behind the guard: a page of another site in this machine's browser must not reach it.
+        self._server = GuardedMotoServer(self.host, self.port)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
