@@ -21,6 +21,7 @@ versions, ``Blobs.restore``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
@@ -30,7 +31,7 @@ from continuum.codec import PutBlob, pack_blob, unpack_blob
 from continuum.errors import RecordCorruptError
 from continuum.now import utcnow
 from continuum.record import BlobRef, TaskRecord
-from continuum.store import NoSuchKey, RecordStore, put_with_retries
+from continuum.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 
 logger = logging.getLogger("continuum.blobs")
 
@@ -99,7 +100,12 @@ class Blobs:
             ref = proven.get(key) or used.get(key)
             if ref is None:
                 ref, packed = self._pack(digest, data)
-                put_with_retries(self.store, key, packed, content_encoding="gzip")
+                if base_etag is None:
+                    # A new record's blobs are created, never overwritten: the start-tasks
+                    # policy allows only that.
+                    _create(self.store, key, packed)
+                else:
+                    put_with_retries(self.store, key, packed, content_encoding="gzip")
             used[key] = ref
             return ref
 
@@ -166,7 +172,7 @@ class Blobs:
                 unpack_blob(ref, packed, task_id=key)
             except (NoSuchKey, RecordCorruptError):
                 continue
-            put_with_retries(self.store, key, packed, content_encoding="gzip")
+            _create(self.store, key, packed)  # it is gone: a create (an operator may only create)
             logger.warning("restored blob %s from version %s", key, version.version_id)
             return True
         return False
@@ -195,3 +201,10 @@ class Blobs:
 
 def _lease_left(lease_until: datetime | None) -> bool:
     return lease_until is not None and lease_until - utcnow() > timedelta(seconds=GC_LEASE_MARGIN_S)
+
+
+def _create(store: RecordStore, key: str, packed: bytes) -> None:
+    """Write a blob only if its key is free; one there already is this blob (keys are digests,
+    and every read verifies it)."""
+    with contextlib.suppress(PreconditionFailed):
+        put_with_retries(store, key, packed, if_none_match=True, content_encoding="gzip")

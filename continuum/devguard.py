@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
-#: A WSGI application: ``app(environ, start_response)`` -> body chunks.
+#: A WSGI application: ``app(environment, start_response)`` -> body chunks.
 WsgiApp = Callable[[dict[str, Any], Any], Iterable[bytes]]
 
 #: Names of this machine's loopback interface that a local SDK may put in ``Host``.
@@ -40,36 +40,36 @@ LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 SIGV4 = "AWS4-HMAC-SHA256"
 
 
-def refusal(environ: dict[str, Any], listen_host: str) -> str | None:
+def refusal(request: dict[str, Any], listen_host: str) -> str | None:
     """Why the request must not reach moto, or None when it may.
 
     Args:
-        environ: the request's WSGI environment.
+        request: the WSGI environment of the request.
         listen_host: the address the server listens on (also a valid ``Host`` name).
     """
-    if "HTTP_ORIGIN" in environ:
-        return f"a request from a web page (Origin: {environ['HTTP_ORIGIN']})"
-    if any(name.startswith("HTTP_SEC_FETCH_") for name in environ):
+    if "HTTP_ORIGIN" in request:
+        return f"a request from a web page (Origin: {request['HTTP_ORIGIN']})"
+    if any(name.startswith("HTTP_SEC_FETCH_") for name in request):
         return "a request from a browser (Sec-Fetch headers)"
-    host = environ.get("HTTP_HOST", "")
+    host = request.get("HTTP_HOST", "")
     allowed = {
-        f"{name}:{environ.get('SERVER_PORT', '')}" for name in LOOPBACK_NAMES | {listen_host}
+        f"{name}:{request.get('SERVER_PORT', '')}" for name in LOOPBACK_NAMES | {listen_host}
     }
     if host not in allowed:
         return f"Host {host or '(none)'} is not this server's loopback address"
-    path = str(environ.get("PATH_INFO", ""))
+    path = str(request.get("PATH_INFO", ""))
     if path == "/moto-api" or path.startswith("/moto-api/"):
         return "moto's own API is not served here"
-    if not _signed(environ):
-        return "an unsigned request (the AWS SDKs sign every call with Signature Version 4)"
+    if not _signed(request):
+        return "an unsigned request (the AWS SDKs sign every call)"
     return None
 
 
-def _signed(environ: dict[str, Any]) -> bool:
+def _signed(request: dict[str, Any]) -> bool:
     # Signature Version 4, or 2 (signature_version="s3"): "AWS4-HMAC-SHA256 ..." / "AWS key:sig".
-    if str(environ.get("HTTP_AUTHORIZATION", "")).startswith((SIGV4 + " ", "AWS ")):
+    if str(request.get("HTTP_AUTHORIZATION", "")).startswith((SIGV4 + " ", "AWS ")):
         return True
-    query = parse_qs(str(environ.get("QUERY_STRING", "")))
+    query = parse_qs(str(request.get("QUERY_STRING", "")))
     if query.get("X-Amz-Algorithm") == [SIGV4] and query.get("X-Amz-Signature"):
         return True
     # boto3's generate_presigned_url for S3 signs the query with Signature Version 2.
@@ -83,10 +83,10 @@ class LoopbackGuard:
         self.app = app
         self.listen_host = listen_host
 
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        reason = refusal(environ, self.listen_host)
+    def __call__(self, request: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        reason = refusal(request, self.listen_host)
         if reason is None:
-            return self.app(environ, start_response)
+            return self.app(request, start_response)
         body = (
             f"continuum dev refused {reason}: its stack answers only the AWS SDKs on this "
             "machine, at the endpoint its export line names.\n"

@@ -460,17 +460,21 @@ def test_people_and_programs_get_managed_policies_of_least_privilege(cfn: dict[s
     for policy in policies.values():  # attached by whoever deploys, to whom they choose
         assert not {"Roles", "Users", "Groups"} & set(policy["Properties"])
     send = {"sqs:SendMessage": {"<ContinuationQueue.Arn>"}}
+    created = {f"{RECORDS}/record.json", f"{RECORDS}/blobs/*"}
+    # Inbox objects (callback results, signals, cancels); records by compare-and-swap (retry)
+    # or create (fork), as tests/security/test_policies.py checks with their conditions.
     assert grants(cfn, "OperatorPolicy") == {
         "s3:GetObject": {RECORDS},
+        "s3:GetObjectVersion": {RECORDS},  # inspect's earlier versions, a fork from one
         **BUCKET_LIST,
-        "s3:PutObject": {f"{RECORDS}/inbox/*"},  # callback results, signals, cancel requests
+        "s3:ListBucketVersions": {"<StateBucket.Arn>"},
+        "s3:PutObject": {f"{RECORDS}/inbox/*", *created},
+        "s3:PutObjectTagging": created,  # retry takes the finished tag off
         **send,
         **KEYS,
     }
-    created = {f"{RECORDS}/record.json", f"{RECORDS}/blobs/*"}
     assert grants(cfn, "StartTasksPolicy") == {
-        "s3:PutObject": created,
-        "s3:GetObject": created,
+        "s3:PutObject": created,  # creates only: If-None-Match
         **send,
         **KEYS,
     }
