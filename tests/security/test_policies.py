@@ -33,6 +33,7 @@ from continuum.emulation import LocalLambdaContext
 from continuum.inspection import inspect_task
 from continuum.record import Status
 from continuum.scaffold import render_template
+from continuum.store import StoreError
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -297,6 +298,15 @@ def test_the_start_tasks_policy_reads_no_record_not_even_its_own(stack):
         assert denied(lambda: stack.start.s3.get_object(Bucket=BUCKET, Key=key))
     document = template_policies()["start"]
     assert not [s for s in document["Statement"] if "s3:GetObject" in _listed(s["Action"])]
+
+
+def test_a_start_with_a_taken_task_id_is_refused_and_changes_nothing(stack):
+    task_id = stack.worker.app.client().start("echo", {"note": "first"})
+    key = f"{PREFIX}/{task_id}/record.json"
+    before = stack.operator.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    with pytest.raises(StoreError, match=rf"{key}: .*AccessDenied"):
+        stack.start.app.client().start("echo", {"note": "second"}, task_id=task_id)
+    assert stack.operator.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == before
 
 
 def test_the_start_tasks_policy_writes_nothing_but_records_and_their_blobs(stack):
