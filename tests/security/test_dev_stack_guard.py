@@ -8,6 +8,8 @@ the SDKs' own calls must still get through.
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import urllib.error
 import urllib.request
 import uuid
@@ -19,6 +21,7 @@ import pytest
 
 from continuum.devstack import DevStack
 from continuum.local import BUCKET, LocalRuntime
+from tests.outside.processes import Command, base_env, cli
 from tests.timeline.tasks import timeline_app
 
 EVIL = "http://evil.example"
@@ -231,3 +234,31 @@ def test_a_presigned_url_of_either_signature_version_still_reads_its_object(wait
         )
         status, _, body = request(url)
         assert (status, json.loads(body)["status"]) == (200, "waiting"), version
+
+
+def test_a_running_continuum_dev_refuses_a_page_of_another_origin_and_serves_the_cli():
+    dev = Command(
+        "dev", "tests.outside.ledger_app:app", "--port", "0", "--no-ui", "--no-reload",
+        "--grace", "2", env=base_env(),
+    )  # fmt: skip
+    try:
+        exports = dev.wait_for(r"^  export (.*)$").group(1)
+        env = base_env(**dict(item.split("=", 1) for item in shlex.split(exports)))
+        endpoint = env["AWS_ENDPOINT_URL"]
+        status, headers, body = request(f"{endpoint}/moto-api/data.json", Origin=EVIL)
+        assert (status, "Access-Control-Allow-Origin" in headers) == (403, False)
+        body, content_type = upload_form("tasks/t/record.json", b'{"status": "succeeded"}')
+        status, _, _ = request(
+            f"{endpoint}/{env['CONTINUUM_BUCKET']}",
+            body,
+            Origin=EVIL,
+            **{"Content-Type": content_type},
+        )
+        assert status == 403
+        # What the export line points at still works: the CLI, through boto3.
+        missing = cli("status", "t", env=env)
+        assert "no record for this task" in missing.stdout + missing.stderr, missing
+        dev.send(signal.SIGINT)
+        assert dev.wait(timeout=15) == 0, dev.output()
+    finally:
+        dev.stop()
