@@ -78,8 +78,27 @@ function header() {
     el("p", { class: "times" },
       `created ${when(task.created_at)} · updated ${when(task.updated_at)}`,
       task.finished_at ? ` · finished ${when(task.finished_at)}` : ""),
-    task.parent && el("p", {}, `child of ${task.parent}`),
+    task.parent && el("p", { class: "family", id: "parent" }, "child of ", taskLink(task.parent.task_id),
+      ` · item ${task.parent.index} of batch ${task.parent.batch}`),
   );
+}
+
+function taskLink(id) {
+  // On the dev server a task's id links to its page; a file of its own has nowhere to go.
+  return DATA.server ? el("a", { href: `${DATA.server.list}tasks/${encodeURIComponent(id)}` }, id)
+    : el("code", {}, id);
+}
+
+function childrenBox() {
+  const kids = T.task.children;
+  if (!kids.length) return null;
+  const rows = kids.map((c) => [c.index, taskLink(c.task_id), c.task_name,
+    el("span", { class: `status status-${c.status || "pending"}` }, c.status || "not started"),
+    c.cost === null ? "" : dollars(c.cost)]);
+  const spent = kids.reduce((sum, c) => sum + (c.cost || 0), 0);
+  return el("section", { id: "children", class: "box" },
+    el("h2", {}, `Child tasks (${kids.length})`, " ", el("small", {}, `${dollars(spent)} more`)),
+    table(["#", "task id", "task", "status", "cost"], rows, "children"));
 }
 
 function notice() {
@@ -340,7 +359,7 @@ function select(what) {
 }
 
 document.getElementById("app").append(el("div", {},
-  header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(),
+  header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(), childrenBox(),
   el("div", { class: "columns" }, timeline(), el("aside", { id: "details" })), costBox()));
 select(T.checkpoints.length ? { checkpoint: T.checkpoints.length - 1 } : {});
 refill(DATA.notice);
