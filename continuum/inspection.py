@@ -201,7 +201,7 @@ def _from_versions(
                 status=old.status,
                 generation=old.generation,
                 turn=old.turn,
-                reason=old.error.message if old.error else old.suspend_reason,
+                reason=_reason(old),
                 state=state,
                 state_missing=missing,
                 journal=old.journal,
@@ -209,6 +209,16 @@ def _from_versions(
             )
         )
     return checkpoints, runs
+
+
+def _reason(record: TaskRecord) -> str | None:
+    """Why the task stopped at this write: its error, or what it suspended or waits for; a
+    task that went on keeps its last suspend reason in the record, which no longer holds."""
+    if record.error is not None:
+        return record.error.message
+    if record.status in (Status.SUSPENDED, Status.WAITING):
+        return record.suspend_reason
+    return None
 
 
 def _blob(records: Records, task_id: str, digest: str) -> Any:
