@@ -181,7 +181,9 @@ def render(view: TaskView) -> str:
             f"  child of {view.parent.task_id} (item {view.parent.index} of batch "
             f"{view.parent.batch})"
         )
-    if view.error is not None:
+    if view.error is not None and view.status.value == "cancelled":
+        lines.append(f"  cancelled in turn {view.error.turn}: {view.error.message}")
+    elif view.error is not None:
         where = f" at step {view.error.step}" if view.error.step else ""
         lines.append(
             f"  error {view.error.type}{where} in turn {view.error.turn}: {view.error.message}"

@@ -70,3 +70,18 @@ def test_the_cli_inspects_and_prices_a_parent_and_a_child(team, capsys):
     assert main(["cost", "lead-1", "--bucket", BUCKET]) == 0
     out = capsys.readouterr().out
     assert f"{len(children)} child tasks" in out
+
+
+def test_the_dev_pages_of_a_parent_and_its_children_answer(team):
+    from continuum.timeline.server import TimelineServer
+    from tests.timeline.test_dev_pages import get
+
+    children = inspect_task(team.observer, "lead-1").children
+    with TimelineServer(team.app.client()) as server:
+        status, listing = get(server.url)
+        assert status == 200
+        for task_id in ("lead-1", *(c.task_id for c in children)):
+            assert f'data-task-id="{task_id}"' in listing
+            status, page = get(f"{server.url}tasks/{task_id}")
+            assert status == 200, page
+            assert f'"task_id":"{task_id}"' in page

@@ -37,3 +37,11 @@ def test_each_map_items_steps_say_which_item_they_belong_to():
     text = render(lived.view)
     for s in ours:
         assert s["key"] in text
+
+
+def test_inspect_says_a_cancelled_task_was_cancelled_not_that_it_erred():
+    lived = live_cancelled("the customer withdrew the claim")
+    text = render(lived.view)
+    assert "cancelled in turn" in text
+    assert "the customer withdrew the claim" in text
+    assert "error TaskCancelledError" not in text
