@@ -212,11 +212,13 @@ def render(view: TaskView) -> str:
         if run.steps_dropped:
             lines.append(f"        ... {run.steps_dropped} earlier steps (in older versions)")
     if view.children:
+        from continuum.prices import money
+
         lines.append("")
         lines.append(f"children ({len(view.children)}):")
         for child in view.children:
             status = child.status.value if child.status else "not started"
-            cost = f"${child.cost:.6f}" if child.cost is not None else ""
+            cost = money(child.cost) if child.cost is not None else ""
             lines.append(
                 f"  {child.index:>4}  {child.task_id}  {child.task_name}  {status}  {cost}"
             )
