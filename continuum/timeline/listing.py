@@ -16,7 +16,7 @@ from continuum.timeline.page import FORM_ACTION_SERVED, document
 from continuum.waiters import Waiter
 
 #: How often the list reloads itself, so that a person sees tasks move.
-REFRESH_S = 2
+REFRESH_S = 3
 #: Deeper children are indented as much as this depth (the page has a class for each).
 MAX_INDENT = 4
 
