@@ -172,7 +172,7 @@ def _check_free(host: str, port: int) -> None:
         except OSError as exc:
             raise ConfigurationError(
                 f"cannot listen on {host}:{port}: {exc.strerror}",
-                hint="another continuum dev may be running there; pass --port",
+                hint="another continuum dev may be running there; pass another --stack-port",
             ) from None
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from continuum.codec import parse_record, unpack_blob
-from continuum.errors import ContinuumError
+from continuum.errors import ContinuumError, RecordNotFoundError
 from continuum.factories import new_list
 from continuum.history import InvocationRun, RunOutcome, Usage
 from continuum.prices import dollars
@@ -55,6 +55,27 @@ class Checkpoint(BaseModel):
     invocation: int | None = None
 
 
+class ParentView(BaseModel):
+    """The task a child task belongs to, and where it sits in that task's batch."""
+
+    task_id: str
+    #: the batch's id prefix (``ctx.invoke``: the child's own id) and the child's index in it.
+    batch: str
+    index: int = 0
+
+
+class ChildView(BaseModel):
+    """One child task a task started, as its own record says it is now."""
+
+    task_id: str
+    task_name: str
+    batch: str
+    index: int
+    #: None: no record yet (a batch with ``max_concurrency`` starts it when a sibling ends).
+    status: Status | None = None
+    cost: float | None = None
+
+
 class TaskView(BaseModel):
     """Everything ``continuum inspect`` shows about one task."""
 
@@ -75,8 +96,8 @@ class TaskView(BaseModel):
     cost: dict[str, float]
     invocations: list[InvocationRun]
     checkpoints: list[Checkpoint]
-    parent: str | None = None
-    children: list[str] = Field(default_factory=new_list)
+    parent: ParentView | None = None
+    children: list[ChildView] = Field(default_factory=new_list)
 
 
 def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERSIONS) -> TaskView:
@@ -107,9 +128,35 @@ def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERS
         cost={k: round(v, 8) for k, v in dollars(record.usage).items()},
         invocations=[runs[n] for n in sorted(runs)],
         checkpoints=checkpoints,
-        parent=getattr(record, "parent", None),
-        children=list(getattr(record, "children", None) or []),
+        parent=_parent(record),
+        children=_children(records, record),
     )
+
+
+def _parent(record: TaskRecord) -> ParentView | None:
+    link = record.parent
+    if link is None:
+        return None
+    return ParentView(task_id=link.task_id, batch=link.batch, index=link.index)
+
+
+def _children(records: Records, record: TaskRecord) -> list[ChildView]:
+    """Each child the record started, with its status and cost (one GET each)."""
+    children: list[ChildView] = []
+    for batch in record.children:
+        for index, child_id in enumerate(batch.ids()):
+            child = ChildView(
+                task_id=child_id, task_name=batch.task_name, batch=batch.prefix, index=index
+            )
+            try:
+                found, _ = records.load(child_id)
+            except RecordNotFoundError:
+                pass
+            else:
+                child.status = found.status
+                child.cost = round(dollars(found.usage)["total"], 8)
+            children.append(child)
+    return children
 
 
 def _keep(runs: dict[int, InvocationRun], run: InvocationRun) -> None:
@@ -154,7 +201,7 @@ def _from_versions(
                 status=old.status,
                 generation=old.generation,
                 turn=old.turn,
-                reason=old.error.message if old.error else old.suspend_reason,
+                reason=_reason(old),
                 state=state,
                 state_missing=missing,
                 journal=old.journal,
@@ -162,6 +209,16 @@ def _from_versions(
             )
         )
     return checkpoints, runs
+
+
+def _reason(record: TaskRecord) -> str | None:
+    """Why the task stopped at this write: its error, or what it suspended or waits for; a
+    task that went on keeps its last suspend reason in the record, which no longer holds."""
+    if record.error is not None:
+        return record.error.message
+    if record.status in (Status.SUSPENDED, Status.WAITING):
+        return record.suspend_reason
+    return None
 
 
 def _blob(records: Records, task_id: str, digest: str) -> Any:

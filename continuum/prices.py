@@ -7,6 +7,7 @@ price the benchmarks' comparisons (README, "The cost of a task").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from continuum.history import Usage
@@ -45,3 +46,14 @@ def dollars(usage: Usage, prices: Prices = PRICES) -> dict[str, float]:
     # The event source's receive and delete of each message are requests too.
     sqs = (usage.sqs_send + usage.sqs_visibility + 2 * usage.sqs_receives) * prices.sqs_request
     return {"lambda": lam, "s3": s3, "sqs": sqs, "total": lam + s3 + sqs}
+
+
+def money(amount: float) -> str:
+    """``amount`` dollars to three significant digits, cents at least, never in exponent form:
+    a task's cost is often a few millionths of a dollar."""
+    if amount == 0:
+        return "$0"
+    if abs(amount) >= 1:
+        return f"${amount:.2f}"
+    digits = max(2, 2 - math.floor(math.log10(abs(amount))))
+    return f"${amount:.{digits}f}"

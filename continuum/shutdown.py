@@ -38,6 +38,9 @@ from types import FrameType
 EXIT_MARGIN_S = 2.0
 #: The function name the emulated invocation contexts report (logs, the lease owner's id).
 FUNCTION_NAME = "continuum-worker"
+#: What an emulated invocation is priced at: the deployed function's memory (the template's
+#: FunctionMemory default), so that its billed milliseconds cost what they would on Lambda.
+FUNCTION_MEMORY_MB = 1024
 
 Clock = Callable[[], float]
 
@@ -99,7 +102,7 @@ class InvocationContext:
         self.aws_request_id = uuid.uuid4().hex
         self.function_name = FUNCTION_NAME
         self.function_version = "$LATEST"
-        self.memory_limit_in_mb = 0
+        self.memory_limit_in_mb = FUNCTION_MEMORY_MB
         self.invoked_function_arn = f"arn:aws:lambda:local:000000000000:function:{FUNCTION_NAME}"
         self.log_group_name = FUNCTION_NAME
         self.log_stream_name = f"{os.getpid()}"

@@ -61,6 +61,9 @@ class TaskSummary(BaseModel):
     invocations: int
     created_at: datetime
     updated_at: datetime
+    #: the task this one is a child of, and its index in that task's batch.
+    parent: str | None = None
+    index: int = 0
 
 
 def task_status(record: TaskRecord, inbox: Inbox) -> TaskStatus:

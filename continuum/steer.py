@@ -68,6 +68,8 @@ class Steering:
                     invocations=record.counters.invocations,
                     created_at=record.created_at,
                     updated_at=record.updated_at,
+                    parent=record.parent.task_id if record.parent else None,
+                    index=record.parent.index if record.parent else 0,
                 )
             )
         return sorted(found, key=lambda t: t.updated_at, reverse=True)

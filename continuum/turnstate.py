@@ -187,8 +187,10 @@ class TurnState:
         write), and tell the observers."""
         turn = self.record.turn
         if self.invocation is not None:
+            # A child context's steps keep its path ("claims#0/2/check#0"): the same step in
+            # each map item would otherwise be the same "check#0".
             self.invocation.steps.append(
-                StepRun(key, turn, round(started, 3), duration_s, attempts, outcome)
+                StepRun(self.path + key, turn, round(started, 3), duration_s, attempts, outcome)
             )
         if self.observers is not None:
             event = StepEnded(

@@ -6,8 +6,9 @@ runs ``continuum worker`` on its queues as a child process: the emulated Lambda.
 file of the app changes, the worker is stopped as ECS would stop it (SIGTERM: running tasks
 suspend at their next step) and started again on the new code, which continues them. Ctrl-C
 stops the worker the same way, then the server; tasks live as long as the server does.
-It also serves the timeline pages on the next port (``continuum.timeline.server``): the task
-list, each task's timeline, and forms that complete callbacks, send signals and cancel.
+Its timeline pages (``continuum.timeline.server``: the task list, each task's timeline, and
+forms that complete callbacks, send signals and cancel) are on ``--port``, the address a person
+opens; the stack's endpoint (moto, for boto3 and the other commands) is on ``--stack-port``.
 """
 
 from __future__ import annotations
@@ -38,12 +39,21 @@ from continuum.cli.common import (
 WATCH_EVERY_S = 0.3
 #: Seconds the dev server waits beyond the worker's grace period before it kills it.
 KILL_AFTER_S = 3.0
+#: The timeline pages' default port (the stack's endpoint takes the next one).
+UI_PORT = 5050
+#: Ports that browsers refuse to open (Chromium's restricted ports, which Firefox's list
+#: matches): a page there shows ERR_UNSAFE_PORT, so the pages must not listen on one.
+BROWSER_UNSAFE_PORTS = frozenset(
+    {1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101,
+     102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389,
+     427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636,
+     989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566,
+     6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080}
+)  # fmt: skip
 
 
 def register(commands: Any) -> None:
     """Add dev to the ``continuum`` command."""
-    from continuum.devstack import DEV_PORT
-
     dev = commands.add_parser(
         "dev",
         help="a local stack (moto) and workers for your app, reloaded when its code changes",
@@ -56,9 +66,19 @@ def register(commands: Any) -> None:
     dev.add_argument(
         "--port",
         type=int,
-        default=DEV_PORT,
+        default=UI_PORT,
         metavar="PORT",
-        help="the server's port on 127.0.0.1; 0 picks a free one (default: %(default)s)",
+        help="the port of the timeline pages on 127.0.0.1, the address to open in a browser "
+        "(tasks, their timelines, callbacks, signals, cancel); 0 picks a free one "
+        "(default: %(default)s)",
+    )
+    dev.add_argument(
+        "--stack-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="the port of the local stack's endpoint (moto: S3 and SQS) on 127.0.0.1, which "
+        "the export line gives (default: --port + 1; 0 with --port 0)",
     )
     budget_option(
         dev, default=900.0, help="seconds per emulated invocation, as the stack's "
@@ -78,14 +98,6 @@ def register(commands: Any) -> None:
         metavar="SECONDS",
         help="seconds a reload or Ctrl-C gives running tasks to suspend (default: %(default)g)",
     )
-    dev.add_argument(
-        "--ui-port",
-        type=int,
-        default=None,
-        metavar="PORT",
-        help="the port of the timeline pages (tasks, their timelines, callbacks, signals, "
-        "cancel) on 127.0.0.1 (default: the server's port + 1; 0 with --port 0)",
-    )
     dev.add_argument("--no-ui", action="store_true", help="do not serve the timeline pages")
     dev.add_argument("--no-reload", action="store_true", help="do not watch the app's files")
     dev.add_argument("--verbose", action="store_true", help="show the workers' JSON logs")
@@ -101,11 +113,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from continuum.devstack import DevStack
 
     target = app_target(args.app, "dev")
-    if not 0 <= args.port <= 65535:
-        raise CliError(f"--port must be 0 to 65535, got {args.port}")
-    ui_port = _ui_port(args)
+    ui_port, stack_port = dev_ports(args.port, args.stack_port, ui=not args.no_ui)
     roots = [] if args.no_reload else source_roots(target)
-    with DevStack(port=args.port, budget_s=args.budget) as stack, _pages(stack, ui_port) as pages:
+    with DevStack(port=stack_port, budget_s=args.budget) as stack, _pages(stack, ui_port) as pages:
         exports = {**stack.environment(), "CONTINUUM_APP": target}
         _banner(args, target, stack, exports, roots, pages)
         worker = _WorkerProcess(_worker_command(args, target, stack), {**os.environ, **exports})
@@ -127,15 +137,29 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ui_port(args: argparse.Namespace) -> int | None:
-    """Where the timeline pages listen (None: not served)."""
-    if args.no_ui:
-        return None
-    if args.ui_port is None:
-        return 0 if args.port == 0 else args.port + 1
-    if not 0 <= args.ui_port <= 65535:
-        raise CliError(f"--ui-port must be 0 to 65535, got {args.ui_port}")
-    return int(args.ui_port)
+def dev_ports(port: int, stack_port: int | None, *, ui: bool = True) -> tuple[int | None, int]:
+    """Where the timeline pages (None: not served) and the stack's endpoint listen: the pages
+    on ``port``, the stack on ``stack_port`` (by default the next port; 0 with ``port`` 0).
+
+    Raises:
+        CliError: a port out of range, one that browsers refuse, or both on one port.
+    """
+    if not 0 <= port <= 65535:
+        raise CliError(f"--port must be 0 to 65535, got {port}")
+    if ui and port in BROWSER_UNSAFE_PORTS:
+        raise CliError(
+            f"--port {port} is a port browsers refuse to open (ERR_UNSAFE_PORT): the timeline "
+            f"pages would not show; pass another, such as {UI_PORT}"
+        )
+    if stack_port is None:
+        stack_port = 0 if port == 0 else port + 1
+        if stack_port > 65535:
+            raise CliError(f"--port {port} leaves no next port for the stack: pass --stack-port")
+    if not 0 <= stack_port <= 65535:
+        raise CliError(f"--stack-port must be 0 to 65535, got {stack_port}")
+    if ui and stack_port == port != 0:
+        raise CliError(f"--port and --stack-port are both {port}: each needs its own port")
+    return (port if ui else None), stack_port
 
 
 @contextlib.contextmanager

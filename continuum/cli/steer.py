@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,7 +137,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from continuum.inspection import inspect_task
 
     view = inspect_task(Stack.from_args(args).client().records, args.task_id, versions=0)
-    print(_cost(view))
+    print(cost_text(view))
     return 0
 
 
@@ -175,7 +176,14 @@ def render(view: TaskView) -> str:
         f"  created {view.created_at:%Y-%m-%d %H:%M:%S}  "
         f"updated {view.updated_at:%Y-%m-%d %H:%M:%S}",
     ]
-    if view.error is not None:
+    if view.parent is not None:
+        lines.append(
+            f"  child of {view.parent.task_id} (item {view.parent.index} of batch "
+            f"{view.parent.batch})"
+        )
+    if view.error is not None and view.status.value == "cancelled":
+        lines.append(f"  cancelled in turn {view.error.turn}: {view.error.message}")
+    elif view.error is not None:
         where = f" at step {view.error.step}" if view.error.step else ""
         lines.append(
             f"  error {view.error.type}{where} in turn {view.error.turn}: {view.error.message}"
@@ -203,9 +211,20 @@ def render(view: TaskView) -> str:
             )
         if run.steps_dropped:
             lines.append(f"        ... {run.steps_dropped} earlier steps (in older versions)")
+    if view.children:
+        from continuum.prices import money
+
+        lines.append("")
+        lines.append(f"children ({len(view.children)}):")
+        for child in view.children:
+            status = child.status.value if child.status else "not started"
+            cost = money(child.cost) if child.cost is not None else ""
+            lines.append(
+                f"  {child.index:>4}  {child.task_id}  {child.task_name}  {status}  {cost}"
+            )
     lines.append("")
     lines.append(f"checkpoints: {len(view.checkpoints)} stored versions of the record")
-    lines.append(_cost(view))
+    lines.append(cost_text(view))
     state = json.dumps(view.state, indent=1)
     if len(state) > STATE_CHARS:
         state = state[:STATE_CHARS] + f"\n... ({len(state)} characters; --json shows all)"
@@ -215,13 +234,32 @@ def render(view: TaskView) -> str:
     return "\n".join(lines)
 
 
-def _cost(view: TaskView) -> str:
+def cost_text(view: TaskView) -> str:
+    """What ``view``'s task cost, by service, and what it used (``continuum cost``)."""
+    from continuum.prices import money
+
     u, c = view.usage, view.cost
+    family = ""
+    if view.children:
+        ended = Counter(
+            child.status.value if child.status else "not started" for child in view.children
+        )
+        spent = sum(child.cost or 0.0 for child in view.children)
+        family = (
+            f"\n  its {len(view.children)} child tasks "
+            f"({', '.join(f'{n} {status}' for status, n in sorted(ended.items()))}) cost "
+            f"{money(spent)} more: {money(c['total'] + spent)} with them"
+        )
+    if view.parent is not None:
+        family = (
+            f"\n  child of {view.parent.task_id} (item {view.parent.index}): "
+            f"continuum cost {view.parent.task_id} adds it to its parent's"
+        )
     return (
-        f"cost: ${c['total']:.6f} (Lambda ${c['lambda']:.6f}, S3 ${c['s3']:.6f}, SQS "
-        f"${c['sqs']:.6f})\n"
+        f"cost: {money(c['total'])} (Lambda {money(c['lambda'])}, S3 {money(c['s3'])}, SQS "
+        f"{money(c['sqs'])})\n"
         f"  {u.invocations} invocations, {u.lambda_ms} ms billed ({u.gb_ms / 1000:.3f} GB-s); "
         f"S3 {u.s3_get} GET, {u.s3_put} PUT, {u.s3_list} LIST, {u.s3_tag} tag, "
         f"{u.s3_delete} DELETE; SQS {u.sqs_send} send, {u.sqs_visibility} visibility, "
-        f"{u.sqs_receives} received"
+        f"{u.sqs_receives} received{family}"
     )

@@ -6,7 +6,7 @@ import argparse
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from continuum.cli.common import (
     CREATE_HINT,
@@ -20,6 +20,9 @@ from continuum.cli.common import (
     grace_seconds,
     load_app,
 )
+
+if TYPE_CHECKING:
+    from continuum.client import Client
 
 
 def register(commands: Any) -> None:
@@ -72,8 +75,8 @@ def register(commands: Any) -> None:
         "$POWERTOOLS_LOG_LEVEL or INFO)",
     )  # fmt: skip
     worker.add_argument(
-        "--progress", action="store_true", help="print one line per message: the task, "
-        "its status and why it suspended",
+        "--progress", action="store_true", help="print one line per message that moved a "
+        "task: the task, its status and why it suspended",
     )  # fmt: skip
     # For continuum dev: stop (with the grace period) when the process that started it exits.
     worker.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
@@ -104,7 +107,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         dead = _source(stack, sqs, args.dead_letter_queue_url, "dead letters")
         sources.append(dead(app.dead_letter_handler, DEAD_LETTER_BUDGET_S, 1))
     shutdown = Shutdown()
-    progress = _Progress(stack) if args.progress else None
+    progress = Progress(stack.client()) if args.progress else None
     worker = QueueWorker(
         sources,
         shutdown=shutdown,
@@ -175,16 +178,19 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-class _Progress:
+class Progress:
     """One line per processed message: time, task, status, and why it suspended."""
 
-    def __init__(self, stack: Stack) -> None:
-        self.client = stack.client()
+    def __init__(self, client: Client) -> None:
+        self.client = client
         self.lock = threading.Lock()
 
     def show(self, processed: Any) -> None:
+        from datetime import UTC, datetime, timedelta
+
         from continuum.errors import ContinuumError
 
+        began = datetime.now(UTC) - timedelta(seconds=processed.seconds)
         if processed.task_id is None:
             line = f"a message that names no task ({processed.source})"
         else:
@@ -193,6 +199,10 @@ class _Progress:
             except ContinuumError as exc:
                 line = f"task {processed.task_id}: {exc}"
             else:
+                if status.updated_at < began and not processed.failed:
+                    # The message found nothing to do (a late wake, a duplicate, a task that
+                    # had finished): the record did not move, and its line is already out.
+                    return
                 counters = status.counters
                 line = (
                     f"task {status.task_id} {status.task_name}: {status.status.value}, "

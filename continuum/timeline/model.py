@@ -83,6 +83,7 @@ def _run(run: InvocationRun, checkpoints: list[int]) -> dict[str, Any]:
         steps=[
             {
                 "key": s.key,
+                **step_names(s.key),
                 "turn": s.turn,
                 "at_s": round(max(0.0, s.started - start), 6),
                 "duration_s": s.duration_s,
@@ -93,6 +94,20 @@ def _run(run: InvocationRun, checkpoints: list[int]) -> dict[str, Any]:
         ],
     )
     return data
+
+
+def step_names(key: str) -> dict[str, str | None]:
+    """A step's name (its key without the call's ``#n``), and in a child context (a map item,
+    a parallel branch, a block) which one: ``claims#0/2/check#0`` is ``check`` of
+    ``claims#0 item 2``."""
+    path, _, own = key.rpartition("/")
+    parts: list[str] = []
+    for part in path.split("/") if path else []:
+        if part.isdigit() and parts:
+            parts[-1] += f" item {part}"
+        else:
+            parts.append(part)
+    return {"name": own.rpartition("#")[0] or own, "item": " / ".join(parts) or None}
 
 
 def _gap(before: InvocationRun, after: InvocationRun, checkpoints: list[int]) -> dict[str, Any]:

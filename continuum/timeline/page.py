@@ -82,16 +82,25 @@ def timeline_page(
 
 
 def document(
-    *, title: str, body: str, scripts: list[str], form_action: str, noscript: str = ""
+    *,
+    title: str,
+    body: str,
+    scripts: list[str],
+    form_action: str,
+    noscript: str = "",
+    refresh_s: int | None = None,
 ) -> str:
-    """An HTML page with the shared stylesheet and a policy that allows only ``scripts``."""
+    """An HTML page with the shared stylesheet and a policy that allows only ``scripts``;
+    with ``refresh_s``, one that reloads itself that often."""
     style = asset("timeline.css")
     csp = policy(style, scripts, form_action)
+    refresh = f'<meta http-equiv="refresh" content="{int(refresh_s)}">\n' if refresh_s else ""
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        + refresh
+        + '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n"
         f"<style>{style}</style>\n</head><body>\n"
         + (f"<noscript>{html.escape(noscript)}</noscript>\n" if noscript else "")

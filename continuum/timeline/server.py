@@ -94,7 +94,7 @@ class TimelineServer:
         except OSError as exc:
             raise ConfigurationError(
                 f"the timeline pages cannot listen on {self.host}:{self.port}: {exc.strerror}",
-                hint="pass another --ui-port (0 picks a free one)",
+                hint="another continuum dev may be there; pass another --port (0: a free one)",
             ) from None
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]

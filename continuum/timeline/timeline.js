@@ -48,7 +48,10 @@ function pct(part, whole) {
 }
 
 function dollars(x) {
-  return `$${x.toFixed(x >= 0.01 ? 4 : 6)}`;
+  // Three significant digits, as `continuum cost` prints them (continuum.prices.money).
+  if (x === 0) return "$0";
+  if (Math.abs(x) >= 1) return `$${x.toFixed(2)}`;
+  return `$${x.toFixed(Math.max(2, 2 - Math.floor(Math.log10(Math.abs(x)))))}`;
 }
 
 function waiterText(w) {
@@ -78,8 +81,27 @@ function header() {
     el("p", { class: "times" },
       `created ${when(task.created_at)} · updated ${when(task.updated_at)}`,
       task.finished_at ? ` · finished ${when(task.finished_at)}` : ""),
-    task.parent && el("p", {}, `child of ${task.parent}`),
+    task.parent && el("p", { class: "family", id: "parent" }, "child of ", taskLink(task.parent.task_id),
+      ` · item ${task.parent.index} of batch ${task.parent.batch}`),
   );
+}
+
+function taskLink(id) {
+  // On the dev server a task's id links to its page; a file of its own has nowhere to go.
+  return DATA.server ? el("a", { href: `${DATA.server.list}tasks/${encodeURIComponent(id)}` }, id)
+    : el("code", {}, id);
+}
+
+function childrenBox() {
+  const kids = T.task.children;
+  if (!kids.length) return null;
+  const rows = kids.map((c) => [c.index, taskLink(c.task_id), c.task_name,
+    el("span", { class: `status status-${c.status || "pending"}` }, c.status || "not started"),
+    c.cost === null ? "" : dollars(c.cost)]);
+  const spent = kids.reduce((sum, c) => sum + (c.cost || 0), 0);
+  return el("section", { id: "children", class: "box" },
+    el("h2", {}, `Child tasks (${kids.length})`, " ", el("small", {}, `${dollars(spent)} more`)),
+    table(["#", "task id", "task", "status", "cost"], rows, "children"));
 }
 
 function notice() {
@@ -91,6 +113,12 @@ function errorBox() {
   const e = T.task.error;
   if (!e) return null;
   const where = [e.step && `at step ${e.step}`, e.turn !== null && `in turn ${e.turn}`];
+  if (T.task.status === "cancelled") {
+    // A cancel is what someone asked for, not a failure: its reason, in the cancel colour.
+    return el("section", { id: "error", class: "box box-cancelled" },
+      el("h2", {}, "Cancelled", " ", el("small", {}, where.filter(Boolean).join(" "))),
+      el("p", { class: "message" }, e.message));
+  }
   return el("section", { id: "error", class: "box box-error" },
     el("h2", {}, `Failed: ${e.type}`, " ", el("small", {}, where.filter(Boolean).join(" "))),
     el("p", { class: "message" }, e.message));
@@ -203,9 +231,9 @@ function runRow(run) {
     run.steps.map((s) => {
       const step = el("span", {
         class: `step step-${s.outcome}`,
-        title: `${s.key} (turn ${s.turn}): ${duration(s.duration_s)}` +
+        title: `${s.key}${s.item ? ` (${s.item})` : ""}, turn ${s.turn}: ${duration(s.duration_s)}` +
           (s.attempts > 1 ? `, attempt ${s.attempts}` : "") + `, ${s.outcome}`,
-      });
+      }, el("span", { class: "step-name" }, s.name));
       step.style.left = pct(s.at_s, run.extent_s || 1);
       step.style.width = pct(s.duration_s, run.extent_s || 1);
       return step;
@@ -312,7 +340,8 @@ function checkpointDetail(i) {
 function runDetail(number) {
   const run = T.rows.find((r) => r.kind === "run" && r.number === number);
   const steps = run.steps.map((s) =>
-    [s.key, s.turn, `+${duration(s.at_s)}`, duration(s.duration_s), s.attempts, s.outcome]);
+    [el("span", { class: "key" }, s.name, s.item && el("span", { class: "item" }, s.item)),
+      s.turn, `+${duration(s.at_s)}`, duration(s.duration_s), s.attempts, s.outcome]);
   const last = run.checkpoints[run.checkpoints.length - 1];
   return el("div", { class: "detail invocation", "data-number": number },
     el("h2", {}, `Invocation #${number}`, " ", el("span", { class: "kind" }, run.message)),
@@ -321,7 +350,7 @@ function runDetail(number) {
     run.reason && el("p", { class: "sub" }, run.reason),
     run.waiting_for.length > 0 && el("p", {}, `then waited for ${run.waiting_for.map(waiterText).join(", ")}`),
     el("h3", {}, `Steps (${run.steps_executed} run, ${run.steps_replayed} replayed)`),
-    steps.length ? table(["key", "turn", "at", "took", "tries", ""], steps, "steps")
+    steps.length ? table(["step", "turn", "at", "took", "tries", ""], steps, "steps")
       : el("p", { class: "sub" }, run.outcome === "crashed"
         ? "none recorded: its worker died before it saved them" : "no step ran live"),
     run.steps_dropped > 0 && el("p", { class: "sub" }, `… and ${run.steps_dropped} earlier steps`),
@@ -340,7 +369,7 @@ function select(what) {
 }
 
 document.getElementById("app").append(el("div", {},
-  header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(),
+  header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(), childrenBox(),
   el("div", { class: "columns" }, timeline(), el("aside", { id: "details" })), costBox()));
 select(T.checkpoints.length ? { checkpoint: T.checkpoints.length - 1 } : {});
 refill(DATA.notice);

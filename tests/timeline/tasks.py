@@ -171,3 +171,60 @@ def live_tally(backend: str = "memory") -> Lived:
     with runtime.time.running():
         summary = runtime.run("tally", {"n": 5}, task_id="tally-1")
     return Lived(runtime, summary.task_id, inspect_task(runtime.observer, summary.task_id))
+
+
+#: A step name as long as the ones pydantic-ai's integration journals.
+LONG_STEP = "agent.support_triage.model_request.tool_call.policy_check_against_the_refund_rules"
+
+
+class Checks(BaseModel):
+    claims: list[str] = ["refund", "exchange", "repair"]
+
+
+def checks_app() -> Continuum:
+    """``checks``: one ``ctx.map`` item per claim, each running the same step; ``hold`` (a
+    signal it never gets) to cancel."""
+    app = timeline_app()
+
+    @app.step(name=LONG_STEP)
+    def policy_check(claim: str) -> dict[str, Any]:
+        return {"claim": claim, "allowed": claim != "repair", "rule": f"rule for {claim}"}
+
+    def check_one(ctx: TaskContext[Checks], claim: str, index: int) -> dict[str, Any]:
+        return policy_check(claim)
+
+    @app.task(state=Checks)
+    def checks(ctx: TaskContext[Checks]) -> list[Any]:
+        checked = ctx.map(ctx.state.claims, check_one, name="claims").values()
+        return [*checked, policy_check("all of them")]
+
+    return app
+
+
+def live_checks() -> Lived:
+    runtime = LocalRuntime(checks_app(), budget_s=5, backend="memory", virtual_time=True)
+    with runtime.time.running():
+        summary = runtime.run("checks", {}, task_id="checks-1")
+    assert summary.status == "succeeded", summary.error
+    return Lived(runtime, summary.task_id, inspect_task(runtime.observer, summary.task_id))
+
+
+def live_cancelled(reason: str) -> Lived:
+    """``hold``, waiting for its signal, cancelled with ``reason``."""
+    runtime = LocalRuntime(timeline_app(), budget_s=5, backend="memory", virtual_time=True)
+    with runtime.time.running():
+        runtime.run("hold", {}, task_id="hold-1")
+        runtime.app.client().cancel("hold-1", reason)
+        runtime.drive("hold-1")
+    return Lived(runtime, "hold-1", inspect_task(runtime.observer, "hold-1"))
+
+
+def live_answered() -> Lived:
+    """``ask``: its callback answered, then succeeded."""
+    lived = live_ask()
+    with lived.runtime.time.running():
+        client = lived.runtime.app.client()
+        [waiter] = [w for w in client.status("ask-1").waiting_for if w.kind == "callback"]
+        client.complete_callback(waiter.id or "", {"approved": True})
+        lived.runtime.drive("ask-1")
+    return Lived(lived.runtime, "ask-1", inspect_task(lived.runtime.observer, "ask-1"))

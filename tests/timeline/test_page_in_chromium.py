@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from continuum.cli import main
+from continuum.prices import money
 from continuum.timeline import timeline_page
 from tests.support import BUCKET, REGION, LocalRuntime, moto_backend
 from tests.timeline.tasks import PUBLISH_ERROR, live_ask, timeline_app
@@ -82,7 +83,7 @@ def test_the_error_the_state_and_the_cost_are_on_the_page(report, shown):
     assert PUBLISH_ERROR in shown["error"]
     assert "publish#0" in shown["error"]
     assert "1 crashed" in shown["header"]
-    assert f"${report.view.cost['total']:.6f}" in shown["cost"]
+    assert money(report.view.cost["total"]) in shown["cost"]
     assert "tides: page 11" in shown["details"]  # the latest checkpoint's state, at first
 
 

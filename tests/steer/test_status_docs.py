@@ -1,0 +1,39 @@
+"""The README says what ``ctx.wait_for_signal`` returns and what ``status().counters`` is, and
+every attribute it names is there."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from continuum.tallies import Counters
+from continuum.waiters import Signal
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def bullet(starting: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"- {starting}")
+    end = text.find("\n- ", start + 1)
+    return text[start:end]
+
+
+def test_the_readme_says_wait_for_signal_returns_a_signal_and_names_its_fields():
+    said = bullet("`ctx.wait_for_signal(")
+    assert "returns it as a `Signal`" in said
+    named = re.findall(r"`\.(\w+)`", said)
+    assert "payload" in named
+    for name in named:
+        assert name in Signal.model_fields, name
+
+
+def test_the_readme_says_counters_is_an_object_and_names_real_attributes():
+    said = bullet("`client.status(task_id).waiting_for`")
+    assert "`counters` is an\n  object with attributes, not a dict" in said
+    named = re.findall(r"`\.?(?:status\.counters\.)?(\w+)`", said)
+    fields = set(vars(Counters()))
+    attributes = [n for n in named if n not in {"counters", "waiting_for"}]
+    assert len(attributes) >= 5
+    for name in attributes:
+        assert name in fields, name
