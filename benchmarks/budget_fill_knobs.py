@@ -23,6 +23,7 @@ from benchmarks.budget_fill import (
     clairvoyant,
     predictive,
     summary,
+    virtual_time,
     workload,
 )
 
@@ -58,9 +59,10 @@ def main(quick: bool = False) -> None:
         ("split_summaries.c_preemptible", split, predictive(), True),
         ("split_summaries.d_clairvoyant", split, clairvoyant, False),
     ]
-    for tag, work, rule, preemptible in variants:
-        runs = [Simulation(p, rule, preemptible=preemptible).run() for p in work]
-        summary(f"budget_fill_knobs.seeds_1_to_{seeds}.{tag}", runs)
+    with virtual_time():
+        for tag, work, rule, preemptible in variants:
+            runs = [Simulation(p, rule, preemptible=preemptible).run() for p in work]
+            summary(f"budget_fill_knobs.seeds_1_to_{seeds}.{tag}", runs)
 
 
 if __name__ == "__main__":
