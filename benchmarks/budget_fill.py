@@ -16,8 +16,9 @@ and on suspension store the record (generation + 1) and send. The record is kept
 between invocations, so snapshot, journal and step statistics carry over as through S3. A
 step or a save that would end past the deadline is an overrun: the platform kills the
 invocation, its work since the last save is lost and the next one restarts from the stored
-record, as after a crash (and, in recovery, saves after every step). Rules: (a) the best fixed margin (an oracle: the smallest constant reserved before every
-step that gives zero overruns on this very workload, by bisection; a ``Budget`` whose
+record, as after a crash (and, in recovery, saves after every step). Rules: (a) the best
+fixed margin (an oracle: the smallest constant reserved before every step that gives zero
+overruns on this very workload, by bisection; a ``Budget`` whose
 ``expect`` is that constant, whose save costs the true 0.2 s, with no extra margin), (b)
 continuum's predictive rule with its defaults, (c) the same with ``preemptible=True`` steps and
 a virtual preemptor that stops the clock at the limit and raises ``Preempted``, (d) a
