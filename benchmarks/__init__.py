@@ -3,6 +3,10 @@
 Each module has ``main(quick: bool)`` and prints ``name: value unit`` lines. Wall-clock figures
 come from a shared, noisy 2-core machine: compare the ratios measured side by side in one run
 (medians over interleaved repeats), never a time against a fixed threshold in a test.
+
+Each benchmark also checks that it measured what it names (:func:`check`): the work it times
+was done, the clock it reads reached the code it measures, its counts add up. A failed check
+ends the benchmark with :class:`Mismeasured` (exit status 1 and the reason), never a figure.
 """
 
 from __future__ import annotations
@@ -16,6 +20,27 @@ from typing import Any
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ["AWS_ACCESS_KEY_ID"] = "testing"
 os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+
+
+class Mismeasured(SystemExit):
+    """A benchmark did not measure what it names. A ``SystemExit``: run alone, the benchmark
+    ends with status 1 and this message; ``benchmarks.run`` reports it and fails the run."""
+
+
+#: Checks made in this process, passed or not (``benchmarks.run`` reports them per benchmark).
+_CHECKS = [0]
+
+
+def check(ok: bool, what: str) -> None:
+    """End the benchmark with ``what`` (what it found instead) unless ``ok``. Not ``assert``:
+    ``python -O`` would drop it."""
+    _CHECKS[0] += 1
+    if not ok:
+        raise Mismeasured(f"did not measure what it names: {what}")
+
+
+def checks_made() -> int:
+    return _CHECKS[0]
 
 
 def emit(name: str, value: Any, unit: str = "") -> None:

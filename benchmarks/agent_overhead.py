@@ -26,7 +26,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from benchmarks import emit, median
+from benchmarks import check, emit, median
 from continuum import Continuum, TaskContext
 from continuum.budget import Budget
 from continuum.integrations.pydantic_ai import ContinuumDurability
@@ -70,9 +70,10 @@ def agent(rounds: int, tools_per_round: int, *, durable: bool) -> Agent[None, st
 
 def run_plain(plain: Agent[None, str], runs: int) -> float:
     started = time.perf_counter()
-    for _ in range(runs):
-        assert plain.run_sync("?").output == "done"
-    return time.perf_counter() - started
+    outputs = [plain.run_sync("?").output for _ in range(runs)]
+    elapsed = time.perf_counter() - started
+    check(outputs == ["done"] * runs, f"the plain agent answered {outputs}")
+    return elapsed
 
 
 def durable_task(durable: Agent[None, str], runs: int) -> Any:
@@ -86,13 +87,21 @@ def durable_task(durable: Agent[None, str], runs: int) -> Any:
     return app.tasks["ask"]
 
 
-def run_durable(task: Any) -> float:
+def run_durable(task: Any, steps: int) -> float:
+    """Seconds of one run of the durable task, which must journal ``steps`` live steps (each
+    model request and each tool call)."""
     record = TaskRecord(task_id="bench", task_name="ask", state={"question": "?"})
     loop = TurnLoop(task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
     started = time.perf_counter()
     outcome = loop.run()
     elapsed = time.perf_counter() - started
-    assert isinstance(outcome, Returned), outcome
+    check(isinstance(outcome, Returned) and record.result == "done", f"it ended {outcome!r}")
+    counters = record.counters
+    check(
+        (counters.steps_executed, counters.steps_replayed) == (steps, 0),
+        f"the durable agent ran {counters.steps_executed} steps live and replayed "
+        f"{counters.steps_replayed}; its requests and tool calls are {steps}",
+    )
     return elapsed
 
 
@@ -100,12 +109,13 @@ def overhead_s(rounds: int, tools: int, runs: int, repeats: int) -> tuple[float,
     """Median seconds (durable - plain) of ``runs`` runs of this shape, and plain's median."""
     plain = agent(rounds, tools, durable=False)
     task = durable_task(agent(rounds, tools, durable=True), runs)
+    steps = runs * (rounds + 1 + rounds * tools)  # model requests, then tool calls
     run_plain(plain, runs)  # warm up: adapters, schemas and the event loop are built lazily
-    run_durable(task)
+    run_durable(task, steps)
     plains, durables = [], []
-    for _ in range(repeats):
+    for _ in range(repeats):  # interleaved
         plains.append(run_plain(plain, runs))
-        durables.append(run_durable(task))
+        durables.append(run_durable(task, steps))
     return median(durables) - median(plains), median(plains)
 
 

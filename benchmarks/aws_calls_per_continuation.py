@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks import ScriptedContext, emit, silence_worker_logs
+from benchmarks import ScriptedContext, check, emit, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
 from continuum.local import LocalRuntime, moto_backend
 
@@ -87,7 +87,22 @@ def run(turns: int) -> dict[str, Any]:
         steady = Counter(runtime.counter.calls) - before
         drive(runtime, executed)
         record = runtime.record(task_id)
-    assert record.status == Status.SUCCEEDED, (record.status, record.error, record.suspend_reason)
+    check(
+        record.status == Status.SUCCEEDED,
+        f"the task ended {record.status}: {record.error or record.suspend_reason}",
+    )
+    # One live step per invocation, each invocation but the last ending in a continuation.
+    counters = record.counters
+    check(
+        (executed[0], counters.invocations, counters.continuations) == (turns, turns, turns - 1),
+        f"{executed[0]} live steps, {counters.invocations} invocations and "
+        f"{counters.continuations} continuations for {turns} one-step turns",
+    )
+    # The counter saw the continuation's own calls: its record write and its message.
+    check(
+        steady["s3:PutObject"] >= 1 and steady["sqs:SendMessage"] >= 1,
+        f"one continuation counted {dict(steady)}: no record write or no send",
+    )
     return {
         "continuations": record.counters.continuations,
         "invocations": record.counters.invocations,

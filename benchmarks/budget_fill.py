@@ -5,16 +5,20 @@ The workload (issue 5): 2,000 turns of one ``llm`` step (log-normal, median 8 s,
 60 s, sigma 0.3), drawn from the seed per (turn, step index) so every rule sees the same work;
 900 s per invocation, 0.2 s to load (GET + claim) and 0.2 s to suspend (write + send).
 
-The real ``TurnLoop`` and ``Budget`` decide; only time is virtual (``continuum.turns.time`` is
-a clock the steps advance by their drawn duration). Around the loop the driver does what
+The real ``TurnLoop`` and ``Budget`` decide; only time is virtual: continuum's own virtual clock
+(``continuum.clocks.VirtualTime``, as ``LocalRuntime`` and ``TaskRunner`` run it, here standing
+still between moves), which every clock continuum reads follows: ``time.monotonic``, by which a
+step is timed, as well as ``continuum.now``. A step moves it on by its drawn duration, and so
+does each load, write and save. Around the loop the driver does what
 ``continuum/worker.py`` does: load the stored record, claim it (crash count, counters,
 ``invocation_budget_s``, a 0.1 s write observed in ``save_stats`` after storing), run the loop,
 and on suspension store the record (generation + 1) and send. The record is kept as JSON
 between invocations, so snapshot, journal and step statistics carry over as through S3. A
 step or a save that would end past the deadline is an overrun: the platform kills the
-invocation, its work is lost and the next one restarts from the stored record, as after a
-crash. Rules: (a) the best fixed margin (an oracle: the smallest constant reserved before every
-step that gives zero overruns on this very workload, by bisection; a ``Budget`` whose
+invocation, its work since the last save is lost and the next one restarts from the stored
+record, as after a crash (and, in recovery, saves after every step). Rules: (a) the best
+fixed margin (an oracle: the smallest constant reserved before every step that gives zero
+overruns on this very workload, by bisection; a ``Budget`` whose
 ``expect`` is that constant, whose save costs the true 0.2 s, with no extra margin), (b)
 continuum's predictive rule with its defaults, (c) the same with ``preemptible=True`` steps and
 a virtual preemptor that stops the clock at the limit and raises ``Preempted``, (d) a
@@ -22,6 +26,12 @@ clairvoyant rule that knows each duration: the best fill any rule can reach when
 order and whole. ``benchmarks.budget_fill_knobs`` turns the rules' knobs on the same
 workloads. Fill = step time of the invocations that ended in a suspension / (their
 number x 900 s); the final, partial invocation says nothing about the rule.
+
+Every run checks that it measured what it names, or ends the benchmark (``Mismeasured``):
+the rule learned the virtual durations (each step's statistics in the final record count
+every drawn run of it once, and add up to their drawn durations); every overrun is reported
+(the invocations that a noted stretch of virtual time took past their deadline, counted apart
+from the kills); and the invocations and the step time add up.
 """
 
 from __future__ import annotations
@@ -29,19 +39,21 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from types import SimpleNamespace
+from datetime import UTC, datetime
 from typing import Any
-from unittest import mock
 
 from pydantic import BaseModel
 
-import continuum.turns
-from benchmarks import emit
+from benchmarks import check, emit
 from continuum import Continuum, TaskContext
 from continuum.budget import Budget, observe
+from continuum.clocks import VirtualTime
 from continuum.control import Preempted
+from continuum.now import now_s
 from continuum.record import (
     Lease,
     Status,
@@ -58,6 +70,13 @@ WRITE_S = 0.1  # one record write; a save is a write plus an SQS send of about t
 SAVE_S = 2 * WRITE_S
 SEED = 2026
 Plan = list[list[tuple[str, float]]]
+#: Where each simulation's clock starts.
+START = datetime(2026, 1, 1, tzinfo=UTC)
+#: The clock of every simulation. Started once for a whole benchmark (``virtual_time``): each
+#: start of freezegun scans every loaded module.
+CLOCK = VirtualTime(START, tick=False)
+#: The virtual clock keeps microseconds: readings this close are the same time.
+RESOLUTION_S = 1e-6
 
 
 def workload(turns: int, seed: int) -> Plan:
@@ -116,10 +135,16 @@ class Result:
     discarded_s: float = 0.0
     preemptions: int = 0
     total_step_s: float = 0.0
+    kept_s: float = 0.0  # step time that invocations which overran had saved before
 
     @property
     def fill(self) -> float:
         return self.suspended_step_s / (self.suspended * BUDGET_S) if self.suspended else 0.0
+
+
+def virtual_time() -> AbstractContextManager[None]:
+    """Run the block on the benchmark's virtual clock (re-entrant: started once if nested)."""
+    return CLOCK.running()
 
 
 class Simulation:
@@ -136,15 +161,20 @@ class Simulation:
         self.plan = plan
         self.make_budget = make_budget
         self.stop_at_overrun = stop_at_overrun
-        self.now = 0.0
         self.deadline = math.inf
         self.limit: float | None = None  # set by the preemptor while a step runs
         self.step_s = 0.0  # completed step time in this invocation
+        self.saved_s = 0.0  # the part of it the record has saved (a save in recovery)
         self.next_s = 0.0  # the drawn duration of the step about to be called (for rule d)
+        #: each invocation's deadline, and every stretch of virtual time it took or would have
+        #: taken (invocation, what, end): the overruns are counted from them, apart.
+        self.deadlines: list[float] = []
+        self.ledger: list[tuple[int, str, float]] = []
+        self.final_record: TaskRecord | None = None
         self.result = Result(total_step_s=sum(d for turn in plan for _, d in turn))
         app = Continuum(bucket="unused", queue_url="unused")
         steps = {
-            name: app.step(name=name, preemptible=preemptible)(self._make_step())
+            name: app.step(name=name, preemptible=preemptible)(self._make_step(name))
             for name in ("llm", "tool", "summarize")
         }
 
@@ -158,51 +188,64 @@ class Simulation:
 
         self.task = app.tasks["agent"]
 
-    def _make_step(self) -> Callable[[int, int], None]:
+    def _take(self, what: str, seconds: float, *, until: float | None = None) -> bool:
+        """Let ``seconds`` of virtual time pass for ``what`` (stopped early at ``until``),
+        noted in the ledger first. False if they would end past the deadline: the platform
+        kills the invocation there, and the clock stops at it."""
+        start = now_s()
+        end = start + seconds if until is None else min(start + seconds, until)
+        self.ledger.append((len(self.deadlines) - 1, what, end))
+        if end > self.deadline + RESOLUTION_S:
+            CLOCK.advance(self.deadline - start)
+            return False
+        CLOCK.advance(end - start)
+        return True
+
+    def _make_step(self, name: str) -> Callable[[int, int], None]:
         def step(turn: int, index: int) -> None:
             duration = self.plan[turn][index][1]
-            end = self.now + duration
-            if self.limit is not None and end > self.limit:
-                self.result.discarded_s += self.limit - self.now
-                self.result.preemptions += 1
-                self.now = self.limit
-                raise Preempted
-            if end > self.deadline:
-                self.result.lost_s += self.deadline - self.now
+            start, limit = now_s(), self.limit
+            if not self._take(name, duration, until=limit):
+                self.result.lost_s += self.deadline - start
                 raise Killed
-            self.now = end
+            if limit is not None and start + duration > limit:
+                self.result.discarded_s += limit - start
+                self.result.preemptions += 1
+                raise Preempted
             self.step_s += duration
 
         return step
 
     def _preemptor(self, thunk: Callable[[], Any], after_s: float) -> Any:
-        self.limit = self.now + after_s
+        self.limit = now_s() + after_s
         try:
             return thunk()
         finally:
             self.limit = None
 
     def run(self) -> Result:
-        fake_time = SimpleNamespace(monotonic=lambda: self.now, sleep=None)  # no retries here
-        with mock.patch.object(continuum.turns, "time", fake_time):
+        with virtual_time():
+            CLOCK.move_to(START)
             stored = TaskRecord(task_id="sim", task_name="agent", state={}).model_dump_json()
             while stored is not None:
                 stored = self._invocation(stored)
                 if self.stop_at_overrun and self.result.overruns:
                     break
+        self.verify()
         return self.result
 
     def remaining(self) -> float:
-        return self.deadline - self.now
+        return self.deadline - now_s()
 
     def _invocation(self, stored: str) -> str | None:
         """One emulated invocation; return the stored record, or None when the task finished."""
         res = self.result
         res.invocations += 1
         record = TaskRecord.model_validate_json(stored)
-        self.deadline = self.now + BUDGET_S
-        self.now += LOAD_S
-        self.step_s = 0.0
+        self.deadline = now_s() + BUDGET_S
+        self.deadlines.append(self.deadline)
+        self._take("load", LOAD_S)
+        self.step_s = self.saved_s = 0.0
 
         # Claim.take, then Claim._write: store first, observe the write after.
         if record.status == Status.RUNNING:
@@ -216,11 +259,11 @@ class Simulation:
 
         def persist() -> None:
             nonlocal stored
-            if self.now + WRITE_S > self.deadline:
+            if not self._take("write", WRITE_S):
                 raise Killed
-            self.now += WRITE_S
             stored = record.model_dump_json()
             observe(record.save_stats, WRITE_S)
+            self.saved_s = self.step_s
 
         loop = TurnLoop(
             self.task,
@@ -236,10 +279,11 @@ class Simulation:
             return self._killed(stored)
         record.idle_suspensions = 0 if loop.progress else record.idle_suspensions + 1
         if isinstance(outcome, Returned):
+            self.final_record = record
             return None
         if not isinstance(outcome, Suspended):
             raise RuntimeError(f"simulated task ended {outcome!r}")
-        if self.now + SAVE_S > self.deadline:  # killed while saving
+        if not self._take("save", SAVE_S):  # killed while saving
             return self._killed(stored)
         # Claim.suspend: the record (generation + 1) first, then the send.
         record.status = Status.SUSPENDED
@@ -251,15 +295,53 @@ class Simulation:
         stored = record.model_dump_json()
         res.suspended += 1
         res.suspended_step_s += self.step_s
-        self.now = self.deadline  # the next invocation starts on a fresh clock
+        CLOCK.advance(self.deadline - now_s())  # the next invocation starts on a fresh clock
         return stored
 
     def _killed(self, stored: str) -> str:
         """The platform killed the invocation: its work since the last save is lost."""
         self.result.overruns += 1
-        self.result.lost_s += self.step_s
-        self.now = self.deadline
+        self.result.lost_s += self.step_s - self.saved_s
+        self.result.kept_s += self.saved_s
         return stored
+
+    def verify(self) -> None:
+        """Check that the run measured what the benchmark names (see the module's doc)."""
+        res = self.result
+        overran = {at for at, _, end in self.ledger if end > self.deadlines[at] + RESOLUTION_S}
+        check(
+            len(overran) == res.overruns,
+            f"{len(overran)} invocation(s) ran past their deadline on the virtual clock, "
+            f"{res.overruns} overrun(s) reported",
+        )
+        if self.final_record is None:
+            return  # stopped at its first overrun
+        check(
+            res.invocations == res.suspended + res.overruns + 1,
+            f"{res.invocations} invocations: {res.suspended} suspended, {res.overruns} "
+            "overran, and the last one finished",
+        )
+        done = res.suspended_step_s + res.kept_s + self.step_s
+        check(
+            abs(done - res.total_step_s) <= RESOLUTION_S * len(self.ledger),
+            f"{done:.6f} s of step time done and kept, {res.total_step_s:.6f} s drawn",
+        )
+        drawn: Counter[str] = Counter()
+        drawn_s: dict[str, float] = {}
+        for turn in self.plan:
+            for name, duration in turn:
+                drawn[name] += 1
+                drawn_s[name] = drawn_s.get(name, 0.0) + duration
+        learned = self.final_record.step_stats
+        for name, runs in drawn.items():
+            stats = learned.get(name)
+            count, total = (stats.count, stats.total_s) if stats else (0, 0.0)
+            check(
+                count == runs and abs(total - drawn_s[name]) <= 2 * RESOLUTION_S * runs,
+                f"the rule learned step {name!r} from {count} run(s) of {total:.6g} s in all; "
+                f"the simulation ran it {runs} time(s), {drawn_s[name]:.6g} s of virtual time "
+                "(does its clock reach the code that times a step?)",
+            )
 
 
 Rule = Callable[[Simulation], Budget]
@@ -324,7 +406,11 @@ def summary(tag: str, runs: list[Result], *, lowest: bool = False) -> None:
 
 
 def main(quick: bool = False) -> None:
-    turns, seeds = (200, 2) if quick else (2000, 12)
+    with virtual_time():
+        report(*((200, 2) if quick else (2000, 12)))
+
+
+def report(turns: int, seeds: int) -> None:
     plan = workload(turns, SEED)
     total = sum(d for turn in plan for _, d in turn)
     emit("budget_fill.turns", turns)

@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 import sys
 
+from benchmarks import check
 from benchmarks.budget_fill import (
     Plan,
     Simulation,
     clairvoyant,
     predictive,
     summary,
+    virtual_time,
     workload,
 )
 
@@ -45,6 +47,9 @@ def main(quick: bool = False) -> None:
     turns, seeds = (200, 2) if quick else (2000, 12)
     plans = [workload(turns, seed) for seed in range(1, seeds + 1)]
     split = [split_summaries(p) for p in plans]
+    for whole, parts in zip(plans, split, strict=True):
+        before, after = (sum(d for turn in plan for _, d in turn) for plan in (whole, parts))
+        check(abs(after - before) < 1e-6, f"split summaries hold {after} s of work, not {before}")
     variants = [
         (f"b_sweep.confidence_{c:g}", plans, predictive(confidence=c), False)
         for c in (0.99, 0.995, 0.999)
@@ -58,9 +63,10 @@ def main(quick: bool = False) -> None:
         ("split_summaries.c_preemptible", split, predictive(), True),
         ("split_summaries.d_clairvoyant", split, clairvoyant, False),
     ]
-    for tag, work, rule, preemptible in variants:
-        runs = [Simulation(p, rule, preemptible=preemptible).run() for p in work]
-        summary(f"budget_fill_knobs.seeds_1_to_{seeds}.{tag}", runs)
+    with virtual_time():
+        for tag, work, rule, preemptible in variants:
+            runs = [Simulation(p, rule, preemptible=preemptible).run() for p in work]
+            summary(f"budget_fill_knobs.seeds_1_to_{seeds}.{tag}", runs)
 
 
 if __name__ == "__main__":

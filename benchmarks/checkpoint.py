@@ -40,7 +40,7 @@ from typing import Any
 import boto3
 from pydantic import BaseModel
 
-from benchmarks import ScriptedContext, emit, median
+from benchmarks import ScriptedContext, check, emit, median
 from continuum import Continuum, TaskContext
 from continuum.record import TaskRecord
 from continuum.records import Records
@@ -214,7 +214,8 @@ class Side:
         self.etag = self.measure("unchanged_save", self.save)
         fresh = Records(self.store, prefix=self.mode)
         loaded, _ = self.measure("load", lambda: fresh.load("chat-1"))
-        assert loaded.state == self.record.state
+        check(loaded.state == self.record.state, f"{self.mode}: a fresh store loaded another state")
+        check(self.figures["turn_save_upload"][-1] > 0, f"{self.mode}: a turn's save uploaded 0 B")
 
     def save(self) -> str:
         return self.records.replace(self.record, etag=self.etag)
@@ -224,6 +225,10 @@ class Side:
         key = self.records.record_key("chat-1")
         body = s3.get_object(Bucket="ckpt", Key=key)["Body"].read()
         segments = sum(len(listed["segments"]) for listed in json.loads(body)["state_segments"])
+        check(
+            (segments > 0) == (MODES[mode] is not None),
+            f"the {mode} store's record lists {segments} state segments",
+        )
         emit(f"checkpoint.{mode}.first_save_upload", median(got["first_save_upload"]), "B")
         emit(f"checkpoint.{mode}.first_save", median(got["first_save"]), "s")
         emit(
@@ -250,6 +255,8 @@ def size_and_time(endpoint: str, state: dict[str, Any], repeats: int) -> None:
         for side in sides if i % 2 == 0 else reversed(sides):
             side.turn(turn)
     for side in sides:
+        made = len(side.figures["turn_save"])
+        check(made == repeats, f"{side.mode}: {made} turns measured of {repeats}")
         side.report(s3)
     segmented, whole = (median(side.figures["turn_save_upload"]) for side in sides)
     emit("checkpoint.turn_upload_whole_over_segmented", whole / segmented, "x")
@@ -339,11 +346,20 @@ def invocation_memory(endpoint: str, state: dict[str, Any], runs: int) -> None:
             argv = [sys.executable, "-c", BOOTSTRAP.format(args=args)]
             out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
             report = json.loads(out.stdout.strip().splitlines()[-1])
-            assert report["batchItemFailures"] == [], report
+            check(report["batchItemFailures"] == [], f"the invocation failed: {report}")
+            # The child's invocation took the turn (one step, two messages) and suspended.
             record = runtime.record(task_id)
-            assert record.generation == 1, record
-            assert len(record.state["messages"]) == len(state["messages"]) + 2
-            assert bool(record.state_segments) == (segmenting is not None)
+            check(
+                record.generation == 1
+                and len(record.state["messages"]) == len(state["messages"]) + 2
+                and bool(record.state_segments) == (segmenting is not None),
+                f"{mode}: after the invocation, generation {record.generation} and "
+                f"{len(record.state['messages'])} messages (of {len(state['messages'])} + 2)",
+            )
+            check(
+                report["peak_kib"] >= report["before_kib"] > 0,
+                f"{mode}: peak RSS {report['peak_kib']} KiB, before {report['before_kib']} KiB",
+            )
             peaks.append(report["peak_kib"] / 1024)
             befores.append(report["before_kib"] / 1024)
             hwms.append(report["hwm_kib"] / 1024)

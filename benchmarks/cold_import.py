@@ -23,13 +23,14 @@ The biggest contributors come from ``python -X importtime``: modules the handler
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from benchmarks import emit, median
+from benchmarks import check, emit, median
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The package that ``sam build`` makes holds compiled bytecode (``infra/build.mk`` runs
@@ -44,13 +45,14 @@ ENV = {
     "PYTHONPATH": str(ROOT),
 }
 TIMED = """
-import time
+import sys, time
+cold = not any(name in sys.modules for name in ("boto3", "pydantic", "continuum", "handlers"))
 t0 = time.process_time()
 {first}
 t1 = time.process_time()
 {second}
 t2 = time.process_time()
-print(t1 - t0, t2 - t1)
+print(t1 - t0, t2 - t1, int(cold), int({loaded!r} in sys.modules))
 """
 #: ``import pydantic`` is lazy: its model machinery loads on first use, which any pydantic
 #: application pays. This baseline includes it (and botocore's exceptions, which any boto3
@@ -72,11 +74,16 @@ KINDS = {
 
 
 def timed(first: str, second: str) -> tuple[float, float]:
-    code = TIMED.format(first=first, second=second)
+    """CPU seconds of ``first``, then of ``second``, in a fresh interpreter that had imported
+    none of them before."""
+    loaded = "handlers.worker" if "handlers.worker" in first + second else "boto3"
+    code = TIMED.format(first=first, second=second, loaded=loaded)
     out = subprocess.run(
         [sys.executable, "-c", code], env=ENV, cwd=ROOT, capture_output=True, text=True, check=True
     )
-    a, b = out.stdout.split()
+    a, b, cold, imported = out.stdout.split()
+    check(cold == "1", f"boto3, pydantic or continuum was imported before timing {first!r}")
+    check(imported == "1", f"{loaded} was not imported by {first!r}; {second!r}")
     return float(a), float(b)
 
 
@@ -113,6 +120,10 @@ def contributors(runs: int) -> list[tuple[str, float]]:
     for _ in range(runs):
         baseline = importtime(MODELS)
         full = importtime("import handlers.worker")
+        check(
+            "handlers.worker" in full and "continuum.worker" in full,
+            "-X importtime did not list the handler's modules",
+        )
         sums: dict[str, float] = defaultdict(float)
         for module, self_us in full.items():
             if module not in baseline:
@@ -126,6 +137,9 @@ def contributors(runs: int) -> list[tuple[str, float]]:
 def main(quick: bool = False) -> None:
     repeats = 3 if quick else 9
     timed("import handlers.worker", "pass")  # write any missing .pyc files first
+    for module in ("continuum/worker.py", "handlers/worker.py"):
+        cached = Path(importlib.util.cache_from_source(str(ROOT / module)))
+        check(cached.exists(), f"no bytecode for {module}: the imports would compile it")
     results: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
     for _ in range(repeats):
         for kind, (first, second) in KINDS.items():

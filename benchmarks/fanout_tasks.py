@@ -45,7 +45,7 @@ from typing import Any
 import boto3
 from pydantic import BaseModel
 
-from benchmarks import emit
+from benchmarks import check, emit
 from continuum import Continuum, Status, TaskContext
 from continuum.devstack import faithful_moto
 
@@ -126,8 +126,8 @@ def run(
             _drain(sqs, resources.queue_url, Path(tmp), parent)
         finally:
             _stop(procs)
-        assert status.status == Status.SUCCEEDED, status.error
-        assert status.result == n * (n - 1), status.result
+        check(status.status == Status.SUCCEEDED, f"the parent ended {status.status}")
+        check(status.result == n * (n - 1), f"the parent summed its children to {status.result}")
         versions = s3.list_object_versions(
             Bucket=resources.bucket, Prefix=f"tasks/{parent}/record.json"
         )
@@ -138,6 +138,13 @@ def run(
             for line in path.read_text().splitlines()
         ]
     out = analyse(lines, parent, n)
+    # Every write of the parent's record that made a version was tallied (the create is the
+    # client's, not a worker's).
+    check(
+        out["record_puts"] == record_versions - 1,
+        f"{out['record_puts']} PutObject calls on the parent's record tallied, "
+        f"{record_versions} versions of it stored",
+    )
     out.update(
         wall=wall,
         invocations=status.counters.invocations,
@@ -228,7 +235,11 @@ def analyse(lines: list[dict[str, Any]], parent: str, n: int) -> dict[str, Any]:
         elif task is not None:
             by_child[task].extend(calls)
     children = sorted(by_child)
-    assert len(children) == n, (len(children), n)
+    check(len(children) == n, f"calls tallied for {len(children)} children of {n}")
+    check(
+        any(outcome.endswith(".succeeded") for outcome in outcomes),
+        f"the message that finished the parent was not tallied: {dict(outcomes)}",
+    )
     report_s3, report_sqs, life_s3, life_sqs = [], [], [], []
     parts: dict[str, list[int]] = defaultdict(list)
     for child in children:

@@ -21,8 +21,9 @@ import time
 
 import boto3
 
-from benchmarks import emit, median, silence_worker_logs
+from benchmarks import check, emit, median, silence_worker_logs
 from benchmarks.aws_calls_per_continuation import build, drive
+from continuum import Status
 from continuum.local import BUCKET, LocalRuntime, moto_backend
 
 REGION = "us-east-1"
@@ -39,6 +40,11 @@ def time_continuum(turns: int) -> tuple[float, int, bytes]:
     record = runtime.record(task_id)
     body = runtime.s3.get_object(Bucket=BUCKET, Key=app.records.record_key(task_id))
     continuations = record.counters.continuations
+    check(
+        record.status == Status.SUCCEEDED and continuations == turns - 1 and executed[0] == turns,
+        f"the task ended {record.status} after {continuations} continuations and "
+        f"{executed[0]} live steps ({turns} one-step turns)",
+    )
     return elapsed / continuations, continuations, body["Body"].read()
 
 
@@ -55,6 +61,7 @@ def time_plain(continuations: int, record_body: bytes) -> float:
     s3.put_object(Bucket=bucket, Key=key, Body=record_body, IfNoneMatch="*")
     sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps({"task_id": "plain-1", "g": 0}))
     started = time.perf_counter()
+    generation = 0
     for generation in range(1, continuations + 1):
         messages = sqs.receive_message(
             QueueUrl=queue_url, MaxNumberOfMessages=1, MessageSystemAttributeNames=["All"]
@@ -79,7 +86,13 @@ def time_plain(continuations: int, record_body: bytes) -> float:
         body = json.dumps({"task_id": "plain-1", "generation": generation})
         sqs.send_message(QueueUrl=queue_url, MessageBody=body)
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=messages[0]["ReceiptHandle"])
-    return (time.perf_counter() - started) / continuations
+    elapsed = time.perf_counter() - started
+    stored = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    check(
+        stored["generation"] == generation == continuations,
+        f"the plain loop stored generation {stored['generation']}, of {continuations}",
+    )
+    return elapsed / continuations
 
 
 def main(quick: bool = False) -> None:
@@ -96,6 +109,11 @@ def main(quick: bool = False) -> None:
                     ours.append(time_continuum(turns)[0])
                 else:
                     plain.append(time_plain(continuations, body))
+    # Side by side: every repeat measured both, the same number of continuations each.
+    check(
+        len(ours) == len(plain) == repeats and min(ours) > 0 and min(plain) > 0,
+        f"{len(ours)} continuum and {len(plain)} plain runs of {repeats}",
+    )
     emit("local_e2e.continuations_per_run", continuations)
     emit("local_e2e.record_bytes", len(body), "B")
     emit("local_e2e.continuum", 1 / median(ours), "continuations/s")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import cProfile
 import json
+import math
 import os
 import pstats
 import shutil
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import emit, median, silence_worker_logs
+from benchmarks import check, emit, median, silence_worker_logs
 from benchmarks.wait_cost import nap_app
 from continuum.local import LocalRuntime
 
@@ -37,17 +38,26 @@ LIFTED_S = 40 * 86_400
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_once(days: float, max_delay_s: int) -> tuple[float, float, int]:
-    """Wall and CPU seconds of one sleep of ``days`` on a fresh runtime, and its hops."""
+def run_once(days: float, max_delay_s: int) -> tuple[float, float, int, int]:
+    """Wall and CPU seconds of one sleep of ``days`` on a fresh runtime, its hops, and the
+    modules first imported during it (what only the first run in an interpreter loads)."""
     app, _ = nap_app()
     runtime = LocalRuntime(
         app, budget_s=900, backend="memory", virtual_time=True, max_delay_s=max_delay_s
     )
+    modules = len(sys.modules)
     started, cpu = time.perf_counter(), time.process_time()
     summary = runtime.run("nap", {"days": days})
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    assert summary.status == "succeeded", summary
-    return seconds, cpu, runtime.record(summary.task_id).counters.hops
+    check(summary.status == "succeeded", f"the sleep ended {summary.status}: {summary.error}")
+    record = runtime.record(summary.task_id)
+    timers = math.ceil(days * 86_400 / max_delay_s)  # the last one wakes the task
+    check(
+        record.counters.hops == timers - 1,
+        f"a {days:g}-day sleep with a {max_delay_s} s delay cap made {record.counters.hops} "
+        f"hops, not {timers - 1}",
+    )
+    return seconds, cpu, record.counters.hops, len(sys.modules) - modules
 
 
 def cold(days: float, max_delay_s: int) -> dict[str, float]:
@@ -63,6 +73,10 @@ def cold(days: float, max_delay_s: int) -> dict[str, float]:
     )
     out = json.loads(done.stdout.strip().splitlines()[-1])
     out["process"] = time.perf_counter() - started
+    check(
+        out["imported"] > 0,
+        "the cold run imported no module: it was not the first run in its interpreter",
+    )
     return out
 
 
@@ -148,7 +162,7 @@ def profile(days: float) -> None:
     run_once(0.1, 900)
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
-    _, _, hops = run_once(days, 900)
+    _, _, hops, _ = run_once(days, 900)
     profiler.disable()
     stats = pstats.Stats(profiler)
     by_category = cprofile_breakdown(stats)
@@ -170,7 +184,8 @@ def main(quick: bool = False) -> None:
     hops: dict[str, int] = {}
     for repeat in range(repeats):
         for name in sorted(cases, reverse=repeat % 2 == 1):  # interleaved, alternating
-            seconds, used, hops[name] = run_once(days, cases[name])
+            seconds, used, hops[name], imported = run_once(days, cases[name])
+            check(imported == 0, f"a warm run of {name} imported {imported} modules: not warm")
             wall[name].append(seconds)
             cpu[name].append(used)
     emit("long_sleep.days", days, "days of virtual time (memory backend)")
@@ -184,6 +199,7 @@ def main(quick: bool = False) -> None:
     # The first run in a fresh interpreter (one case only in --quick: it is the slow part).
     for name in ("lifted",) if quick else tuple(cases):
         got = cold(days, cases[name])
+        check(got["hops"] == hops[name], f"the cold {name} run made {got['hops']} hops")
         emit(f"long_sleep.{name}.cold", got["seconds"], "s wall (first run, fresh interpreter)")
         emit(f"long_sleep.{name}.cold_cpu", got["cpu"], "s CPU")
         emit(f"long_sleep.{name}.cold_process", got["process"], "s (the whole process)")
@@ -195,8 +211,8 @@ if __name__ == "__main__":
         silence_worker_logs()
         if "--warm" in sys.argv:
             run_once(0.1, 900)
-        seconds, used, hops = run_once(float(sys.argv[at + 1]), int(sys.argv[at + 2]))
-        print(json.dumps({"seconds": seconds, "cpu": used, "hops": hops}))
+        seconds, used, hops, imported = run_once(float(sys.argv[at + 1]), int(sys.argv[at + 2]))
+        print(json.dumps({"seconds": seconds, "cpu": used, "hops": hops, "imported": imported}))
     elif "--profile" in sys.argv:
         at = sys.argv.index("--profile")
         profile(float(sys.argv[at + 1]) if len(sys.argv) > at + 1 else 3.0)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel
 
-from benchmarks import emit, median, silence_worker_logs
+from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, TaskContext
 from continuum.local import LocalRuntime
 
@@ -66,9 +66,13 @@ def run_continuum(n: int, step_s: float) -> tuple[float, float]:
     started = time.perf_counter()
     summary = runtime.run("mapper", {"n": n})
     total = time.perf_counter() - started
-    assert summary.status == "succeeded", summary.error
-    assert summary.result == n * (n - 1) // 2
-    assert summary.invocations == 1, summary.invocations
+    check(summary.status == "succeeded", f"the map ended {summary.status}: {summary.error}")
+    check(summary.result == n * (n - 1) // 2, f"the map summed to {summary.result}")
+    check(summary.invocations == 1, f"the map took {summary.invocations} invocations, not 1")
+    executed = runtime.record(summary.task_id).counters.steps_executed
+    check(executed == n, f"{executed} steps ran live for {n} items")
+    # The sleeps ran, at most CONCURRENCY at a time: no less than the ideal.
+    check(timings[-1] >= ideal_s(n, step_s), f"{n} items mapped in {timings[-1]:.3f} s")
     return timings[-1], total
 
 
@@ -80,8 +84,15 @@ def run_pool(n: int, step_s: float) -> float:
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
         total = sum(pool.map(fetch, range(n)))
-    assert total == n * (n - 1) // 2
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    check(total == n * (n - 1) // 2, f"the thread pool summed to {total}")
+    check(elapsed >= ideal_s(n, step_s), f"the pool ran {n} sleeps in {elapsed:.3f} s")
+    return elapsed
+
+
+def ideal_s(n: int, step_s: float) -> float:
+    """The least time ``n`` sleeps of ``step_s`` take, ``CONCURRENCY`` at a time."""
+    return -(-n // CONCURRENCY) * step_s
 
 
 def profile(n: int, step_s: float) -> str:
@@ -107,7 +118,8 @@ def main(quick: bool = False, show_profile: bool = False) -> None:
         maps.append(mapped)
         tasks.append(whole)
         pools.append(run_pool(n, STEP_S))
-    ideal = -(-n // CONCURRENCY) * STEP_S
+    ideal = ideal_s(n, STEP_S)
+    check(len(maps) == len(pools) == repeats, "the map and the pool measured side by side")
     emit("map_threads.items", n)
     emit("map_threads.max_concurrency", CONCURRENCY)
     emit("map_threads.ideal", ideal, "s")

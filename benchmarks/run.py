@@ -1,7 +1,9 @@
 """Run every benchmark: ``python -m benchmarks.run [--quick] [NAME ...]`` (``make bench``).
 
 ``--quick`` runs tiny versions (seconds, for a smoke test); names pick a subset. Each
-benchmark prints ``name: value unit`` lines; this adds how long each took.
+benchmark prints ``name: value unit`` lines; this adds how long each took and how many of its
+own checks passed. A benchmark that fails a check (``benchmarks.Mismeasured``) or makes none
+is reported on stderr, the others still run, and the run exits with status 1.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import importlib
 import sys
 import time
 
-from benchmarks import emit
+from benchmarks import Mismeasured, checks_made, emit
 
 BENCHMARKS = (
     "budget_fill",
@@ -28,6 +30,12 @@ BENCHMARKS = (
     "map_threads",
     "fanout_tasks",
 )
+#: The package's other modules, and why this does not run them.
+NOT_RUN = {
+    "run": "this runner",
+    "fanout_worker": "a worker process that fanout_tasks starts",
+    "versus": "compares git revisions (python -m benchmarks.versus REV ...), smoke-tested apart",
+}
 
 
 def main(argv: list[str]) -> int:
@@ -37,10 +45,24 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
         return 2
+    failed = []
     for name in chosen:
-        started = time.perf_counter()
-        importlib.import_module(f"benchmarks.{name}").main(quick=quick)
+        started, before = time.perf_counter(), checks_made()
+        try:
+            importlib.import_module(f"benchmarks.{name}").main(quick=quick)
+        except Mismeasured as exc:
+            print(f"benchmark {name} {exc}", file=sys.stderr, flush=True)
+            failed.append(name)
+            continue
+        checks = checks_made() - before
         emit(f"run.{name}.seconds", time.perf_counter() - started, "s")
+        emit(f"run.{name}.checks", checks, "self-checks passed")
+        if checks == 0:
+            print(f"benchmark {name} checked nothing of what it measured", file=sys.stderr)
+            failed.append(name)
+    if failed:
+        print(f"benchmarks that failed their checks: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks import emit, median
+from benchmarks import check, emit, median
 from continuum import Continuum, TaskContext
 from continuum.budget import Budget
 from continuum.record import TaskRecord
@@ -55,47 +55,59 @@ def build(turns: int, per_turn: int) -> tuple[Any, Any]:
     return app.tasks["spin"], noop.fn
 
 
-def run_task(task: Any) -> float:
+def run_task(task: Any, steps: int) -> float:
+    """Seconds of one run of the task, which must run ``steps`` steps live."""
     record = TaskRecord(task_id="bench", task_name="spin", state={})
     budget = Budget(remaining=lambda: 1e9)
     loop = TurnLoop(task, record, budget, lambda: None, math.inf)
     started = time.perf_counter()
     outcome = loop.run()
     elapsed = time.perf_counter() - started
-    assert isinstance(outcome, Returned), outcome
-    assert record.counters.steps_executed > 0
+    check(isinstance(outcome, Returned), f"the task ended {outcome!r}")
+    counters = record.counters
+    check(
+        (counters.steps_executed, counters.steps_replayed) == (steps, 0),
+        f"{counters.steps_executed} steps ran live and {counters.steps_replayed} replayed; "
+        f"{steps} were to run live",
+    )
+    timed = record.step_stats["noop"].count if "noop" in record.step_stats else 0
+    check(timed == steps, f"{timed} runs of the step were timed, of {steps}")
     return elapsed
 
 
 def run_direct(fn: Any, turns: int, per_turn: int) -> float:
     started = time.perf_counter()
+    total = 0
     for _ in range(turns):
         for i in range(per_turn):
-            fn(i)
-    return time.perf_counter() - started
+            total += fn(i)
+    elapsed = time.perf_counter() - started
+    check(total == turns * per_turn * (per_turn - 1) // 2, f"the direct calls returned {total}")
+    return elapsed
 
 
 def measure(turns: int, per_turn: int, repeats: int) -> tuple[float, float]:
     """Median seconds per step through the loop and directly."""
     task, fn = build(turns, per_turn)
-    run_task(task)  # warm up: the step's TypeAdapter and the state model are built lazily
-    looped, direct = [], []
-    for _ in range(repeats):
-        looped.append(run_task(task))
-        direct.append(run_direct(fn, turns, per_turn))
     steps = turns * per_turn
+    run_task(task, steps)  # warm up: the step's TypeAdapter and the state model are built lazily
+    looped, direct = [], []
+    for _ in range(repeats):  # interleaved
+        looped.append(run_task(task, steps))
+        direct.append(run_direct(fn, turns, per_turn))
+    check(min(looped) > 0 and min(direct) > 0, f"no time measured: {looped}, {direct}")
     return median(looped) / steps, median(direct) / steps
 
 
 def profile(turns: int, per_turn: int, top: int = 15) -> None:
     task, _ = build(turns, per_turn)
-    run_task(task)
+    steps = turns * per_turn
+    run_task(task, steps)
     profiler = cProfile.Profile()
     profiler.enable()
-    run_task(task)
+    run_task(task, steps)
     profiler.disable()
     stats = pstats.Stats(profiler, stream=io.StringIO())
-    steps = turns * per_turn
     rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]  # type: ignore[attr-defined]
     for (filename, line, name), (_cc, ncalls, tottime, _cum, _callers) in rows:
         parts = filename.rsplit("/", 2)

@@ -27,7 +27,7 @@ import math
 import sys
 from typing import Any
 
-from benchmarks import emit, silence_worker_logs
+from benchmarks import check, emit, silence_worker_logs
 from benchmarks.wait_cost import LAMBDA_MEMORY_MB
 from continuum.local import LocalRuntime, moto_backend
 from continuum.prices import PRICES, dollars
@@ -42,7 +42,7 @@ def run(budget_s: float, scale: float) -> tuple[Any, Any]:
 
     runtime = LocalRuntime(app, budget_s=budget_s, backend="moto")
     summary = runtime.run("research", {"topic": "tides", "latency_scale": scale})
-    assert summary.status == "succeeded", summary
+    check(summary.status == "succeeded", f"the research agent ended {summary.status}")
     return runtime.record(summary.task_id), summary
 
 
@@ -59,6 +59,22 @@ def main(quick: bool = False) -> None:
     spent = dollars(usage)
     durations = step_durations(record)
     steps, turns = len(durations), record.counters.turns
+    counters = record.counters
+    # What is priced is what ran: every live step, every invocation, each one's calls.
+    check(
+        steps == counters.steps_executed > 0 and sum(durations) > 0,
+        f"{steps} steps in the history, {counters.steps_executed} run live",
+    )
+    check(
+        usage.invocations == counters.invocations > 1 and usage.lambda_ms > 0,
+        f"{usage.invocations} invocations billed ({usage.lambda_ms} ms), {counters.invocations} "
+        "run: the task must continue for its continuations to be priced",
+    )
+    check(
+        usage.sqs_send >= counters.continuations and usage.s3_put >= counters.invocations,
+        f"{usage.sqs_send} sends and {usage.s3_put} PUTs counted for "
+        f"{counters.continuations} continuations of {counters.invocations} invocations",
+    )
     continuations = max(1, record.counters.continuations)
     lambda_gb_s = PRICES.lambda_gb_s
     work = sum(math.ceil(d * 1000) / 1000 for d in durations) * MEMORY_GB * lambda_gb_s

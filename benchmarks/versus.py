@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks import emit, median
+from benchmarks import Mismeasured, check, emit, median
 from benchmarks.cold_import import ENV, KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ import time
 {KINDS["handler_after_baseline_no_powertools"][0]}
 started = time.process_time()
 import handlers.worker
-print(time.process_time() - started)
+print(time.process_time() - started, handlers.worker.__file__)
 """
 
 STEPS = """
@@ -51,7 +51,10 @@ for _ in range(3):
     started = time.process_time()
     loop.run()
     best.append((time.process_time() - started) / 20000)
-print(min(best))
+    if record.counters.steps_executed != 20000:
+        raise SystemExit(f"{record.counters.steps_executed} steps ran live, of 20000")
+import continuum
+print(min(best), continuum.__file__)
 """
 
 
@@ -60,13 +63,20 @@ def label(rev: str) -> str:
 
 
 def run_in(tree: Path, code: str) -> float:
+    """The figure ``code`` prints, run on ``tree``'s code (checked: not the installed one)."""
     env = {**ENV, "PYTHONPATH": str(tree)}
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True
     )
     if done.returncode != 0:
-        raise SystemExit(f"{tree}: {done.stderr.strip().splitlines()[-1]}")
-    return float(done.stdout.split()[-1])
+        raise Mismeasured(f"{tree}: {done.stderr.strip().splitlines()[-1]}")
+    figure, module = done.stdout.split()[-2:]
+    check(
+        Path(module).resolve().is_relative_to(tree.resolve()),
+        f"measured {module}, not the code of {tree}",
+    )
+    check(float(figure) > 0, f"{tree}: measured {figure} s")
+    return float(figure)
 
 
 def checkout(rev: str, into: Path) -> Path:

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks import emit, median, silence_worker_logs
+from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
 from continuum.clocks import real_monotonic
 from continuum.local import Invocation, LocalRuntime, moto_backend
@@ -180,7 +180,17 @@ def measure(days: float, *, backend: str = "moto") -> Measured:
             summary = runtime.drive(task_id, on_invocation=on_invocation, timeout_s=3600)
         record = runtime.record(task_id)
         record_bytes = len(runtime.observer_store.get(app.records.record_key(task_id)).body)
-    assert summary.status == Status.SUCCEEDED.value, summary
+    check(summary.status == Status.SUCCEEDED.value, f"the nap ended {summary.status}")
+    # Each hop: one invocation, timed; the timer it received, the record it wrote, the next
+    # timer it sent, all counted.
+    hops, timers = record.counters.hops, math.ceil(days * 86_400 / 900)
+    check(hops == timers - 1, f"a {days:g}-day sleep made {hops} hops, not {timers - 1}")
+    check(len(hop_seconds) == hops, f"{len(hop_seconds)} hop invocations timed, of {hops}")
+    check(
+        hop_calls["poller:ReceiveMessage"] == hops
+        and min(hop_calls["s3:PutObject"], hop_calls["sqs:SendMessage"]) >= hops,
+        f"{hops} hops counted {dict(hop_calls)}",
+    )
     return Measured(
         days=days,
         hops=record.counters.hops,

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from benchmarks import emit, median, silence_worker_logs
+from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
 from continuum.clocks import real_monotonic
 from continuum.local import POLL_INTERVAL_S, LocalRuntime, moto_backend
@@ -95,12 +95,19 @@ def measure(backend: str, repeats: int) -> tuple[list[float], list[float]]:
         # Let the invocation return (its timer sent, its message deleted) and the poller idle;
         # the offset moves the answer's phase against the poll interval.
         time.sleep(0.05 + POLL_INTERVAL_S * (repeat % 5) / 5)
+        check(len(seen["woke"]) == repeat, f"{task_id} ran on before its answer was sent")
         started = real_monotonic()
         client.complete_callback(seen["ids"][-1], {"approved": True})
         answered = real_monotonic()
         driver.join(timeout=60)
-        assert not driver.is_alive(), "the task did not finish"
-        assert runtime.record(task_id).status == Status.SUCCEEDED
+        check(not driver.is_alive(), f"{task_id} did not finish after its answer")
+        check(runtime.record(task_id).status == Status.SUCCEEDED, f"{task_id} did not succeed")
+        # The step after the wait ran once for this task, after the answer was sent.
+        check(
+            len(seen["woke"]) == repeat + 1 and seen["woke"][-1] > started,
+            f"{task_id}: {len(seen['woke'])} wakes stamped (of {repeat + 1}), or the last one "
+            "before the answer",
+        )
         if repeat:
             latencies.append(seen["woke"][-1] - started)
             answering.append(answered - started)

@@ -1,22 +1,30 @@
-"""The benchmarks run (tiny versions) and print `name: value unit` lines. No timing is
-asserted here: performance is measured by `make bench`, never by a test."""
+"""The benchmarks run (tiny versions), check that they measured what they name, and print
+`name: value unit` lines. No timing is asserted here: performance is measured by `make bench`,
+never by a test."""
 
 from __future__ import annotations
 
+import pkgutil
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+import benchmarks
+from benchmarks import Mismeasured, run
+from continuum.clocks import real_monotonic
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"^[\w.:/()<>' -]+: -?[\d.e+-]+( .*)?$")
 
 
-def printed_names(*args: str) -> set[str]:
+def printed(*args: str) -> dict[str, str]:
     """Run ``python -m ARGS``; check it succeeds and prints only ``name: value unit`` lines;
-    return the names."""
+    return each name's value."""
     done = subprocess.run(
         [sys.executable, "-m", *args],
         cwd=ROOT,
@@ -29,12 +37,88 @@ def printed_names(*args: str) -> set[str]:
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     bad = [line for line in lines if not LINE.match(line)]
     assert not bad, bad[:5]
-    return {line.split(":")[0] for line in lines}
+    return {name: rest.split()[0] for name, _, rest in (line.partition(": ") for line in lines)}
+
+
+# -- budget fill: its clock reaches what it measures, and it counts every overrun ------------
+
+
+def test_budget_fill_learns_the_virtual_durations_it_simulates():
+    from benchmarks.budget_fill import Simulation, predictive, workload
+
+    plan = workload(60, 3)
+    simulation = Simulation(plan, predictive())
+    simulation.run()
+    learned = simulation.final_record.step_stats
+    for name in ("llm", "tool", "summarize"):
+        drawn = [d for turn in plan for step, d in turn if step == name]
+        assert learned[name].count == len(drawn)
+        assert learned[name].total_s == pytest.approx(sum(drawn), abs=1e-3)
+
+
+def test_budget_fill_refuses_to_report_when_the_step_timing_misses_its_clock(monkeypatch):
+    """As when steps came to be timed in a module that its clock did not reach."""
+    import continuum.calls
+    from benchmarks.budget_fill import Simulation, predictive, workload
+
+    monkeypatch.setattr(continuum.calls, "time", SimpleNamespace(monotonic=real_monotonic))
+    with pytest.raises(Mismeasured, match="learned"):
+        Simulation(workload(60, 3), predictive()).run()
+
+
+def test_budget_fill_refuses_to_report_an_overrun_it_did_not_count(monkeypatch):
+    from benchmarks.budget_fill import Simulation, fixed, workload
+
+    killed = Simulation._killed
+
+    def forgetful(self: Simulation, stored: str) -> str:
+        out = killed(self, stored)
+        self.result.overruns -= 1
+        return out
+
+    monkeypatch.setattr(Simulation, "_killed", forgetful)
+    with pytest.raises(Mismeasured, match="overrun"):
+        Simulation(workload(200, 3), fixed(0.0)).run()  # no margin: steps run past the deadline
+
+
+# -- the runner: every benchmark runs, and a failed check fails the run ------------------------
+
+
+def test_every_benchmark_module_is_run_by_make_bench_or_named_as_not_a_benchmark():
+    modules = {m.name for m in pkgutil.iter_modules(benchmarks.__path__)}
+    assert modules == set(run.BENCHMARKS) | set(run.NOT_RUN)
+    assert not set(run.BENCHMARKS) & set(run.NOT_RUN)
+
+
+def test_a_benchmark_that_fails_its_check_fails_the_run(monkeypatch, capsys):
+    def main(quick: bool) -> None:
+        benchmarks.check(False, "the work was never done")
+
+    monkeypatch.setitem(sys.modules, "benchmarks.broken", types.SimpleNamespace(main=main))
+    monkeypatch.setattr(run, "BENCHMARKS", ("broken",))
+    assert run.main(["--quick"]) == 1
+    assert "benchmark broken did not measure what it names: the work was never done" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_benchmark_that_checks_nothing_fails_the_run(monkeypatch, capsys):
+    monkeypatch.setitem(
+        sys.modules, "benchmarks.unchecked", types.SimpleNamespace(main=lambda quick: None)
+    )
+    monkeypatch.setattr(run, "BENCHMARKS", ("unchecked",))
+    assert run.main(["--quick"]) == 1
+    assert "benchmark unchecked checked nothing" in capsys.readouterr().err
+
+
+# -- the quick runs ----------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_benchmarks_run_quick_and_print_name_value_unit_lines():
-    names = printed_names("benchmarks.run", "--quick")
+def test_every_benchmark_runs_quick_checks_itself_and_prints_name_value_unit_lines():
+    values = printed("benchmarks.run", "--quick")
+    for name in run.BENCHMARKS:
+        assert float(values[f"run.{name}.checks"]) > 0, name
     for expected in (
         "budget_fill.fill.b_predictive",
         "budget_fill.overruns.b_predictive",
@@ -63,14 +147,14 @@ def test_benchmarks_run_quick_and_print_name_value_unit_lines():
         "fanout_tasks.n20.per_child.report.sqs_send.max",
         "fanout_tasks.parent_record_writes_growth",
     ):
-        assert expected in names, expected
+        assert expected in values, expected
 
 
 @pytest.mark.slow
 def test_versus_measures_revisions_side_by_side_from_worktrees():
     """One round, HEAD against the working tree: a worktree is made, measured and removed."""
-    names = printed_names("benchmarks.versus", "--rounds", "1", "HEAD", ".")
-    assert {"versus.HEAD.cold_import", "versus.working_tree.step_overhead_ratio"} <= names
+    values = printed("benchmarks.versus", "--rounds", "1", "HEAD", ".")
+    assert {"versus.HEAD.cold_import", "versus.working_tree.step_overhead_ratio"} <= set(values)
     listed = subprocess.run(
         ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
     )
