@@ -24,7 +24,9 @@ STATE_CHARS = 2000
 def register(commands: Any) -> None:
     """Add list, inspect, cost, retry and fork to the ``continuum`` command."""
     listing = commands.add_parser("list", help="list tasks, newest first (needs no app)")
-    listing.add_argument("--status", default=None, help="only tasks in this status")
+    listing.add_argument(
+        "--status", type=status_name, default=None, help="only tasks in this status"
+    )
     listing.add_argument("--task", default=None, help="only tasks of this task name")
     listing.add_argument(
         "--since", default=None, help="only tasks updated since: an ISO time, or 30m, 6h, 2d"
@@ -48,7 +50,7 @@ def register(commands: Any) -> None:
         metavar="FILE",
         help="write the timeline as one self-contained HTML page (- for stdout)",
     )
-    inspect.add_argument("--versions", type=int, default=200, help="earlier versions to read")
+    inspect.add_argument("--versions", type=versions, default=200, help="earlier versions to read")
     add_stack_options(inspect, queue=False)
     inspect.set_defaults(func=cmd_inspect)
 
@@ -78,6 +80,27 @@ def register(commands: Any) -> None:
     fork.add_argument("--as", dest="new_id", required=True, metavar="NEW_ID")
     add_stack_options(fork)
     fork.set_defaults(func=cmd_fork)
+
+
+def status_name(text: str) -> str:
+    """An argparse type: one of the statuses a task can be in."""
+    from continuum.record import Status
+
+    names = [status.value for status in Status]
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a status; use one of {', '.join(names)}")
+    return text
+
+
+def versions(text: str) -> int:
+    """An argparse type: how many earlier versions to read, zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or a positive whole number, got {text!r}")
+    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:
