@@ -119,7 +119,11 @@ class Runner(Protocol):
     def sleep(self, duration: Duration, name: str | None) -> None: ...
 
     def create_callback(
-        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+        self,
+        name: str | None,
+        timeout: Duration | None,
+        heartbeat_timeout: Duration | None,
+        request: Any = None,
     ) -> Callback: ...
 
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None: ...

@@ -18,6 +18,8 @@ import secrets
 import time
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from continuum.control import Suspend, Wait
 from continuum.errors import (
     CallbackFailedError,
@@ -27,6 +29,7 @@ from continuum.errors import (
 from continuum.now import now_s
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.turnstate import TurnState
+from continuum.values import dump_json, to_json
 from continuum.waiters import (
     Duration,
     OpenCallback,
@@ -41,6 +44,9 @@ from continuum.waiters import (
 #: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
 #: would cost more than the wait.
 INLINE_WAIT_S = 1.0
+#: The largest request a callback may carry (the record keeps it while the callback is open).
+MAX_REQUEST_BYTES = 16 * 1024
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 #: Before deciding that a wait cannot be answered now, the inbox is listed again if the last
 #: listing is older than this (the worker lists once more after writing ``waiting`` anyway).
 INBOX_FRESH_S = 2.0
@@ -89,11 +95,15 @@ class WaitCalls(TurnState):
             self._sleep(duration, name)
 
     def create_callback(
-        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+        self,
+        name: str | None,
+        timeout: Duration | None,
+        heartbeat_timeout: Duration | None,
+        request: Any = None,
     ) -> Callback:
         with self.lock:
             self.halt_check()
-            return self._create_callback(name, timeout, heartbeat_timeout)
+            return self._create_callback(name, timeout, heartbeat_timeout, request)
 
     def callback_result(self, callback: Callback) -> Any:
         with self.lock:
@@ -165,7 +175,11 @@ class WaitCalls(TurnState):
     # -- callbacks ---------------------------------------------------------------------------------
 
     def _create_callback(
-        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+        self,
+        name: str | None,
+        timeout: Duration | None,
+        heartbeat_timeout: Duration | None,
+        request: Any,
     ) -> Callback:
         task_id = self.record.task_id
         label = check_name(name or "callback", what="callback name", task_id=task_id)
@@ -176,6 +190,7 @@ class WaitCalls(TurnState):
             assert entry.ref is not None
             return Callback(self, entry.ref, label)
         token = secrets.token_hex(16)  # unguessable; journaled, so a replay uses the same
+        asks = self._request(request, f"{task_id}.{token}", label)
         now = now_s()
         created = epoch_to_datetime(now)
         assert created is not None
@@ -186,6 +201,7 @@ class WaitCalls(TurnState):
             timeout_at=epoch_to_datetime(now + timeout_s) if timeout_s is not None else None,
             heartbeat_timeout_s=heartbeat_s,
             heartbeat_at=created,
+            request=asks,
         )
         self._done(JournalEntry(key, label, kind=EntryKind.CALLBACK, ref=token))
         # The id must be in the stored record before anyone outside can hold it: a client
@@ -195,6 +211,20 @@ class WaitCalls(TurnState):
         except Suspend as signal:
             raise self.unwind(signal) from None
         return Callback(self, token, label)
+
+    def _request(self, request: Any, callback_id: str, name: str) -> Any:
+        """A callback's request as the record keeps it: JSON, small, made once."""
+        what = f"the request of callback {name!r}"
+        value = request(callback_id) if callable(request) else request
+        value = to_json(_ANY, value, what=what, task_id=self.record.task_id)
+        size = len(dump_json(value))
+        if size > MAX_REQUEST_BYTES:
+            raise ContinuumError(
+                f"{what} is {size} bytes as JSON; the limit is {MAX_REQUEST_BYTES}",
+                task_id=self.record.task_id,
+                hint="show a summary and a reference to the rest (your own S3 object)",
+            )
+        return value
 
     def _callback_result(self, callback: Callback) -> Any:
         name = f"{callback.name}.result"
@@ -233,7 +263,11 @@ class WaitCalls(TurnState):
                 self._listing_fresh()
         entry.deadline = deadline.timestamp() if deadline is not None else None
         waiter = Waiter(
-            kind=WaitKind.CALLBACK, name=callback.name, id=callback.id, deadline=deadline
+            kind=WaitKind.CALLBACK,
+            name=callback.name,
+            id=callback.id,
+            deadline=deadline,
+            request=open_callback.request,
         )
         raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
 
