@@ -207,6 +207,7 @@ def render(view: TaskView) -> str:
         until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
         ident = f" (id {waiter.id})" if waiter.id else ""
         lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
+        lines.extend(_request_lines(waiter.id, waiter.request))
     lines.append("")
     lines.append(f"invocations ({len(view.invocations)} shown):")
     for run in view.invocations:
@@ -236,6 +237,28 @@ def render(view: TaskView) -> str:
     lines.append("state:")
     lines.append(state)
     return "\n".join(lines)
+
+
+def _request_lines(callback_id: str | None, request: Any) -> list[str]:
+    """What a callback asks, and the command that sends each of its ready answers."""
+    from continuum.expects import ready_answers
+
+    if request is None:
+        return []
+    if isinstance(request, dict):
+        request_shown = {k: v for k, v in request.items() if k not in ("expects", "answers")}
+    else:
+        request_shown = request
+    text = json.dumps(request_shown)
+    if len(text) > STATE_CHARS:
+        text = text[:STATE_CHARS] + f" ... ({len(text)} characters; --json shows all)"
+    lines = [f"    asks {text}"]
+    for name, answer in ready_answers(request).items():
+        lines.append(
+            f"    {name}: continuum callback complete {callback_id} --answer {name}"
+            f"  (sends {json.dumps(answer)})"
+        )
+    return lines
 
 
 def _cost(view: TaskView) -> str:
