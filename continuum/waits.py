@@ -52,6 +52,12 @@ _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 INBOX_FRESH_S = 2.0
 
 
+def new_token() -> str:
+    """A new callback token: 128 random bits (``continuum.testing``'s replay check makes its
+    runs' tokens alike, so that what derives from a callback id compares between them)."""
+    return secrets.token_hex(16)
+
+
 class Callback:
     """A callback the task created: hand ``id`` to the outside world, then wait on ``result()``.
 
@@ -189,7 +195,7 @@ class WaitCalls(TurnState):
         if entry is not None and not entry.partial:
             assert entry.ref is not None
             return Callback(self, entry.ref, label)
-        token = secrets.token_hex(16)  # unguessable; journaled, so a replay uses the same
+        token = new_token()  # unguessable; journaled, so a replay uses the same
         asks = self._request(request, f"{task_id}.{token}", label)
         now = now_s()
         created = epoch_to_datetime(now)

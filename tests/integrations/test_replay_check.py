@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import Agent
 
-from continuum import Continuum, Status, TaskContext
+from continuum import ConfigurationError, Continuum, Status, TaskContext
 from continuum.integrations.pydantic_ai import ContinuumDurability
-from continuum.testing import ReplayDivergence, check_replay_safe
+from continuum.testing import ReadyAnswer, ReplayDivergence, check_replay_safe
 from tests.integrations.agents import SCRIPT, Chat, Ledger, support_agent, support_app
 
 
@@ -45,3 +45,38 @@ def test_an_agent_on_pydantic_ais_test_model_is_replay_safe():
     report = check_replay_safe(support_app(agent), "support", {"question": "hi"})
     assert report.status == Status.SUCCEEDED
     assert [step.name for step in report.steps] == ["echo__model.request"]
+
+
+@pytest.mark.parametrize("ready", ["approve", "deny"])
+def test_an_agent_task_waiting_for_approval_is_replay_safe_with_a_ready_answer(ready):
+    ledger = Ledger()
+    script = [[("issue_refund", {"order_id": "A1", "cents": 1250})]]
+    durability = ContinuumDurability(notify=lambda request: None)
+    app = support_app(support_agent(ledger, script=script, durability=durability))
+    report = check_replay_safe(
+        app,
+        "support",
+        {"question": "refund A1"},
+        callbacks={"approve.issue_refund": ReadyAnswer(ready)},
+    )
+    assert report.status == Status.SUCCEEDED
+    names = [step.name for step in report.steps]
+    assert "approve.issue_refund.submit" in names
+    refunded = "support__function_toolset__<agent>.call_tool:issue_refund" in names
+    assert refunded == (ready == "approve")
+
+
+def test_a_ready_answer_the_callback_does_not_offer_is_a_clear_error():
+    ledger = Ledger()
+    script = [[("issue_refund", {"order_id": "A1", "cents": 1250})]]
+    durability = ContinuumDurability(notify=lambda request: None)
+    app = support_app(support_agent(ledger, script=script, durability=durability))
+    with pytest.raises(
+        ConfigurationError, match=r"offers no ready answer 'maybe' \(it offers: approve, deny\)"
+    ):
+        check_replay_safe(
+            app,
+            "support",
+            {"question": "x"},
+            callbacks={"approve.issue_refund": ReadyAnswer("maybe")},
+        )
