@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from continuum.callbacks import Callback
 from continuum.control import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 from continuum.steps import Runner, active_runner, as_step, stable_name
 from continuum.waiters import Duration, Signal
-from continuum.waits import Callback
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum.completion import BatchResult, Completion

@@ -14,12 +14,11 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Any
 
-from pydantic import TypeAdapter
-
+from continuum import callbacks
+from continuum.callbacks import Callback
 from continuum.control import Suspend, Wait
 from continuum.errors import (
     CallbackFailedError,
@@ -29,7 +28,6 @@ from continuum.errors import (
 from continuum.now import now_s
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.turnstate import TurnState
-from continuum.values import dump_json, to_json
 from continuum.waiters import (
     Duration,
     OpenCallback,
@@ -44,50 +42,9 @@ from continuum.waiters import (
 #: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
 #: would cost more than the wait.
 INLINE_WAIT_S = 1.0
-#: The largest request a callback may carry (the record keeps it while the callback is open).
-MAX_REQUEST_BYTES = 16 * 1024
-_ANY: TypeAdapter[Any] = TypeAdapter(Any)
 #: Before deciding that a wait cannot be answered now, the inbox is listed again if the last
 #: listing is older than this (the worker lists once more after writing ``waiting`` anyway).
 INBOX_FRESH_S = 2.0
-
-
-def new_token() -> str:
-    """A new callback token: 128 random bits (``continuum.testing``'s replay check makes its
-    runs' tokens alike, so that what derives from a callback id compares between them)."""
-    return secrets.token_hex(16)
-
-
-class Callback:
-    """A callback the task created: hand ``id`` to the outside world, then wait on ``result()``.
-
-    Example:
-        >>> cb = ctx.create_callback("approval", timeout=timedelta(days=2))  # doctest: +SKIP
-        >>> send_approval_email(cb.id)  # a step  # doctest: +SKIP
-        >>> decision = cb.result()  # the task waits, without compute  # doctest: +SKIP
-    """
-
-    def __init__(self, waits: WaitCalls, token: str, name: str) -> None:
-        self._waits = waits
-        self.token = token
-        self.name = name
-
-    @property
-    def id(self) -> str:
-        """The callback id: ``client.complete_callback(id, result)`` answers it."""
-        return f"{self._waits.record.task_id}.{self.token}"
-
-    def result(self) -> Any:
-        """Wait for the answer and return its result.
-
-        Raises:
-            CallbackTimeoutError: no answer before the timeout, or heartbeats stopped.
-            CallbackFailedError: the outside world failed it (``client.fail_callback``).
-        """
-        return self._waits.callback_result(self)  # the runner that created it
-
-    def __repr__(self) -> str:
-        return f"Callback(name={self.name!r}, id={self.id!r})"
 
 
 class WaitCalls(TurnState):
@@ -101,15 +58,11 @@ class WaitCalls(TurnState):
             self._sleep(duration, name)
 
     def create_callback(
-        self,
-        name: str | None,
-        timeout: Duration | None,
-        heartbeat_timeout: Duration | None,
-        request: Any = None,
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
         with self.lock:
             self.halt_check()
-            return self._create_callback(name, timeout, heartbeat_timeout, request)
+            return self._create_callback(name, timeout, heartbeat, request)
 
     def callback_result(self, callback: Callback) -> Any:
         with self.lock:
@@ -181,22 +134,18 @@ class WaitCalls(TurnState):
     # -- callbacks ---------------------------------------------------------------------------------
 
     def _create_callback(
-        self,
-        name: str | None,
-        timeout: Duration | None,
-        heartbeat_timeout: Duration | None,
-        request: Any,
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
         task_id = self.record.task_id
         label = check_name(name or "callback", what="callback name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
-        heartbeat_s = seconds_of(heartbeat_timeout, what="heartbeat_timeout", task_id=task_id)
+        heartbeat_s = seconds_of(heartbeat, what="heartbeat_timeout", task_id=task_id)
         key, entry = self._enter(label, EntryKind.CALLBACK)
         if entry is not None and not entry.partial:
             assert entry.ref is not None
             return Callback(self, entry.ref, label)
-        token = new_token()  # unguessable; journaled, so a replay uses the same
-        asks = self._request(request, f"{task_id}.{token}", label)
+        token = callbacks.new_token()  # unguessable; journaled, so a replay uses the same
+        asks = callbacks.request_json(request, f"{task_id}.{token}", label, task_id)
         now = now_s()
         created = epoch_to_datetime(now)
         assert created is not None
@@ -217,20 +166,6 @@ class WaitCalls(TurnState):
         except Suspend as signal:
             raise self.unwind(signal) from None
         return Callback(self, token, label)
-
-    def _request(self, request: Any, callback_id: str, name: str) -> Any:
-        """A callback's request as the record keeps it: JSON, small, made once."""
-        what = f"the request of callback {name!r}"
-        value = request(callback_id) if callable(request) else request
-        value = to_json(_ANY, value, what=what, task_id=self.record.task_id)
-        size = len(dump_json(value))
-        if size > MAX_REQUEST_BYTES:
-            raise ContinuumError(
-                f"{what} is {size} bytes as JSON; the limit is {MAX_REQUEST_BYTES}",
-                task_id=self.record.task_id,
-                hint="show a summary and a reference to the rest (your own S3 object)",
-            )
-        return value
 
     def _callback_result(self, callback: Callback) -> Any:
         name = f"{callback.name}.result"

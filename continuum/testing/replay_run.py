@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from continuum import waits
+from continuum import callbacks
 from continuum.app import Continuum
 from continuum.clocks import VirtualTime, real_monotonic
 from continuum.errors import ConfigurationError, ContinuumError
@@ -185,16 +185,16 @@ def _alike_tokens(task_id: str) -> Iterator[None]:
     """Every run's n-th callback gets the same token, so that what a task derives from a
     callback id (an approval's digest) is the same in every run."""
     count = itertools.count()
-    made = waits.new_token
+    made = callbacks.new_token
 
     def token() -> str:
         return hashlib.sha256(f"{task_id}:{next(count)}".encode()).hexdigest()[:32]
 
-    waits.new_token = token
+    callbacks.new_token = token
     try:
         yield
     finally:
-        waits.new_token = made
+        callbacks.new_token = made
 
 
 class _Answers:

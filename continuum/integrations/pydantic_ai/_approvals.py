@@ -36,11 +36,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
+from continuum.callbacks import Callback
 from continuum.context import TaskContext
 from continuum.errors import CallbackFailedError, CallbackTimeoutError
 from continuum.steps import as_step
 from continuum.values import dump_json
-from continuum.waits import Callback
 
 #: Refused answers (a wrong digest, a malformed answer) after which a call is denied.
 MAX_REFUSED_ANSWERS = 3
