@@ -93,7 +93,9 @@ class Answers:
                         result = ready_answer(waiter.request, result.name, repr(waiter.name))
                 elif self.interactive:
                     if waiter.request is not None:
-                        print(f"callback {waiter.name!r} asks: {_asks(waiter.request)}")
+                        print(
+                            f"callback {waiter.name!r} asks: {_asks(waiter.name, waiter.request)}"
+                        )
                     result = _ask(f"callback {waiter.name!r} (id {waiter.id}): result as JSON")
                 else:
                     continue
@@ -116,7 +118,7 @@ class Answers:
                 + (f" id {waiter.id}" if waiter.id else "")
             )
             if waiter.request is not None:
-                print(f"    asks: {_asks(waiter.request)}")
+                print(f"    asks: {_asks(waiter.name, waiter.request)}")
         print(
             "answer in this run with --answer NAME=JSON (callbacks) or --signal NAME=JSON, "
             "or run it on `continuum dev` and use `continuum callback complete ID` / "
@@ -125,18 +127,18 @@ class Answers:
         return EXIT_WAITING
 
 
-def _asks(request: Any) -> str:
+def _asks(callback: str, request: Any) -> str:
     """A callback's request in one line, without the shape (its ready answers say it)."""
     from continuum.expects import ready_answers
 
     shown = (
-        {k: v for k, v in request.items() if k != "expects"}
+        {k: v for k, v in request.items() if k not in ("expects", "answers")}
         if isinstance(request, dict)
         else request
     )
     text = json.dumps(shown)
     for name in ready_answers(request):
-        text += f"\n    ready answer {name}: --answer NAME=@{name}"
+        text += f"\n    ready answer {name}: --answer '{callback}=@{name}'"
     return text
 
 

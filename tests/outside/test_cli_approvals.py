@@ -92,3 +92,12 @@ def test_the_readmes_one_command_run_approves_with_the_ready_answer():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "refunded 45.99 USD" in done.stdout
     assert re.search(r"completed callback 'approve\.issue_refund'", done.stdout)
+
+
+def test_a_run_stopped_at_the_approval_says_what_it_asks_and_how_to_answer_in_the_run():
+    done = cli(*RUN, env=base_env(), timeout=180)
+    assert done.returncode == 3, done.stdout + done.stderr
+    [asks] = [line for line in done.stdout.splitlines() if line.lstrip().startswith("asks: ")]
+    assert json.loads(asks.split("asks: ", 1)[1])["args"] == {"order_id": "A-1001", "cents": 4599}
+    assert "ready answer approve: --answer 'approve.issue_refund=@approve'" in done.stdout
+    assert "ready answer deny: --answer 'approve.issue_refund=@deny'" in done.stdout

@@ -154,8 +154,8 @@ def print_request(request: ApprovalRequest) -> None:
         f"in task {request.task_id}\n"
         f"  approve: continuum callback complete {request.callback_id} --answer approve\n"
         f"           (or --result '{answer}')\n"
-        f"  deny:    continuum callback complete {request.callback_id} "
-        '--result \'{"approved": false, "message": "why"}\'',
+        f"  deny:    continuum callback complete {request.callback_id} --answer deny\n"
+        '           (or --result \'{"approved": false, "message": "why"}\')',
         flush=True,
     )
 
