@@ -35,7 +35,7 @@ def refund_waiting(env: dict[str, str]) -> tuple[str, dict]:
 @pytest.fixture
 def app_env() -> Iterator[dict[str, str]]:
     """A dev stack with the sample's worker running on it."""
-    with dev_stack(budget_s=30) as (_stack, env):
+    with dev_stack() as (_stack, env):  # its queues as every test here makes them
         app_env = {**env, "CONTINUUM_APP": "samples.support_agent:app"}
         worker = Command("worker", "samples.support_agent:app", "--budget", "30", env=app_env)
         try:
