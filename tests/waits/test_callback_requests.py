@@ -180,3 +180,18 @@ def test_a_callback_request_is_refused_when_it_is_not_json_at_creation_not_later
 
     with TaskRunner(app) as runner:
         assert "the request of callback 'c'" in runner.run("task", {"title": "t"}).result
+
+
+def test_a_test_answers_a_callback_with_one_of_its_ready_answers_by_name():
+    app, _ids = review_app()
+    from continuum.testing import TaskRunner
+
+    with TaskRunner(app) as runner:
+        task = runner.run("review", {"title": "tides"})
+        callback = task.callback("review")
+        assert callback.request["title"] == "tides"
+        with pytest.raises(
+            ContinuumError, match=r"offers no ready answer 'maybe' \(it offers: yes, no\)"
+        ):
+            callback.choose("maybe")
+        assert callback.choose("no").result == ANSWERS["no"]
