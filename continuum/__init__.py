@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from continuum.app import Continuum
 from continuum.batch import LambdaContext
+from continuum.callbacks import Callback
 from continuum.context import TaskContext, current_context
 from continuum.errors import (
     BadMessageError,
@@ -58,7 +59,6 @@ from continuum.steps import Step, StepOptions
 from continuum.store import RecordStore
 from continuum.tasks import Task
 from continuum.waiters import Signal, Waiter, WaitKind
-from continuum.waits import Callback
 
 __all__ = [
     "BadMessageError",

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from continuum.callbacks import Callback
 from continuum.control import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 from continuum.steps import Runner, active_runner, as_step, stable_name
 from continuum.waiters import Duration, Signal
-from continuum.waits import Callback
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum.completion import BatchResult, Completion
@@ -84,14 +84,20 @@ class TaskContext(Generic[S]):
         *,
         timeout: Duration | None = None,
         heartbeat_timeout: Duration | None = None,
+        request: Any = None,
     ) -> Callback:
         """Create a callback: hand ``cb.id`` to a person or a service, then ``cb.result()``.
 
         ``client.complete_callback(id, result)`` or ``fail_callback`` answers it;
         ``heartbeat_callback`` keeps it alive when ``heartbeat_timeout`` is set. The id is
         unguessable and saved in the record before it is returned.
+
+        ``request`` is JSON that says what the callback asks, shown wherever the callback is
+        (``continuum status``, ``inspect``, the dev UI); its ``"expects"`` (a JSON Schema) makes
+        the client refuse answers of another shape, and its ``"answers"`` names ready answers
+        (``continuum.expects``). It may be a function of the callback id that returns it.
         """
-        return self._runner.create_callback(name, timeout, heartbeat_timeout)
+        return self._runner.create_callback(name, timeout, heartbeat_timeout, request)
 
     def wait_for_callback(
         self,
@@ -102,14 +108,17 @@ class TaskContext(Generic[S]):
         heartbeat_timeout: Duration | None = None,
         retries: int = 0,
         backoff_s: float = 1.0,
+        request: Any = None,
     ) -> Any:
-        """Create a callback, run ``submitter(callback_id)`` as a step (with ``retries``), and
-        wait for the callback's result.
+        """Create a callback (with its ``request``, as ``create_callback``), run
+        ``submitter(callback_id)`` as a step (with ``retries``), and wait for its result.
 
         Example:
             >>> approved = ctx.wait_for_callback(ask_a_person, timeout=3600)  # doctest: +SKIP
         """
-        callback = self.create_callback(name, timeout=timeout, heartbeat_timeout=heartbeat_timeout)
+        callback = self.create_callback(
+            name, timeout=timeout, heartbeat_timeout=heartbeat_timeout, request=request
+        )
         submit = as_step(
             submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
         )

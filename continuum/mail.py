@@ -30,13 +30,14 @@ from continuum.errors import (
     RecordNotFoundError,
     TaskFinishedError,
 )
+from continuum.expects import describe_expected, expected_shape, mismatch
 from continuum.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES
 from continuum.inbox_models import CallbackAnswer
 from continuum.now import utcnow
 from continuum.record import TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.values import dump_json, to_json
-from continuum.waiters import Signal, check_name
+from continuum.waiters import OpenCallback, Signal, check_name
 
 #: A callback token: 32 hex digits (``secrets.token_hex(16)``).
 _TOKEN_LENGTH = 32
@@ -56,10 +57,13 @@ class Mail:
 
         Raises:
             CallbackError: the id is unknown or forged, already answered, or its task is
-                finished; or the result is not JSON or too large. Nothing was written.
+                finished; or the result does not fit the shape the callback's request
+                declares (the error says what it expects). Nothing was written.
+            ContinuumError: the result is not JSON or too large. Nothing was written.
         """
-        task_id, token, _ = self._open_callback(callback_id)
+        task_id, token, record = self._open_callback(callback_id)
         value = _json_value(result, what="the callback result", task_id=task_id)
+        _check_answer(record.callbacks[token], value, task_id)
         self._answer(task_id, token, CallbackAnswer(ok=True, result=value, answered_at=utcnow()))
 
     def fail_callback(self, callback_id: str, error_type: str, message: str) -> None:
@@ -188,6 +192,18 @@ class Mail:
             self.continuations.send(
                 task_id, generation=record.generation, reason="wake", kind="wake"
             )
+
+
+def _check_answer(callback: OpenCallback, value: Any, task_id: str) -> None:
+    """Refuse an answer that does not fit the shape the callback's request declares."""
+    schema = expected_shape(callback.request)
+    why = mismatch(value, schema) if schema is not None else None
+    if why is not None:
+        raise CallbackError(
+            f"callback {callback.name!r} does not take this answer: {why}",
+            task_id=task_id,
+            hint=f"it expects {describe_expected(callback.request)}",
+        )
 
 
 def _json_value(value: Any, *, what: str, task_id: str) -> Any:

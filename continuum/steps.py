@@ -27,10 +27,10 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 
+from continuum.callbacks import Callback
 from continuum.errors import ConfigurationError, ContinuumError
 from continuum.plain import Frozen
 from continuum.waiters import Duration, Signal
-from continuum.waits import Callback
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -119,7 +119,7 @@ class Runner(Protocol):
     def sleep(self, duration: Duration, name: str | None) -> None: ...
 
     def create_callback(
-        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback: ...
 
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None: ...

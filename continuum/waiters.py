@@ -88,6 +88,8 @@ class Waiter(_Model):
     name: str
     id: str | None = None
     deadline: datetime | None = None
+    #: a callback's request: what the one who answers it sees (``continuum.expects``).
+    request: Any = None
     count: int | None = None
     completion: dict[str, Any] | None = None
 
@@ -145,6 +147,8 @@ class OpenCallback(_Model):
         timeout_at: when it times out (None: never).
         heartbeat_timeout_s: heartbeats must come at least this often (None: not required).
         heartbeat_at: when the last heartbeat the worker has seen came (or its creation).
+        request: what it asks, as JSON (None: nothing said); the client checks an answer
+            against the shape it declares (``continuum.expects``).
     """
 
     key: str
@@ -153,6 +157,7 @@ class OpenCallback(_Model):
     timeout_at: datetime | None = None
     heartbeat_timeout_s: float | None = None
     heartbeat_at: datetime | None = None
+    request: Any = None
 
     def deadline(self) -> datetime | None:
         """The earliest of its timeout and its heartbeat deadline."""

@@ -175,6 +175,11 @@ def undecided(inbox: Inbox, message: Continuation) -> bool:
 def waiting_for(record: TaskRecord) -> list[Waiter]:
     """What a task waits for now, then each open callback not among those."""
     found = list(record.waiting_for) if record.status == Status.WAITING else []
+    for i, waiter in enumerate(found):
+        callback = record.callbacks.get(token_of(waiter.id))
+        if waiter.kind == WaitKind.CALLBACK and waiter.request is None and callback is not None:
+            # A record written before waiters carried requests: its callback has one.
+            found[i] = waiter.model_copy(update={"request": callback.request})
     ids = {w.id for w in found if w.id}
     for token, callback in record.callbacks.items():
         callback_id = f"{record.task_id}.{token}"
@@ -185,6 +190,7 @@ def waiting_for(record: TaskRecord) -> list[Waiter]:
                     name=callback.name,
                     id=callback_id,
                     deadline=callback.deadline(),
+                    request=callback.request,
                 )
             )
     return found

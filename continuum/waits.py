@@ -14,10 +14,11 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Any
 
+from continuum import callbacks
+from continuum.callbacks import Callback
 from continuum.control import Suspend, Wait
 from continuum.errors import (
     CallbackFailedError,
@@ -46,38 +47,6 @@ INLINE_WAIT_S = 1.0
 INBOX_FRESH_S = 2.0
 
 
-class Callback:
-    """A callback the task created: hand ``id`` to the outside world, then wait on ``result()``.
-
-    Example:
-        >>> cb = ctx.create_callback("approval", timeout=timedelta(days=2))  # doctest: +SKIP
-        >>> send_approval_email(cb.id)  # a step  # doctest: +SKIP
-        >>> decision = cb.result()  # the task waits, without compute  # doctest: +SKIP
-    """
-
-    def __init__(self, waits: WaitCalls, token: str, name: str) -> None:
-        self._waits = waits
-        self.token = token
-        self.name = name
-
-    @property
-    def id(self) -> str:
-        """The callback id: ``client.complete_callback(id, result)`` answers it."""
-        return f"{self._waits.record.task_id}.{self.token}"
-
-    def result(self) -> Any:
-        """Wait for the answer and return its result.
-
-        Raises:
-            CallbackTimeoutError: no answer before the timeout, or heartbeats stopped.
-            CallbackFailedError: the outside world failed it (``client.fail_callback``).
-        """
-        return self._waits.callback_result(self)  # the runner that created it
-
-    def __repr__(self) -> str:
-        return f"Callback(name={self.name!r}, id={self.id!r})"
-
-
 class WaitCalls(TurnState):
     """The waiting half of a turn loop (with ``calls.StepCalls``, mixed into ``TurnLoop``)."""
 
@@ -89,11 +58,11 @@ class WaitCalls(TurnState):
             self._sleep(duration, name)
 
     def create_callback(
-        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
         with self.lock:
             self.halt_check()
-            return self._create_callback(name, timeout, heartbeat_timeout)
+            return self._create_callback(name, timeout, heartbeat, request)
 
     def callback_result(self, callback: Callback) -> Any:
         with self.lock:
@@ -165,17 +134,18 @@ class WaitCalls(TurnState):
     # -- callbacks ---------------------------------------------------------------------------------
 
     def _create_callback(
-        self, name: str | None, timeout: Duration | None, heartbeat_timeout: Duration | None
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
         task_id = self.record.task_id
         label = check_name(name or "callback", what="callback name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
-        heartbeat_s = seconds_of(heartbeat_timeout, what="heartbeat_timeout", task_id=task_id)
+        heartbeat_s = seconds_of(heartbeat, what="heartbeat_timeout", task_id=task_id)
         key, entry = self._enter(label, EntryKind.CALLBACK)
         if entry is not None and not entry.partial:
             assert entry.ref is not None
             return Callback(self, entry.ref, label)
-        token = secrets.token_hex(16)  # unguessable; journaled, so a replay uses the same
+        token = callbacks.new_token()  # unguessable; journaled, so a replay uses the same
+        asks = callbacks.request_json(request, f"{task_id}.{token}", label, task_id)
         now = now_s()
         created = epoch_to_datetime(now)
         assert created is not None
@@ -186,6 +156,7 @@ class WaitCalls(TurnState):
             timeout_at=epoch_to_datetime(now + timeout_s) if timeout_s is not None else None,
             heartbeat_timeout_s=heartbeat_s,
             heartbeat_at=created,
+            request=asks,
         )
         self._done(JournalEntry(key, label, kind=EntryKind.CALLBACK, ref=token))
         # The id must be in the stored record before anyone outside can hold it: a client
@@ -233,7 +204,11 @@ class WaitCalls(TurnState):
                 self._listing_fresh()
         entry.deadline = deadline.timestamp() if deadline is not None else None
         waiter = Waiter(
-            kind=WaitKind.CALLBACK, name=callback.name, id=callback.id, deadline=deadline
+            kind=WaitKind.CALLBACK,
+            name=callback.name,
+            id=callback.id,
+            deadline=deadline,
+            request=open_callback.request,
         )
         raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
 

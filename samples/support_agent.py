@@ -14,10 +14,11 @@ Run it on a 2 s budget; it stops when the refund waits for approval and prints t
     continuum run samples.support_agent:support --budget 2 \\
         --input '{"question": "Order A-1001 arrived broken. Can I get my money back?"}'
 
-Approve it in the same command (the digest binds the yes to this refund, and no other):
+Approve it in the same command: ``@approve`` sends the callback's own ready answer, whose
+digest binds the yes to this refund request and no other:
     continuum run samples.support_agent:support --budget 2 \\
         --input '{"question": "Order A-1001 arrived broken. Can I get my money back?"}' \\
-        --answer 'approve.issue_refund={"approved": true, "digest": "sha256:acad540462310e10573da3c514ebe6dfed09507a1fc082b57367649626a18c54"}'
+        --answer 'approve.issue_refund=@approve'
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ the commands that talk to AWS work from a plain ``pip install continuum``; the l
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from types import ModuleType
 
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # here, so that a reader gone early is seen by the handler below
+    except BrokenPipeError:
+        return _reader_gone()
     except (CliError, ContinuumError) as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:
@@ -61,6 +66,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return _fail(text)
     return code
+
+
+def _reader_gone() -> int:
+    """The reader of stdout left (``| head``): end quietly, as a tool that SIGPIPE ended."""
+    # What is still buffered would fail again when the interpreter flushes it at exit.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 def _fail(text: str) -> int:

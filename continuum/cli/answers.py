@@ -2,7 +2,9 @@
 
 ``continuum run`` keeps moto inside its process, so nothing outside it can complete a
 callback. When the task waits for one, the run answers it from ``--answer`` (by the callback's
-name), or asks on the terminal; with neither it says how, and stops.
+name), or asks on the terminal; with neither it says how, and stops. ``--answer NAME=@READY``
+sends the ready answer ``READY`` of the callback's request (``continuum.expects``), as
+``continuum callback complete ID --answer READY`` does.
 """
 
 from __future__ import annotations
@@ -22,12 +24,33 @@ from continuum.waiters import WaitKind
 EXIT_WAITING = 3
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, list[Any]]:
+@dataclass(frozen=True)
+class Ready:
+    """``@NAME``: the callback's own ready answer of that name, looked up when it is sent."""
+
+    name: str
+
+
+def ready_answer(request: Any, name: str, callback: str) -> Any:
+    """The ready answer ``name`` of a callback's request, or a one-line error listing them."""
+    from continuum.expects import ready_answers
+
+    answers = ready_answers(request)
+    if name not in answers:
+        offered = ", ".join(answers) or "none"
+        raise CliError(f"callback {callback} has no ready answer {name!r} (it offers: {offered})")
+    return answers[name]
+
+
+def _pairs(items: list[str], flag: str, *, ready: bool = False) -> dict[str, list[Any]]:
     found: dict[str, list[Any]] = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name:
             raise CliError(f"{flag} wants NAME=JSON, got {item!r}")
+        if ready and text.startswith("@"):  # JSON never starts with "@"
+            found.setdefault(name, []).append(Ready(text[1:]))
+            continue
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -47,7 +70,7 @@ class Answers:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Answers:
         return cls(
-            callbacks=_pairs(getattr(args, "answer", []), "--answer"),
+            callbacks=_pairs(getattr(args, "answer", []), "--answer", ready=True),
             signals=_pairs(getattr(args, "signal", []), "--signal"),
             interactive=sys.stdin.isatty(),
         )
@@ -66,7 +89,13 @@ class Answers:
                 given = self.callbacks.get(waiter.name)
                 if given:
                     result = given.pop(0)
+                    if isinstance(result, Ready):
+                        result = ready_answer(waiter.request, result.name, repr(waiter.name))
                 elif self.interactive:
+                    if waiter.request is not None:
+                        print(
+                            f"callback {waiter.name!r} asks: {_asks(waiter.name, waiter.request)}"
+                        )
                     result = _ask(f"callback {waiter.name!r} (id {waiter.id}): result as JSON")
                 else:
                     continue
@@ -88,12 +117,29 @@ class Answers:
                 f"  {waiter.kind.value} {waiter.name!r}{until}"
                 + (f" id {waiter.id}" if waiter.id else "")
             )
+            if waiter.request is not None:
+                print(f"    asks: {_asks(waiter.name, waiter.request)}")
         print(
             "answer in this run with --answer NAME=JSON (callbacks) or --signal NAME=JSON, "
             "or run it on `continuum dev` and use `continuum callback complete ID` / "
             "`continuum signal TASK_ID NAME` from another terminal"
         )
         return EXIT_WAITING
+
+
+def _asks(callback: str, request: Any) -> str:
+    """A callback's request in one line, without the shape (its ready answers say it)."""
+    from continuum.expects import ready_answers
+
+    shown = (
+        {k: v for k, v in request.items() if k not in ("expects", "answers")}
+        if isinstance(request, dict)
+        else request
+    )
+    text = json.dumps(shown)
+    for name in ready_answers(request):
+        text += f"\n    ready answer {name}: --answer '{callback}=@{name}'"
+    return text
 
 
 def _ask(prompt: str) -> Any:

@@ -25,7 +25,9 @@ STATE_CHARS = 2000
 def register(commands: Any) -> None:
     """Add list, inspect, cost, retry and fork to the ``continuum`` command."""
     listing = commands.add_parser("list", help="list tasks, newest first (needs no app)")
-    listing.add_argument("--status", default=None, help="only tasks in this status")
+    listing.add_argument(
+        "--status", type=status_name, default=None, help="only tasks in this status"
+    )
     listing.add_argument("--task", default=None, help="only tasks of this task name")
     listing.add_argument(
         "--since", default=None, help="only tasks updated since: an ISO time, or 30m, 6h, 2d"
@@ -49,7 +51,7 @@ def register(commands: Any) -> None:
         metavar="FILE",
         help="write the timeline as one self-contained HTML page (- for stdout)",
     )
-    inspect.add_argument("--versions", type=int, default=200, help="earlier versions to read")
+    inspect.add_argument("--versions", type=versions, default=200, help="earlier versions to read")
     add_stack_options(inspect, queue=False)
     inspect.set_defaults(func=cmd_inspect)
 
@@ -79,6 +81,27 @@ def register(commands: Any) -> None:
     fork.add_argument("--as", dest="new_id", required=True, metavar="NEW_ID")
     add_stack_options(fork)
     fork.set_defaults(func=cmd_fork)
+
+
+def status_name(text: str) -> str:
+    """An argparse type: one of the statuses a task can be in."""
+    from continuum.record import Status
+
+    names = [status.value for status in Status]
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a status; use one of {', '.join(names)}")
+    return text
+
+
+def versions(text: str) -> int:
+    """An argparse type: how many earlier versions to read, zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or a positive whole number, got {text!r}")
+    return value
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -192,6 +215,7 @@ def render(view: TaskView) -> str:
         until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
         ident = f" (id {waiter.id})" if waiter.id else ""
         lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
+        lines.extend(_request_lines(waiter.id, waiter.request))
     lines.append("")
     lines.append(f"invocations ({len(view.invocations)} shown):")
     for run in view.invocations:
@@ -232,6 +256,28 @@ def render(view: TaskView) -> str:
     lines.append("state:")
     lines.append(state)
     return "\n".join(lines)
+
+
+def _request_lines(callback_id: str | None, request: Any) -> list[str]:
+    """What a callback asks, and the command that sends each of its ready answers."""
+    from continuum.expects import ready_answers
+
+    if request is None:
+        return []
+    if isinstance(request, dict):
+        request_shown = {k: v for k, v in request.items() if k not in ("expects", "answers")}
+    else:
+        request_shown = request
+    text = json.dumps(request_shown)
+    if len(text) > STATE_CHARS:
+        text = text[:STATE_CHARS] + f" ... ({len(text)} characters; --json shows all)"
+    lines = [f"    asks {text}"]
+    for name, answer in ready_answers(request).items():
+        lines.append(
+            f"    {name}: continuum callback complete {callback_id} --answer {name}"
+            f"  (sends {json.dumps(answer)})"
+        )
+    return lines
 
 
 def cost_text(view: TaskView) -> str:

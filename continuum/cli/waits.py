@@ -7,9 +7,12 @@ on a deployed stack or on ``continuum dev`` (``--endpoint-url`` or ``AWS_ENDPOIN
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from continuum.cli.common import Stack, add_stack_options, parse_input
+from continuum.cli.common import CliError, Stack, add_stack_options, parse_input
+
+if TYPE_CHECKING:
+    from continuum.client import Client
 
 
 def register(commands: Any) -> None:
@@ -49,7 +52,14 @@ def register(commands: Any) -> None:
     actions = callback.add_subparsers(dest="action", required=True, metavar="ACTION")
     complete = actions.add_parser("complete", help="complete it with a JSON result")
     complete.add_argument("callback_id", metavar="ID")
-    complete.add_argument("--result", default="null", help="the result, as JSON")
+    given = complete.add_mutually_exclusive_group()
+    given.add_argument("--result", default="null", help="the result, as JSON")
+    given.add_argument(
+        "--answer",
+        default=None,
+        metavar="READY",
+        help="send the callback's ready answer READY (its request lists them: approve, deny)",
+    )
     fail = actions.add_parser("fail", help="fail it: cb.result() raises CallbackFailedError")
     fail.add_argument("callback_id", metavar="ID")
     fail.add_argument("--error-type", default="CallbackFailed", help="the error's type")
@@ -87,9 +97,24 @@ def cmd_callback(args: argparse.Namespace) -> int:
         return 0
     stack.need_queue()
     if args.action == "complete":
-        client.complete_callback(args.callback_id, parse_input(args.result, flag="--result"))
+        if args.answer is not None:
+            result = _ready(client, args.callback_id, args.answer)
+        else:
+            result = parse_input(args.result, flag="--result")
+        client.complete_callback(args.callback_id, result)
         print(f"completed {args.callback_id}")
     else:
         client.fail_callback(args.callback_id, args.error_type, args.message)
         print(f"failed {args.callback_id}")
     return 0
+
+
+def _ready(client: Client, callback_id: str, name: str) -> Any:
+    """The ready answer ``name`` of the open callback ``callback_id``."""
+    from continuum.cli.answers import ready_answer
+
+    task_id = callback_id.rpartition(".")[0]
+    for waiter in client.status(task_id).waiting_for if task_id else []:
+        if waiter.id == callback_id:
+            return ready_answer(waiter.request, name, callback_id)
+    raise CliError(f"callback {callback_id} is not open: `continuum status TASK_ID` lists those")

@@ -37,6 +37,7 @@ from continuum.testing.handles import CallbackHandle, TaskHandle
 from continuum.testing.observe import StepRun
 from continuum.testing.replay import (
     Failure,
+    ReadyAnswer,
     ReplayDivergence,
     ReplayReport,
     ReplayRun,
@@ -50,6 +51,7 @@ __all__ = [
     "InMemoryContinuationQueue",
     "InMemoryRecordStore",
     "ManualClock",
+    "ReadyAnswer",
     "ReplayDivergence",
     "ReplayReport",
     "ReplayRun",

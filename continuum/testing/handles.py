@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from continuum.errors import ContinuumError, TaskFailedError, TaskNotFinishedError
+from continuum.expects import ready_answers
 from continuum.record import Counters, ErrorInfo, Status, TaskRecord
 from continuum.testing.observe import StepRun
 from continuum.values import from_json
@@ -152,7 +153,7 @@ class TaskHandle:
         open_ = [w for w in self.waiting_for if w.kind == WaitKind.CALLBACK]
         found = [w for w in open_ if name is None or w.name == name]
         if len(found) == 1 and found[0].id is not None:
-            return CallbackHandle(self, found[0].name, found[0].id)
+            return CallbackHandle(self, found[0].name, found[0].id, found[0].request)
         names = ", ".join(repr(w.name) for w in open_) or "none"
         wanted = f"callback {name!r}" if name is not None else "one open callback"
         raise ContinuumError(
@@ -189,12 +190,14 @@ class CallbackHandle:
     Attributes:
         name: the callback's name.
         id: its id (what ``cb.id`` gave the task).
+        request: what it asks (``ctx.create_callback(..., request=...)``; None: nothing).
     """
 
-    def __init__(self, task: TaskHandle, name: str, callback_id: str) -> None:
+    def __init__(self, task: TaskHandle, name: str, callback_id: str, request: Any = None) -> None:
         self.task = task
         self.name = name
         self.id = callback_id
+        self.request = request
 
     def __repr__(self) -> str:
         return f"<CallbackHandle {self.name!r} of {self.task.task_id!r}>"
@@ -203,6 +206,21 @@ class CallbackHandle:
         """Answer it with ``result`` (JSON), then run the task on."""
         self.task.runner.client.complete_callback(self.id, result)
         return self.task.run()
+
+    def choose(self, ready: str) -> TaskHandle:
+        """Answer it with its request's ready answer ``ready`` (``"approve"``), then run on.
+
+        Raises:
+            ContinuumError: the request offers no such answer (the message lists those it has).
+        """
+        answers = ready_answers(self.request)
+        if ready not in answers:
+            raise ContinuumError(
+                f"callback {self.name!r} offers no ready answer {ready!r} "
+                f"(it offers: {', '.join(answers) or 'none'})",
+                task_id=self.task.task_id,
+            )
+        return self.complete(answers[ready])
 
     def fail(self, error_type: str, message: str) -> TaskHandle:
         """Fail it (``cb.result()`` raises CallbackFailedError), then run the task on."""

@@ -172,7 +172,17 @@ class StepLog:
 
 
 def _copied(value: Any) -> Any:
-    """A deep copy, so that what the task later does to an argument does not change the log."""
+    """A deep copy, so that what the task later does to an argument does not change the log.
+
+    A function or a bound method is kept as it is: a copy of a bound method would copy its
+    object, and with it whatever that holds (an event loop, a thread pool).
+    """
+    if type(value) in (tuple, list):
+        return type(value)(_copied(item) for item in value)
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if callable(value):
+        return value
     try:
         return copy.deepcopy(value)
     except Exception:  # a client, a lock, a generator: keep the object itself

@@ -31,12 +31,13 @@ from continuum.app import Continuum
 from continuum.record import Status
 from continuum.testing.observe import StepRun
 from continuum.testing.replay_diff import divergence, pinned
-from continuum.testing.replay_run import Failure, Plan
+from continuum.testing.replay_run import Failure, Plan, ReadyAnswer
 from continuum.testing.runner import TaskRef
 
 __all__ = [
     "DEFAULT_TASK_ID",
     "Failure",
+    "ReadyAnswer",
     "ReplayDivergence",
     "ReplayReport",
     "ReplayRun",
@@ -133,7 +134,8 @@ def check_replay_safe(
     """Suspend the task after each of its live steps in turn; check it ends the same.
 
     Runs on the in-memory backend, on a virtual clock. A task that waits is answered as it
-    waits: a callback by its name from ``callbacks`` (a result, or a :class:`Failure`), a
+    waits: a callback by its name from ``callbacks`` (a result, a :class:`Failure`, or a
+    :class:`ReadyAnswer` of the callback's request), a
     signal from ``signals`` (each name's payloads, one per wait, in order).
 
     Args:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from continuum.record import Status
 from continuum.testing.observe import StandIn, StandInAnswer, StepRun
@@ -90,8 +91,9 @@ def _describe(outcome: Outcome) -> str:
 
 
 def _call(run: StepRun, task_id: str) -> Any:
-    """A step's arguments in a form two runs can compare: models as their fields, callback
-    ids (random per run) as a placeholder, objects without a value equality by their type."""
+    """A step's arguments in a form two runs can compare: JSON values as they are, models as
+    their fields, callback ids (random per run) as a placeholder, and what has no JSON form
+    (a function, a bound method, an object that is equal only to itself) by its type."""
     return _canonical([list(run.args), run.kwargs], _callback_ids(task_id))
 
 
@@ -114,9 +116,13 @@ def _canonical(value: Any, callback_id: re.Pattern[str]) -> Any:
         return [_canonical(item, callback_id) for item in value]
     if value is None or isinstance(value, bool | int | float | bytes):
         return value
-    if getattr(type(value), "__eq__", None) is object.__eq__:  # equal only to itself
+    if callable(value):  # a bound method compares its object, which each run builds anew
+        return f"<{type(value).__qualname__} {getattr(value, '__qualname__', '?')}>"
+    try:
+        found = to_jsonable_python(value)
+    except PydanticSerializationError:
         return f"<{type(value).__qualname__}>"
-    return value
+    return _canonical(found, callback_id) if found is not value else value
 
 
 def _quote(value: Any, *, quoted: bool = True) -> str:

@@ -8,16 +8,21 @@ differ only where a suspension makes them.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import itertools
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from continuum import callbacks
 from continuum.app import Continuum
 from continuum.clocks import VirtualTime, real_monotonic
 from continuum.errors import ConfigurationError, ContinuumError
+from continuum.expects import ready_answers
 from continuum.local import POLL_INTERVAL_S, LocalLambdaContext, waits_for_outside
 from continuum.record import ErrorInfo, Status, TaskRecord
 from continuum.testing.handles import TaskHandle
@@ -45,6 +50,19 @@ class Failure:
 
     error_type: str
     message: str
+
+
+@dataclass(frozen=True)
+class ReadyAnswer:
+    """An answer that is the callback's own ready answer ``name`` (its request's
+    ``"answers"``), such as an approval's ``approve``, whose digest differs in every run.
+
+    Example:
+        >>> answers = {"approve.issue_refund": ReadyAnswer("approve")}
+        >>> check_replay_safe(app, "support", {"q": "?"}, callbacks=answers)  # doctest: +SKIP
+    """
+
+    name: str
 
 
 @dataclass
@@ -88,7 +106,7 @@ class Plan:
         random.seed(RANDOM_SEED)
         runner = TaskRunner(self.app, budget_s=self.budget_s, timeout_s=self.timeout_s)
         runner._clock = self.clock
-        with runner:
+        with runner, _alike_tokens(self.task_id):
             runner.log.stand_in = stand_in
             handle = runner.start(self.task, self.input, task_id=self.task_id)
             trip = _Trip(k, lambda: runner.log.finished(self.task_id))
@@ -162,6 +180,23 @@ class _TripContext(LocalLambdaContext):
         return super().get_remaining_time_in_millis()
 
 
+@contextlib.contextmanager
+def _alike_tokens(task_id: str) -> Iterator[None]:
+    """Every run's n-th callback gets the same token, so that what a task derives from a
+    callback id (an approval's digest) is the same in every run."""
+    count = itertools.count()
+    made = callbacks.new_token
+
+    def token() -> str:
+        return hashlib.sha256(f"{task_id}:{next(count)}".encode()).hexdigest()[:32]
+
+    callbacks.new_token = token
+    try:
+        yield
+    finally:
+        callbacks.new_token = made
+
+
 class _Answers:
     """Answers a waiting task from the check's ``callbacks`` and ``signals``."""
 
@@ -175,6 +210,8 @@ class _Answers:
         for waiter in record.waiting_for:
             if waiter.kind == WaitKind.CALLBACK and waiter.name in self.callbacks and waiter.id:
                 answer = self.callbacks[waiter.name]
+                if isinstance(answer, ReadyAnswer):
+                    answer = self._ready(record, waiter.name, waiter.request, answer.name)
                 if isinstance(answer, Failure):
                     client.fail_callback(waiter.id, answer.error_type, answer.message)
                 else:
@@ -193,3 +230,14 @@ class _Answers:
             task_id=record.task_id,
             hint="pass callbacks={name: result or Failure(...)} or signals={name: [payload, ...]}",
         )
+
+    @staticmethod
+    def _ready(record: TaskRecord, callback: str, request: Any, name: str) -> Any:
+        answers = ready_answers(request)
+        if name not in answers:
+            raise ConfigurationError(
+                f"callback {callback!r} offers no ready answer {name!r} "
+                f"(it offers: {', '.join(answers) or 'none'})",
+                task_id=record.task_id,
+            )
+        return answers[name]

@@ -149,11 +149,42 @@ function waitsBox() {
     el("ul", {}, waits.map((w) => el("li", { class: `waiter waiter-${w.kind}` },
       el("span", {}, waiterText(w)),
       w.id && el("code", { class: w.kind === "callback" ? "callback-id" : "id" }, w.id),
-      live && w.kind === "callback" && w.id && form("callback", "Complete callback", [
-        el("input", { type: "hidden", name: "callback_id", value: w.id }),
-        field("result (JSON)", el("textarea", { name: "result", rows: 2, placeholder: "null" })),
-      ], "complete-callback"),
+      w.kind === "callback" && askedBox(w),
+      live && w.kind === "callback" && w.id && answerForms(w),
     ))));
+}
+
+// -- a callback's request and its answers (continuum/expects.py says what a request holds) ----
+
+function readyAnswers(w) {
+  const r = w.request;
+  const answers = r && typeof r === "object" && !Array.isArray(r) && r.answers;
+  return answers && typeof answers === "object" && !Array.isArray(answers) ? Object.entries(answers) : [];
+}
+
+function askedBox(w) {
+  const r = w.request;
+  if (r === null || r === undefined) return null;
+  // The shape and the ready answers are for the buttons below, not for the person to read.
+  const shown = typeof r === "object" && !Array.isArray(r)
+    ? Object.fromEntries(Object.entries(r).filter(([k]) => k !== "expects" && k !== "answers")) : r;
+  return el("div", { class: "asks" }, el("span", {}, "asks"), json(shown));
+}
+
+function answerForms(w) {
+  const id = el("input", { type: "hidden", name: "callback_id", value: w.id });
+  const ready = readyAnswers(w);
+  const buttons = ready.map(([name, answer]) => form("callback", name[0].toUpperCase() + name.slice(1), [
+    el("input", { type: "hidden", name: "callback_id", value: w.id }),
+    el("input", { type: "hidden", name: "result", value: JSON.stringify(answer) }),
+  ], `ready-answer ready-${name}`));
+  const example = ready.length ? JSON.stringify(ready[0][1]) : "null";
+  return [
+    buttons.length ? el("div", { class: "ready-answers" }, buttons) : null,
+    form("callback", "Complete callback", [
+      id, field("result (JSON)", el("textarea", { name: "result", rows: 2, placeholder: example })),
+    ], "complete-callback"),
+  ];
 }
 
 function actionsBox() {
@@ -301,8 +332,8 @@ function refill(n) {
   // After an error, the form that failed shows what was sent, to fix and send again.
   if (!n || !n.action) return;
   const forms = [...document.querySelectorAll(`form[action$="/${n.action}"]`)];
-  const form = forms.find((f) => !f.elements.callback_id ||
-    f.elements.callback_id.value === n.fields.callback_id);
+  const form = forms.find((f) => (!f.elements.callback_id ||
+    f.elements.callback_id.value === n.fields.callback_id) && !f.classList.contains("ready-answer"));
   if (!form) return;
   for (const [name, value] of Object.entries(n.fields)) {
     if (form.elements[name] && form.elements[name].type !== "hidden") form.elements[name].value = value;

@@ -107,12 +107,13 @@ def support_agent(
     pause_s: float = 0.0,
     durability: ContinuumDurability[Any] | None = None,
     extra: tuple[Any, ...] = (),
+    name: str = "support",
 ) -> Agent[None, str]:
     """An agent with two counting tools and a refund tool that needs approval (and the
     ``extra`` capabilities)."""
     agent: Agent[None, str] = Agent(
         scripted_model(ledger, script, pause_s=pause_s),
-        name="support",
+        name=name,
         capabilities=[durability or ContinuumDurability(), *extra],
     )
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from continuum import Status, WaitKind
+from continuum import CallbackError, Status, WaitKind
+from continuum.inbox_models import CallbackAnswer
 from continuum.integrations.pydantic_ai import (
     MAX_REFUSED_ANSWERS,
     ApprovalRequest,
@@ -41,6 +43,25 @@ class Refund:
         self.runtime.app.client().complete_callback(self.asked[request].callback_id, result)
         return self.runtime.drive(self.task_id).status
 
+    def answer_unchecked(self, result: Any, request: int = -1) -> str:
+        """Put ``result`` in the inbox as a client that checks nothing would (an older one),
+        and wake the task; its status once it has run on as far as it can."""
+        client = self.runtime.app.client()
+        token = self.asked[request].callback_id.rsplit(".", 1)[1]
+        answer = CallbackAnswer(ok=True, result=result, answered_at=datetime.now(UTC))
+        assert client.records.inbox.put_answer(self.task_id, token, answer)
+        client.resume(self.task_id)
+        return self.runtime.drive(self.task_id).status
+
+    def refused(self, result: Any, request: int = -1) -> str:
+        """What ``client.complete_callback`` says refusing ``result``; it wrote nothing."""
+        inbox = self.runtime.app.client().records.inbox
+        token = self.asked[request].callback_id.rsplit(".", 1)[1]
+        with pytest.raises(CallbackError) as refused:
+            self.runtime.app.client().complete_callback(self.asked[request].callback_id, result)
+        assert inbox.answer(self.task_id, token) is None
+        return str(refused.value)
+
     @property
     def refunds(self) -> list[tuple[str, str]]:
         return [effect for effect in self.ledger.effects if effect[0] == "issue_refund"]
@@ -66,13 +87,19 @@ def test_the_task_waits_with_zero_invocations_until_the_approval_callback_is_com
     with refund_waiting(make_runtime) as refund:
         [request] = refund.asked
         assert (request.tool_name, request.args) == ("issue_refund", REFUND[0][0][1])
-        assert request.digest == approval_digest("issue_refund", {"cents": 1250, "order_id": "A1"})
+        assert request.digest == approval_digest(
+            "issue_refund", {"cents": 1250, "order_id": "A1"}, request.callback_id
+        )
         [waiter] = refund.runtime.app.client().status(refund.task_id).waiting_for
         assert (waiter.kind, waiter.name, waiter.id) == (
             WaitKind.CALLBACK,
             "approve.issue_refund",
             request.callback_id,
         )
+        assert waiter.request["tool"] == "issue_refund"
+        assert waiter.request["args"] == REFUND[0][0][1]
+        assert waiter.request["digest"] == request.digest
+        assert waiter.request["answers"] == {"approve": request.approve(), "deny": request.deny()}
         refund.runtime.time.advance(3 * 24 * 3600)  # three days pass: no invocation at all
         assert refund.runtime.invoke_once() is None
         assert refund.runtime.record(refund.task_id).counters.invocations == refund.invocations
@@ -94,16 +121,43 @@ def test_a_denial_reaches_the_model_with_its_message(make_runtime):
     assert refund.refunds == []
 
 
-def test_an_approval_with_the_wrong_digest_is_refused_and_the_call_is_asked_again(
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ({"approved": True}, "answer lacks 'digest'"),
+        ({"approved": True, "digest": "sha256:0"}, 'answer.digest must be "sha256:'),
+        ({"yes": 1}, "answer lacks 'approved'"),
+        ("true", 'answer must be object, got "true"'),
+    ],
+    ids=["no digest", "another digest", "not an answer", "a bare string"],
+)
+def test_an_answer_that_does_not_fit_the_request_is_refused_at_once_and_written_nowhere(
+    make_runtime, answer, why
+):
+    with refund_waiting(make_runtime) as refund:
+        [request] = refund.asked
+        message = refund.refused(answer)
+        assert why in message
+        assert request.digest in message  # what the callback expects: its two ready answers
+        assert "approve:" in message
+        assert "deny:" in message
+        assert refund.runtime.invoke_once() is None  # nothing woke the task
+        assert refund.answer(request.approve()) == "succeeded"
+    assert refund.asked == [request]  # the same callback took the right answer
+    assert refund.refunds == REFUNDED
+
+
+def test_an_approval_with_another_digest_that_reaches_the_task_is_refused_and_asked_again(
     make_runtime,
 ):
     with refund_waiting(make_runtime) as refund:
-        other = approval_digest("issue_refund", {"order_id": "A1", "cents": 99_999})
-        assert refund.answer({"approved": True, "digest": other}) == "waiting"
+        first = refund.asked[0]
+        other = approval_digest("issue_refund", first.args, f"{refund.task_id}.{'0' * 32}")
+        assert refund.answer_unchecked({"approved": True, "digest": other}) == "waiting"
         assert refund.refunds == []
         first, again = refund.asked
         assert again.callback_id != first.callback_id
-        assert again.digest == first.digest
+        assert again.digest != first.digest  # bound to its own callback
         assert refund.answer(again.approve()) == "succeeded"
     assert refund.refunds == REFUNDED
 
@@ -113,9 +167,9 @@ def test_an_approval_with_the_wrong_digest_is_refused_and_the_call_is_asked_agai
     [{"approved": True}, {"approved": True, "digest": "sha256:0"}, {"yes": 1}, "true"],
     ids=["no digest", "another digest", "not an answer", "a bare string"],
 )
-def test_answers_refused_too_often_deny_the_call_saying_why(make_runtime, answer):
+def test_unchecked_answers_refused_too_often_deny_the_call_saying_why(make_runtime, answer):
     with refund_waiting(make_runtime) as refund:
-        statuses = [refund.answer(answer) for _ in range(MAX_REFUSED_ANSWERS)]
+        statuses = [refund.answer_unchecked(answer) for _ in range(MAX_REFUSED_ANSWERS)]
     assert statuses == ["waiting"] * (MAX_REFUSED_ANSWERS - 1) + ["succeeded"]
     assert refund.refunds == []
     assert refund.ledger.seen[0].startswith(
@@ -134,10 +188,29 @@ def test_approving_one_call_never_approves_a_retry_with_other_arguments(make_run
         retry = refund.asked[1]
         assert retry.args == {"order_id": "A1", "cents": 9000}
         assert retry.digest != first.digest
-        assert refund.answer(first.approve()) == "waiting"  # the first's yes: refused
+        assert "answer.digest must be" in refund.refused(first.approve())
+        assert refund.answer_unchecked(first.approve()) == "waiting"  # the task refuses it too
         assert refund.answer({"approved": False}) == "succeeded"
     assert refund.refunds == REFUNDED
     assert refund.ledger.seen[-1] == "A person denied this call."
+
+
+def test_a_yes_for_one_request_never_approves_another_with_the_same_tool_and_arguments(
+    make_runtime,
+):
+    same = {"order_id": "A1", "cents": 1250}
+    script = [[("issue_refund", same)], [("issue_refund", same)]]  # asked twice, alike
+    with refund_waiting(make_runtime, script=script) as refund:
+        first = refund.asked[0]
+        assert refund.answer(first.approve()) == "waiting"
+        second = refund.asked[1]
+        assert (second.tool_name, second.args) == (first.tool_name, first.args)
+        assert second.digest != first.digest
+        assert "answer.digest must be" in refund.refused(first.approve())
+        assert refund.answer_unchecked(first.approve()) == "waiting"  # refused in the task
+        assert refund.answer(refund.asked[-1].deny("once is enough")) == "succeeded"
+    assert refund.refunds == REFUNDED  # the first refund only
+    assert refund.ledger.seen[-1] == "once is enough"
 
 
 def test_an_approval_that_times_out_is_a_denial_the_model_reads(make_runtime):

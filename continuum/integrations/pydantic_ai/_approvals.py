@@ -4,15 +4,20 @@ pydantic-ai defers a call to a tool registered with ``requires_approval=True`` (
 raises ``ApprovalRequired``) and asks the run's capabilities to decide it
 (``handle_deferred_tool_calls``). Inside a task, ContinuumDurability decides it this way:
 
-1. For each pending call, a callback ``approve.<tool>`` is created, and a step hands an
-   :class:`ApprovalRequest` (the tool, its arguments, their digest and the callback id) to
-   ``notify``: that request is what the person approves, and it stays in the journal.
+1. For each pending call, a callback ``approve.<tool>`` is created with its request (the tool,
+   its arguments, the digest, the two ready answers ``approve`` and ``deny``, and the shape an
+   answer must have), so ``continuum status``, ``inspect`` and the dev UI show what it asks,
+   and ``client.complete_callback`` refuses an answer of another shape, or with another digest,
+   before it is written. A step hands an :class:`ApprovalRequest` to ``notify``; it stays in
+   the journal.
 2. The task waits on the callbacks without compute (the record is ``waiting``).
 3. An answer is an :class:`ApprovalAnswer`. A denial goes back to the model as pydantic-ai's
-   ``ToolDenied``. An approval counts only if its ``digest`` is the digest of this call's tool
-   name and arguments: it binds the approval to that exact call, so an answer meant for another
-   request, or for a retry with other arguments, is refused, and the call is asked again with a
-   fresh callback (after ``MAX_REFUSED_ANSWERS`` refusals it is denied, saying why).
+   ``ToolDenied``. An approval counts only if its ``digest`` is this call's: the digest of the
+   tool's name, its arguments and the callback's id, so a yes meant for another request (even
+   one with the same tool and arguments), or for a retry with other arguments, never approves
+   this one. An answer that reached the task unchecked (an older client) and does not fit is
+   refused there, and the call is asked again with a fresh callback (after
+   ``MAX_REFUSED_ANSWERS`` refusals it is denied, saying why).
 4. The approved call runs as an ``effect`` and ``at_most_once`` step (see ``_backend``).
 
 The answers are journaled with the callbacks, so a replayed turn takes the same decisions.
@@ -31,14 +36,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
+from continuum.callbacks import Callback
 from continuum.context import TaskContext
 from continuum.errors import CallbackFailedError, CallbackTimeoutError
 from continuum.steps import as_step
 from continuum.values import dump_json
-from continuum.waits import Callback
 
 #: Refused answers (a wrong digest, a malformed answer) after which a call is denied.
 MAX_REFUSED_ANSWERS = 3
+#: What the model reads when a person denied a call without saying why.
+DENIED = "A person denied this call."
 #: Characters a callback name may not hold (it is an S3 key segment), replaced in tool names.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -53,7 +60,7 @@ class ApprovalRequest(BaseModel):
         tool_name: the tool the model called.
         args: the arguments it called it with.
         tool_call_id: pydantic-ai's id of the call.
-        digest: ``approval_digest(tool_name, args)``; an approval must carry it.
+        digest: ``approval_digest(tool_name, args, callback_id)``; an approval must carry it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -70,6 +77,10 @@ class ApprovalRequest(BaseModel):
         """The answer that approves this call (as JSON)."""
         return {"approved": True, "digest": self.digest}
 
+    def deny(self, message: str = DENIED) -> dict[str, Any]:
+        """The answer that denies this call, with the message the model reads (as JSON)."""
+        return {"approved": False, "message": message}
+
 
 class ApprovalAnswer(BaseModel):
     """A person's decision, the result a callback is completed with.
@@ -85,10 +96,54 @@ class ApprovalAnswer(BaseModel):
     message: str | None = None
 
 
-def approval_digest(tool_name: str, args: dict[str, Any]) -> str:
-    """The digest that binds an approval to one call: SHA-256 of its canonical JSON."""
-    canonical = dump_json({"args": args, "tool": tool_name})
+def approval_digest(tool_name: str, args: dict[str, Any], callback_id: str) -> str:
+    """The digest that binds an approval to one request: SHA-256 of the canonical JSON of the
+    tool, its arguments and the callback that asks (unique to this request)."""
+    canonical = dump_json({"args": args, "callback": callback_id, "tool": tool_name})
     return f"sha256:{hashlib.sha256(canonical).hexdigest()}"
+
+
+def callback_request(
+    tool_name: str, args: dict[str, Any], tool_call_id: str, callback_id: str
+) -> dict[str, Any]:
+    """What an approval callback asks, as its request: the call, the ready answers, and the
+    shape an answer must have (``continuum.expects``), so a client refuses any other."""
+    digest = approval_digest(tool_name, args, callback_id)
+    optional_text = {"type": ["string", "null"]}
+    return {
+        "tool": tool_name,
+        "args": args,
+        "tool_call_id": tool_call_id,
+        "digest": digest,
+        "answers": {
+            "approve": {"approved": True, "digest": digest},
+            "deny": {"approved": False, "message": DENIED},
+        },
+        "expects": {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {
+                        "approved": {"const": True},
+                        "digest": {"const": digest},
+                        "message": optional_text,
+                    },
+                    "required": ["approved", "digest"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {
+                        "approved": {"const": False},
+                        "digest": optional_text,
+                        "message": optional_text,
+                    },
+                    "required": ["approved"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+    }
 
 
 def print_request(request: ApprovalRequest) -> None:
@@ -97,9 +152,10 @@ def print_request(request: ApprovalRequest) -> None:
     print(
         f"approval requested for {request.tool_name}({dump_json(request.args).decode()}) "
         f"in task {request.task_id}\n"
-        f"  approve: continuum callback complete {request.callback_id} --result '{answer}'\n"
-        f"  deny:    continuum callback complete {request.callback_id} "
-        '--result \'{"approved": false, "message": "why"}\'',
+        f"  approve: continuum callback complete {request.callback_id} --answer approve\n"
+        f"           (or --result '{answer}')\n"
+        f"  deny:    continuum callback complete {request.callback_id} --answer deny\n"
+        '           (or --result \'{"approved": false, "message": "why"}\')',
         flush=True,
     )
 
@@ -132,7 +188,8 @@ class Approvals:
     def _ask(self, ctx: TaskContext[Any], call: ToolCallPart) -> tuple[Callback, ApprovalRequest]:
         args = call.args_as_dict()
         name = f"approve.{_UNSAFE.sub('_', call.tool_name)}"[:128]
-        callback = ctx.create_callback(name, timeout=self.timeout)
+        asks = partial(callback_request, call.tool_name, args, call.tool_call_id)
+        callback = ctx.create_callback(name, timeout=self.timeout, request=asks)
         request = ApprovalRequest(
             task_id=ctx.task_id,
             callback_id=callback.id,
@@ -140,7 +197,7 @@ class Approvals:
             tool_name=call.tool_name,
             args=args,
             tool_call_id=call.tool_call_id,
-            digest=approval_digest(call.tool_name, args),
+            digest=approval_digest(call.tool_name, args, callback.id),
         )
         ctx.step(as_step(partial(_submit, self.notify), name=f"{name}.submit"), request)
         return callback, request
@@ -179,11 +236,11 @@ def _judge(raw: object, request: ApprovalRequest) -> ToolApproved | ToolDenied |
     except ValidationError as exc:
         return f"not an approval answer ({exc.error_count()} errors: {_first_error(exc)})"
     if not answer.approved:
-        return ToolDenied(answer.message or "A person denied this call.")
+        return ToolDenied(answer.message or DENIED)
     if answer.digest != request.digest:
         return (
-            f"the approval's digest {answer.digest!r} is not this call's {request.digest!r} "
-            f"({request.tool_name} with these arguments)"
+            f"the approval's digest {answer.digest!r} is not this request's {request.digest!r} "
+            f"({request.tool_name} with these arguments, asked on callback {request.callback_id})"
         )
     return ToolApproved()
 
