@@ -179,8 +179,6 @@ class _Batch:
             items=[self.items[i] for i in sorted(self.items)],
             completion_reason=reason or "all_completed",
             given=len(self.branches),
-            policy=self.completion is not None,
-            min_successful=self.completion.min_successful if self.completion else None,
         )
         with runner.lock:
             self.entry.result = result.model_dump(mode="json")

@@ -297,6 +297,4 @@ def _batch_result(reports: list[ChildReport], n: int, completion: Completion | N
         items=items,
         completion_reason=reason or "all_completed",
         given=n,
-        policy=completion is not None,
-        min_successful=completion.min_successful if completion else None,
     )
