@@ -34,7 +34,7 @@ from continuum.family import (
 from continuum.inbox_models import ChildReport
 from continuum.now import now_s
 from continuum.pools import in_parallel
-from continuum.record import EntryKind, ErrorInfo, JournalEntry
+from continuum.record import EntryKind, ErrorInfo, JournalEntry, check_task_id
 from continuum.waiters import (
     ChildBatch,
     Duration,
@@ -198,6 +198,8 @@ def map_tasks(
             prefix = child_id(
                 task_id, turn=runner.record.turn, path=runner.path, key=key, index=None
             )
+            if n:  # every id must be valid before anything is created
+                check_task_id(f"{prefix}.{n - 1}")
             entry = JournalEntry(
                 key,
                 label,

@@ -40,19 +40,23 @@ if TYPE_CHECKING:
 #: Threads that create a chunk's child records, read reports, or cancel children.
 CHILD_THREADS = 8
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Of a long parent id, the characters a digested child id keeps: 90 + 1 + 24 leaves room
+#: in the 128 of a task id for ``.{index}`` up to 12 digits.
+_KEPT_OF_PARENT = 90
 
 
 def child_id(parent_id: str, *, turn: int, path: str, key: str, index: int | None) -> str:
     """The id of a parent's child: readable, a safe S3 key segment, the same on every replay.
 
     ``{parent}.{turn}.{key}`` (``.{index}`` in a batch), with unsafe characters replaced;
-    longer than 128 characters, a digest stands in for the tail.
+    longer than 100 characters, a digest stands in for the tail, short enough that the
+    ``.{index}`` of any batch a task can hold still fits in a task id.
     """
     place = _UNSAFE.sub("-", f"{path}{key}").strip("-.") or "child"
     base = f"{parent_id}.{turn}.{place}"
     if len(base) > 100:
         digest = hashlib.sha256(base.encode()).hexdigest()[:24]
-        base = f"{parent_id[:100]}.{digest}"
+        base = f"{parent_id[:_KEPT_OF_PARENT]}.{digest}"
     return check_task_id(base if index is None else f"{base}.{index}")
 
 
