@@ -168,6 +168,9 @@ class _Batch:
                     raise runner.unwind(signal)
         if any(isinstance(s, TaskCancelledError) for s in signals):
             raise runner.cancelled_error()
+        if reason is not None:
+            # The policy decided: an item still waiting or cut short is not needed.
+            signals, waiters = [], []
         suspends = [s for s in signals if isinstance(s, Suspend) and "another branch" not in str(s)]
         if suspends or any(isinstance(s, Suspend) for s in signals):
             first = suspends[0] if suspends else signals[0]
