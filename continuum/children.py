@@ -136,7 +136,13 @@ def invoke(
             # Until it is saved as started, a replay (after an error, a Suspend or a death)
             # creates and starts it again: a no-op, a fenced duplicate.
             starter = _starter(runner)
-            starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
+            link = ParentLink(task_id=task_id, batch=cid)
+            if not starter.create(task_name, input, cid, link):
+                _mark_taken(runner, cid, [cid])
+                entry.ok, entry.partial, entry.cursor = False, False, None
+                entry.error = starter.report_taken(link, cid)
+                runner.progress = True
+                return _outcome(entry, task_id)
             starter.start(cid)
             entry.cursor = {"started": True}
         found = _reports(runner, cid)
@@ -245,34 +251,80 @@ def _create_children(
     progress = entry.cursor or {}
     policy = completion.model_dump() if completion else None
     created = int(progress.get("created", 0))
+    taken: set[int] = set(progress.get("taken", []))
+
+    def link_of(i: int) -> ParentLink:
+        successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
+        return ParentLink(
+            task_id=task_id,
+            batch=prefix,
+            index=i,
+            successor=successor,
+            count=n,
+            completion=policy,
+        )
+
     while created < n:
         chunk = range(created, min(n, created + CREATE_CHUNK))
         stats_name = f"{entry.name}.create"
         runner.check_work(stats_name)
 
-        def create(i: int) -> None:
-            successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
-            link = ParentLink(
-                task_id=task_id,
-                batch=prefix,
-                index=i,
-                successor=successor,
-                count=n,
-                completion=policy,
-            )
-            starter.create(task_name, inputs[i], f"{prefix}.{i}", link)
+        def create(i: int) -> bool:
+            return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i))
 
         started = time.monotonic()
         with runner.unlocked():
-            in_parallel(create, chunk, threads=CHILD_THREADS)
+            ours = in_parallel(create, chunk, threads=CHILD_THREADS)
         runner.observe_work(stats_name, time.monotonic() - started)
+        taken |= {i for i, mine in zip(chunk, ours, strict=True) if not mine}
         created = chunk.stop
-        entry.cursor = {**progress, "created": created}
+        entry.cursor = {**progress, "created": created, "taken": sorted(taken)}
         progress = entry.cursor
     first = n if limit is None else min(n, limit)
-    for i in range(int(progress.get("started", 0)), first):
-        starter.start(f"{prefix}.{i}")
+    begun = int(progress.get("started", 0))
+    if taken and begun < first:
+        _pass_over_taken(runner, starter, prefix, taken, limit, n, link_of)
+    for i in range(begun, first):
+        # A taken slot of the first wave hands its place to the next of its own in its chain.
+        while i in taken and limit is not None:
+            i += limit
+        if i < n and i not in taken:
+            starter.start(f"{prefix}.{i}")
     entry.cursor = {**progress, "started": first}
+
+
+def _pass_over_taken(
+    runner: Any,
+    starter: ChildTasks,
+    prefix: str,
+    taken: set[int],
+    limit: int | None,
+    n: int,
+    link_of: Any,
+) -> None:
+    """Before any child starts: report each taken slot failed in the parent's own inbox, and
+    point each child whose successor is a taken slot at the next of its own in the chain."""
+    _mark_taken(runner, prefix, [f"{prefix}.{i}" for i in sorted(taken)])
+    with runner.unlocked():
+        for i in sorted(taken):
+            starter.report_taken(link_of(i), f"{prefix}.{i}")
+        if limit is not None:
+            for i in range(n):
+                if i in taken or i + limit >= n or i + limit not in taken:
+                    continue
+                after = i + limit
+                while after < n and after in taken:
+                    after += limit
+                starter.relink(f"{prefix}.{i}", f"{prefix}.{after}" if after < n else None)
+    runner.note_inbox()
+
+
+def _mark_taken(runner: Any, prefix: str, ids: list[str]) -> None:
+    """Name the taken ids in the record's batch, so that a cancel of the parent spares them."""
+    for batch in runner.record.children:
+        if batch.prefix == prefix:
+            batch.taken = sorted(set(batch.taken) | set(ids))
+    runner.progress = True
 
 
 def _batch_result(reports: list[ChildReport], n: int, completion: Completion | None) -> BatchResult:
