@@ -14,6 +14,7 @@ refuse a task that is running now.
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from continuum.continuation import Continuations
 from continuum.errors import ContinuumError, RecordExistsError
 from continuum.history import Usage
 from continuum.now import utcnow
-from continuum.record import Counters, Status, TaskRecord, check_task_id
+from continuum.record import Counters, EntryKind, JournalEntry, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery
 
@@ -140,7 +141,7 @@ def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
         "state": source.state,
         "state_version": source.state_version,
         "turn": source.turn,
-        "journal": [entry for entry in source.journal if not entry.started],
+        "journal": _own_children([entry for entry in source.journal if not entry.started]),
         "step_stats": source.step_stats,
         "save_stats": source.save_stats,
         "send_stats": source.send_stats,
@@ -150,3 +151,18 @@ def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
     record.counters, record.usage = Counters(), Usage()
     record.forked_from = source.task_id
     return record
+
+
+def _own_children(entries: list[JournalEntry]) -> list[JournalEntry]:
+    """A journal for a fork: a call of child tasks that had not finished is dropped, so that
+    the fork starts children of its own (the original's report to the original); a finished
+    one keeps its result, as a step does."""
+    kept = []
+    for entry in entries:
+        if entry.kind == EntryKind.CHILDREN and entry.partial:
+            continue
+        if entry.children is not None:
+            entry = copy.copy(entry)
+            entry.children = _own_children(entry.children)
+        kept.append(entry)
+    return kept
