@@ -75,15 +75,24 @@ def names_slot(link: ParentLink | None, slot: ParentLink) -> bool:
     )
 
 
+#: A retried child may leave more than one report: a failed child is the only one ``retry``
+#: takes, and a succeeded one never runs again, so the highest of these is its latest.
+_LATEST = {"failed": 0, "cancelled": 1, "succeeded": 2}
+
+
 def batch_counts(listing_keys: frozenset[str], prefix: str) -> dict[str, str]:
-    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``."""
+    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``:
+    of a retried child's reports, its latest outcome (whatever order the listing is in)."""
     found: dict[str, str] = {}
     for key in listing_keys:
         if not key.startswith("children/"):
             continue
         _, child, leaf = key.split("/", 2)
         if child == prefix or child.startswith(f"{prefix}."):
-            found[child] = leaf.removesuffix(".json")
+            status = leaf.removesuffix(".json")
+            known = found.get(child)
+            if known is None or _LATEST.get(status, -1) > _LATEST.get(known, -1):
+                found[child] = status
     return found
 
 
