@@ -100,6 +100,28 @@ def _reports(runner: Any, prefix: str) -> dict[str, str]:
     return batch_counts(runner.inbox.listing.keys, prefix)
 
 
+def _running_again(runner: Any, found: dict[str, str], task_id: str) -> dict[str, str]:
+    """The reports without those of children retried since they failed: until a retried
+    child ends again, its earlier report is not its outcome (one GET per failed report)."""
+    ended = [child for child, status in found.items() if status != "succeeded"]
+    if not ended:
+        return found
+    records = _starter(runner).client.records
+
+    def again(child: str) -> bool:
+        try:
+            record, _ = records.load(child)
+        except ContinuumError:
+            return False  # a slot taken by another task, or gone: its report stands
+        link = record.parent
+        return link is not None and link.task_id == task_id and not record.status.finished
+
+    with runner.unlocked():
+        running = in_parallel(again, ended, threads=CHILD_THREADS)
+    dropped = {child for child, busy in zip(ended, running, strict=True) if busy}
+    return {child: status for child, status in found.items() if child not in dropped}
+
+
 def _read_reports(runner: Any, found: dict[str, str]) -> list[ChildReport]:
     inbox = runner.inbox
 
@@ -145,7 +167,7 @@ def invoke(
                 return _outcome(entry, task_id)
             starter.start(cid)
             entry.cursor = {"started": True}
-        found = _reports(runner, cid)
+        found = _running_again(runner, _reports(runner, cid), task_id)
         if cid in found:
             [report] = _read_reports(runner, {cid: found[cid]})
             entry.ok = report.status == "succeeded"
@@ -220,6 +242,8 @@ def map_tasks(
         _create_children(runner, entry, task_name, inputs, limit, completion)
         found = _reports(runner, prefix)
         policy = completion.model_dump() if completion else None
+        if decisive(found, count=n, completion=policy):
+            found = _running_again(runner, found, task_id)
         if not decisive(found, count=n, completion=policy):
             waiter = Waiter(kind=WaitKind.CHILD, name=label, id=prefix, count=n, completion=policy)
             raise runner.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))

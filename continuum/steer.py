@@ -25,6 +25,7 @@ from continuum.now import utcnow
 from continuum.record import Counters, EntryKind, JournalEntry, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery
+from continuum.reopening import reopen_failed
 
 if TYPE_CHECKING:
     from continuum.status import TaskSummary
@@ -88,10 +89,10 @@ class Steering:
                 hint="`continuum resume` sends a suspended or waiting task's continuation",
             )
         failed = record.error.step if record.error else None
-        if record.journal and failed is not None:
-            last = record.journal[-1]
-            if last.key == failed and not last.ok and not last.partial:
-                record.journal.pop()  # the step that failed the turn runs again
+        singles = {batch.prefix for batch in record.children if batch.single}
+        children = reopen_failed(record.journal, failed, singles)
+        # Its failed children first: the parent, running again, then waits for their ends.
+        self._retry_children(task_id, children)
         record.status = Status.SUSPENDED
         record.generation += 1
         record.error = None
@@ -105,6 +106,18 @@ class Steering:
         self.records.revive(task_id, record.blob_refs())
         self.continuations.send(task_id, generation=record.generation, reason="retry")
         return record.generation
+
+    def _retry_children(self, task_id: str, children: list[str]) -> None:
+        """Retry those of a retried parent's failed children that are its own and failed."""
+        for child in children:
+            try:
+                record, _ = self.records.load(child)
+            except ContinuumError:
+                continue
+            if record.parent is None or record.parent.task_id != task_id:
+                continue  # a slot another task held: not this parent's child
+            if record.status == Status.FAILED:
+                self.retry(child)
 
     def fork(self, task_id: str, *, version: str, new_id: str) -> str:
         """Start ``new_id`` from version ``version`` of ``task_id``'s record; return new_id.
@@ -162,7 +175,8 @@ def _own_children(entries: list[JournalEntry]) -> list[JournalEntry]:
         if entry.kind == EntryKind.CHILDREN and entry.partial:
             continue
         if entry.children is not None:
+            inner = _own_children(entry.children)
             entry = copy.copy(entry)
-            entry.children = _own_children(entry.children)
+            entry.children = inner
         kept.append(entry)
     return kept

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, Status, TaskContext
+from continuum import Completion, Continuum, Status, TaskContext
 from tests.fanout.kit import runtime_on
 
 BACKENDS = ["memory", "moto"]
@@ -188,3 +188,57 @@ def test_a_retried_child_counts_by_its_latest_outcome_whatever_the_hash_seed():
     latest = {0: "failed", 1: "cancelled", 2: "succeeded"}
     expected = [(f"p.0.map-0.{i}", latest[i % 3]) for i in range(8)]
     assert seen == {f"{expected}\n"}
+
+
+def waiting_batch_app(broken: set[int]) -> tuple[Continuum, Counter[str]]:
+    app = Continuum()
+    ran: Counter[str] = Counter()
+
+    @app.step
+    def work(i: int) -> int:
+        ran[f"work {i}"] += 1
+        if i in broken:
+            raise ValueError(f"item {i} is broken")
+        return i * 10
+
+    @app.task(state=Gate)
+    def member(ctx: TaskContext[Gate]) -> int:
+        if ctx.state.i == 1:
+            ctx.wait_for_signal("go")
+        return work(ctx.state.i)
+
+    @app.task(state=Fan)
+    def tolerant(ctx: TaskContext[Fan]) -> Any:
+        done = ctx.map_tasks(
+            "member",
+            [Gate(i=i) for i in range(ctx.state.n)],
+            completion=Completion(tolerated_failure_count=1),
+        )
+        return {"status": done.status, "results": [item.result for item in done.items]}
+
+    return app, ran
+
+
+@pytest.mark.parametrize("where", BACKENDS)
+def test_a_child_retried_while_its_parent_waits_counts_by_its_latest_outcome(where):
+    broken = {0}
+    app, ran = waiting_batch_app(broken)
+    with runtime_on(where, app) as runtime, runtime.time.running():
+        app.client().start("tolerant", Fan(), task_id="tolerant")
+        drain(runtime)
+        first = "tolerant.0.map_tasks.member-0.0"
+        assert runtime.record(first).status == Status.FAILED
+        broken.clear()  # the fix, deployed
+        app.client().retry(first)
+        drain(runtime)
+        app.client().signal("tolerant.0.map_tasks.member-0.1", "go")
+        drain(runtime)
+        done = runtime.record("tolerant")
+        keys = app.records.inbox.list("tolerant").keys
+    reports = {key.rsplit("/", 1)[1] for key in keys if key.startswith(f"children/{first}/")}
+    assert reports == {"failed.json", "succeeded.json"}
+    assert (done.status, done.result) == (
+        Status.SUCCEEDED,
+        {"status": "succeeded", "results": [0, 10]},
+    )
+    assert ran == Counter({"work 0": 2, "work 1": 1})
