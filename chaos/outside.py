@@ -10,7 +10,9 @@ Each task that waits for the outside world has a script, planned from the seed
   it, fail it, complete it twice (or complete then fail: the second must be refused), or
   complete it late, after its timeout;
 - cancels: ``client.cancel`` while the task is pending (right after its start), running, or
-  waiting; some twice, with another reason (the first must win).
+  waiting; some twice, with another reason (the first must win);
+- retries (``chaos.steering``): once the task, or one of its children, is seen ``failed``,
+  ``client.retry`` it, as an operator does after deploying a fix, until the task succeeds.
 
 Every call goes through a client of its own whose S3 and SQS calls fail, or whose process
 "dies" in the middle of a call, at rates drawn from the seed (``chaos.faults.SenderFaults``).
@@ -30,7 +32,7 @@ from typing import Any
 
 from chaos.faults import SenderDied, SenderFaults
 from chaos.flows import ANSWER
-from continuum import CallbackError, TaskFinishedError
+from continuum import CallbackError, ContinuumError, TaskFinishedError
 from continuum.client import Client
 
 #: Seconds before a call that raised is made again, and the most attempts of one call.
@@ -50,6 +52,8 @@ CALLBACK_MODES = {"complete": 0.35, "twice": 0.25, "fail": 0.15, "late": 0.25}
 CANCEL_POINTS = ("pending", "running", "waiting")
 #: What a callback failure says.
 REFUSED = "ChaosRefused"
+#: The most rounds of retries a steered task gets (each flaky step needs one).
+MAX_RETRY_ROUNDS = 6
 
 
 def signal_id(k: int) -> str:
@@ -108,6 +112,20 @@ def plan_for(rng: random.Random, kind: str, state: dict[str, Any]) -> dict[str, 
     return None
 
 
+def _retry_targets(client: Client, task_id: str, status: Any, mode: str) -> list[str]:
+    """What a retry script retries now: the failed task, or its failed children first (a
+    child's failed report stays in the parent's inbox after its retry: ask the child)."""
+    if mode == "children" and status.children is not None:
+        failed = [
+            child
+            for child in status.children.failed_ids
+            if client.status(child).status.value == "failed"
+        ]
+        if failed:
+            return failed
+    return [task_id] if status.status.value == "failed" else []
+
+
 @dataclass
 class Call:
     """One call of a script: made at ``due`` (epoch s) and again after each failure."""
@@ -134,6 +152,8 @@ class Script:
     next_poll: float = 0.0
     callback_id: str | None = None
     done: bool = False
+    #: rounds of retries made (a steered task's script).
+    retries: int = 0
 
     @classmethod
     def of(cls, task_id: str, kind: str, plan: dict[str, Any], started: float) -> Script:
@@ -144,6 +164,8 @@ class Script:
                 script.calls.append(Call(n, "signal", args, started + send["at"]))
         elif kind == "callback":
             script.waiting_for = "callback"
+        elif "retry" in plan:
+            script.waiting_for = "failed"
         elif kind == "cancellable":
             if plan["point"] == "waiting":
                 script.waiting_for = "waiting"
@@ -221,6 +243,9 @@ class Outside:
             return
         pending = [call for call in script.calls if call.outcome is None]
         if not pending:
+            if "retry" in script.plan and script.retries < MAX_RETRY_ROUNDS + 1:
+                script.waiting_for = "failed"  # look again: it may fail again
+                return
             script.done = True
             return
         call = pending[0]  # in order: a signal is sent only once the one before it was
@@ -230,6 +255,9 @@ class Outside:
     def _look(self, script: Script, now: float) -> None:
         """Poll the task for what the script waits for before it acts."""
         status = self.status_client.status(script.task_id)
+        if script.waiting_for == "failed":
+            self._look_for_failures(script, status, now)
+            return
         if status.status.finished:
             self._note(script, None, f"task {status.status.value} before the harness acted")
             script.waiting_for, script.done = None, True
@@ -248,6 +276,36 @@ class Outside:
             script.waiting_for = None
             script.arm_cancels(now)
 
+    def _look_for_failures(self, script: Script, status: Any, now: float) -> None:
+        """A steered task: retry what failed; done once the task succeeded (or gave up)."""
+        if status.status.value in ("succeeded", "cancelled"):
+            self._note(script, None, f"task {status.status.value}", retries=script.retries)
+            script.waiting_for, script.done = None, True
+            return
+        targets = _retry_targets(self.status_client, script.task_id, status, script.plan["retry"])
+        if not targets:
+            return
+        if script.retries >= MAX_RETRY_ROUNDS:
+            self._note(script, None, "gave up retrying", retries=script.retries)
+            script.waiting_for, script.done = None, True
+            return
+        script.retries += 1
+        for target in targets:
+            n = len(script.calls)
+            script.calls.append(Call(n, "retry", {"target": target}, now))
+        script.waiting_for = None  # make the calls, then look again
+
+    def _retry(self, task_id: str) -> None:
+        """Retry a failed task; one that is no longer failed was retried by an attempt that
+        died after its write: send its continuation again, as ``continuum resume`` does."""
+        try:
+            self.client.retry(task_id)
+        except ContinuumError as exc:
+            if "retry takes a failed task" not in exc.message:
+                raise
+            if not self.status_client.status(task_id).status.finished:
+                self.client.resume(task_id)
+
     def _make(self, script: Script, call: Call, now: float) -> None:
         call.attempts += 1
         self.faults.task_id = script.task_id
@@ -261,11 +319,14 @@ class Outside:
                 self.client.fail_callback(
                     call.args["callback_id"], call.args["error_type"], call.args["message"]
                 )
+            elif call.op == "retry":
+                self._retry(call.args["target"])
             else:
                 self.client.cancel(script.task_id, call.args["reason"])
             call.outcome = "ok"
         except TaskFinishedError:
             call.outcome = "finished"
+
         except CallbackError as exc:
             call.outcome = "answered" if "already answered" in exc.message else "closed"
             error = exc.message
