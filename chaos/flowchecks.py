@@ -146,6 +146,8 @@ def _child_input(parent: PlannedTask, link: dict[str, Any], child_id: str) -> di
     salt, index = int(parent.input["salt"]), int(link.get("index", 0))
     if parent.name == "fantasks":
         return flows.leaf_input(salt, index, fail=index in parent.input.get("fail", []))
+    if parent.name == "forkfan":
+        return flows.leaf_input(salt, index)
     if parent.name == "invoker":
         second = ".second" in child_id.removeprefix(parent.task_id)
         fail = second and bool(parent.input.get("fail_second"))

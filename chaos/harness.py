@@ -224,7 +224,7 @@ def plan_tasks(
                 outside=script,
             )
         )
-    return plan
+    return plan + steering.forks_of(plan)
 
 
 class Run:
@@ -315,6 +315,8 @@ class Run:
         while time.monotonic() < ends:
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
+                if "fork_of" in task.input:
+                    continue  # the outside world forks it; its original's script follows it
                 client.start(task.name, task.input, task_id=task.task_id)
                 self.outside.add(task.task_id, task.name, task.outside)
                 self.open.add(task.task_id)

@@ -32,6 +32,7 @@ from typing import Any
 
 from chaos.faults import SenderDied, SenderFaults
 from chaos.flows import ANSWER
+from chaos.steering import FORK_SUFFIX
 from continuum import CallbackError, ContinuumError, TaskFinishedError
 from continuum.client import Client
 
@@ -166,6 +167,8 @@ class Script:
             script.waiting_for = "callback"
         elif "retry" in plan:
             script.waiting_for = "failed"
+        elif "fork" in plan:
+            script.waiting_for = "fork"
         elif kind == "cancellable":
             if plan["point"] == "waiting":
                 script.waiting_for = "waiting"
@@ -246,6 +249,9 @@ class Outside:
             if "retry" in script.plan and script.retries < MAX_RETRY_ROUNDS + 1:
                 script.waiting_for = "failed"  # look again: it may fail again
                 return
+            if "fork" in script.plan and script.calls[-1].outcome == "ok":
+                script.waiting_for = "fork ended"  # busy until the fork ends
+                return
             script.done = True
             return
         call = pending[0]  # in order: a signal is sent only once the one before it was
@@ -257,6 +263,19 @@ class Outside:
         status = self.status_client.status(script.task_id)
         if script.waiting_for == "failed":
             self._look_for_failures(script, status, now)
+            return
+        if script.waiting_for == "fork":
+            if status.status.value == "waiting" or status.status.finished:
+                fork_id = f"{script.task_id}{FORK_SUFFIX}"
+                script.calls.append(Call(0, "fork", {"new_id": fork_id}, now))
+                script.waiting_for = None
+                self._note(script, None, f"forks it {status.status.value}", fork_id=fork_id)
+            return
+        if script.waiting_for == "fork ended":
+            fork = self.status_client.status(f"{script.task_id}{FORK_SUFFIX}")
+            if fork.status.finished:
+                self._note(script, None, f"fork {fork.status.value}")
+                script.waiting_for, script.done = None, True
             return
         if status.status.finished:
             self._note(script, None, f"task {status.status.value} before the harness acted")
@@ -306,6 +325,16 @@ class Outside:
             if not self.status_client.status(task_id).status.finished:
                 self.client.resume(task_id)
 
+    def _fork(self, task_id: str, new_id: str) -> None:
+        """Fork the task from its latest record; a fork whose id is taken was made by an
+        attempt that died after creating it: send its first continuation again."""
+        try:
+            self.client.fork(task_id, version="latest", new_id=new_id)
+        except ContinuumError as exc:
+            if "is taken" not in exc.message:
+                raise
+            self.client.resume(new_id)
+
     def _make(self, script: Script, call: Call, now: float) -> None:
         call.attempts += 1
         self.faults.task_id = script.task_id
@@ -321,6 +350,8 @@ class Outside:
                 )
             elif call.op == "retry":
                 self._retry(call.args["target"])
+            elif call.op == "fork":
+                self._fork(script.task_id, call.args["new_id"])
             else:
                 self.client.cancel(script.task_id, call.args["reason"])
             call.outcome = "ok"
@@ -332,7 +363,8 @@ class Outside:
             error = exc.message
         except (Exception, SenderDied) as exc:
             error = f"{type(exc).__name__}: {exc}"[:300]
-            if call.attempts >= MAX_ATTEMPTS:
+            # A fork waits out its original's running invocations (a refusal, each time).
+            if call.attempts >= MAX_ATTEMPTS * (6 if call.op == "fork" else 1):
                 call.outcome = "gave up"
             else:
                 call.due = now + RETRY_S

@@ -14,6 +14,10 @@ Tasks:
     mendable: a child of one ``leaf_work`` step and, when flaky, a ``mend`` step.
     mapmend: ``ctx.map`` over items, some flaky; a retry runs the failed items again and
         replays the others.
+    forkfan: ``ctx.map_tasks`` over ``leaf`` children of two turns each, so that it waits
+        for them; the harness forks it (``{task_id}-fork``, a task of the plan) when it sees
+        it waiting, or once it ended. The fork must end with the same result, from children
+        of its own where the batch had not finished at its checkpoint.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from chaos.base import LEDGER_ENV, app, duration_s, idempotency_key, work
 from chaos.flows import (
     combine,
     combine_value,
+    leaf_input,
+    leaf_result,
     leaf_value,
     leaf_work,
     piece,
@@ -39,7 +45,9 @@ from chaos.flows import (
 from continuum import TaskContext
 
 #: The kinds of this module, and the share of a run's tasks each takes.
-SHARES = {"mending": 0.03, "mapmend": 0.03}
+SHARES = {"mending": 0.03, "mapmend": 0.03, "forkfan": 0.03}
+#: How a fork's task id derives from its original's (the plan holds both).
+FORK_SUFFIX = "-fork"
 #: How a mending task's failures are retried.
 MODES = ("parent", "children")
 #: What a mend step's first execution raises.
@@ -119,8 +127,25 @@ def mapmend(ctx: TaskContext[MapMend]) -> dict[str, Any]:
     return {"values": values, "total": combine(s.salt, values)}
 
 
+class ForkFan(BaseModel):
+    salt: int
+    children: int
+    limit: int
+
+
+@app.task(state=ForkFan)
+def forkfan(ctx: TaskContext[ForkFan]) -> dict[str, Any]:
+    s = ctx.state
+    inputs = [leaf_input(s.salt, i) for i in range(s.children)]
+    batch = ctx.map_tasks("leaf", inputs, name="forked", max_concurrency=s.limit)
+    values = [result["value"] for result in batch.values()]
+    return {"values": values, "total": combine(s.salt, values)}
+
+
 def plan_input(rng: random.Random, name: str, salt: int) -> dict[str, Any]:
     """A random input for a task of this module."""
+    if name == "forkfan":
+        return {"salt": salt, "children": rng.randint(2, 4), "limit": 2}
     if name == "mending":
         children = rng.randint(3, 5)
         flaky = sorted(rng.sample(range(children), rng.randint(1, 2)))
@@ -132,8 +157,28 @@ def plan_input(rng: random.Random, name: str, salt: int) -> dict[str, Any]:
 
 
 def plan_script(name: str, state: dict[str, Any]) -> dict[str, Any]:
-    """What the outside world does: retry the task (or its failed children) when it fails."""
+    """What the outside world does: retry the task (or its failed children) when it fails,
+    or fork it (the fork's id is the task's with ``FORK_SUFFIX``, set by the harness)."""
+    if name == "forkfan":
+        return {"fork": True}
     return {"retry": state.get("mode", "parent")}
+
+
+def forks_of(plan: list[Any]) -> list[Any]:
+    """The planned tasks the outside world forks from the plan's forkfan tasks (not started
+    by the harness: ``fork_of`` in their input says whose fork they are)."""
+    import dataclasses
+
+    return [
+        dataclasses.replace(
+            task,
+            task_id=f"{task.task_id}{FORK_SUFFIX}",
+            input={**task.input, "fork_of": task.task_id},
+            outside=None,
+        )
+        for task in plan
+        if task.name == "forkfan"
+    ]
 
 
 def child_problem(
@@ -164,6 +209,10 @@ def expected_result(task_name: str, state: dict[str, Any]) -> Any:
         mm = MapMend.model_validate(state)
         values = [refine_value(mm.salt, x, piece_value(mm.salt, x)) for x in range(mm.items)]
         return {"values": values, "total": combine_value(mm.salt, values)}
+    if task_name == "forkfan":
+        ff = ForkFan.model_validate(state)
+        values = [leaf_result(ff.salt, i)["value"] for i in range(ff.children)]
+        return {"values": values, "total": combine_value(ff.salt, values)}
     if task_name == "mendable":
         child = Mendable.model_validate(state)
         return {"i": child.i, "value": leaf_value(child.salt, child.i, 0)}
