@@ -230,7 +230,9 @@ class Outside:
                 self._advance(script, now)
 
     def _advance(self, script: Script, now: float) -> None:
-        if now - script.started > SCRIPT_TIMEOUT_S and script.waiting_for is not None:
+        steered = "retry" in script.plan or "fork" in script.plan
+        timeout = SCRIPT_TIMEOUT_S * (5 if steered else 1)  # they follow the task to its end
+        if now - script.started > timeout and script.waiting_for is not None:
             script.waiting_for = None
             if script.kind == "cancellable":  # only a cancel ends it: cancel it now
                 self._note(script, None, "not seen waiting in time: cancels now")
