@@ -184,7 +184,7 @@ def check_children(
             changed.add(parent.task_id)
             counts["child tasks failed by the bounded failures"] += 1
             continue
-        if parent.name in steering.SHARES:
+        if parent.name == "mending":
             problem = steering.child_problem(parent.input, link, final)
             if problem is not None:
                 report.violate(CHILD_WRONG, f"{child_id}: {problem}")
