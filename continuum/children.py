@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from continuum.adoption import mark_taken, pass_over_taken, running_again
 from continuum.completion import BatchResult, Completion, Item, check_concurrency
 from continuum.control import Wait
 from continuum.errors import (
@@ -100,28 +101,6 @@ def _reports(runner: Any, prefix: str) -> dict[str, str]:
     return batch_counts(runner.inbox.listing.keys, prefix)
 
 
-def _running_again(runner: Any, found: dict[str, str], task_id: str) -> dict[str, str]:
-    """The reports without those of children retried since they failed: until a retried
-    child ends again, its earlier report is not its outcome (one GET per failed report)."""
-    ended = [child for child, status in found.items() if status != "succeeded"]
-    if not ended:
-        return found
-    records = _starter(runner).client.records
-
-    def again(child: str) -> bool:
-        try:
-            record, _ = records.load(child)
-        except ContinuumError:
-            return False  # a slot taken by another task, or gone: its report stands
-        link = record.parent
-        return link is not None and link.task_id == task_id and not record.status.finished
-
-    with runner.unlocked():
-        running = in_parallel(again, ended, threads=CHILD_THREADS)
-    dropped = {child for child, busy in zip(ended, running, strict=True) if busy}
-    return {child: status for child, status in found.items() if child not in dropped}
-
-
 def _read_reports(runner: Any, found: dict[str, str]) -> list[ChildReport]:
     inbox = runner.inbox
 
@@ -160,14 +139,14 @@ def invoke(
             starter = _starter(runner)
             link = ParentLink(task_id=task_id, batch=cid)
             if not starter.create(task_name, input, cid, link):
-                _mark_taken(runner, cid, [cid])
+                mark_taken(runner, cid, [cid])
                 entry.ok, entry.partial, entry.cursor = False, False, None
                 entry.error = starter.report_taken(link, cid)
                 runner.progress = True
                 return _outcome(entry, task_id)
             starter.start(cid)
             entry.cursor = {"started": True}
-        found = _running_again(runner, _reports(runner, cid), task_id)
+        found = running_again(runner, _starter(runner), _reports(runner, cid), task_id)
         if cid in found:
             [report] = _read_reports(runner, {cid: found[cid]})
             entry.ok = report.status == "succeeded"
@@ -243,7 +222,7 @@ def map_tasks(
         found = _reports(runner, prefix)
         policy = completion.model_dump() if completion else None
         if decisive(found, count=n, completion=policy):
-            found = _running_again(runner, found, task_id)
+            found = running_again(runner, _starter(runner), found, task_id)
         if not decisive(found, count=n, completion=policy):
             waiter = Waiter(kind=WaitKind.CHILD, name=label, id=prefix, count=n, completion=policy)
             raise runner.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))
@@ -307,7 +286,7 @@ def _create_children(
     first = n if limit is None else min(n, limit)
     begun = int(progress.get("started", 0))
     if taken and begun < first:
-        _pass_over_taken(runner, starter, prefix, taken, limit, n, link_of)
+        pass_over_taken(runner, starter, prefix, taken, limit, n, link_of)
     for i in range(begun, first):
         # A taken slot of the first wave hands its place to the next of its own in its chain.
         while i in taken and limit is not None:
@@ -315,40 +294,6 @@ def _create_children(
         if i < n and i not in taken:
             starter.start(f"{prefix}.{i}")
     entry.cursor = {**progress, "started": first}
-
-
-def _pass_over_taken(
-    runner: Any,
-    starter: ChildTasks,
-    prefix: str,
-    taken: set[int],
-    limit: int | None,
-    n: int,
-    link_of: Any,
-) -> None:
-    """Before any child starts: report each taken slot failed in the parent's own inbox, and
-    point each child whose successor is a taken slot at the next of its own in the chain."""
-    _mark_taken(runner, prefix, [f"{prefix}.{i}" for i in sorted(taken)])
-    with runner.unlocked():
-        for i in sorted(taken):
-            starter.report_taken(link_of(i), f"{prefix}.{i}")
-        if limit is not None:
-            for i in range(n):
-                if i in taken or i + limit >= n or i + limit not in taken:
-                    continue
-                after = i + limit
-                while after < n and after in taken:
-                    after += limit
-                starter.relink(f"{prefix}.{i}", f"{prefix}.{after}" if after < n else None)
-    runner.note_inbox()
-
-
-def _mark_taken(runner: Any, prefix: str, ids: list[str]) -> None:
-    """Name the taken ids in the record's batch, so that a cancel of the parent spares them."""
-    for batch in runner.record.children:
-        if batch.prefix == prefix:
-            batch.taken = sorted(set(batch.taken) | set(ids))
-    runner.progress = True
 
 
 def _batch_result(reports: list[ChildReport], n: int, completion: Completion | None) -> BatchResult:
