@@ -254,7 +254,8 @@ def check_steps(
                 report.violate("step executions without a claim", f"{e['key']} by {e['inv']}")
                 continue
             earliest[e["key"]] = min(earliest.get(e["key"], claim), claim)
-            before = [i for i in range(claim) if recorded(history[i], e["turn"], key)]
+            since = _since_retry(history, claim)
+            before = [i for i in range(since, claim) if recorded(history[i], e["turn"], key)]
             if before:
                 report.violate(
                     "re-executions of recorded steps",
@@ -270,10 +271,16 @@ def check_steps(
                 # A deterministic task that succeeded records every key it ever ran; a key it
                 # ran but never recorded means the key changed when the step ran again.
                 report.violate("idempotency keys that changed between executions", key)
+        # A fork's first record holds the steps its original ran: they ran under its id.
+        first = history[0] if history and history[0].get("forked_from") else {}
+        inherited = {
+            f"{task_id}/{first.get('turn')}/{step}"
+            for step in journal_steps(first.get("journal", []))
+        }
         for i, version in enumerate(history):
             for step in journal_steps(version.get("journal", [])):
                 key = f"{task_id}/{version.get('turn')}/{step}"
-                if earliest.get(key, i + 1) > i:
+                if earliest.get(key, i + 1) > i and key not in inherited:
                     report.violate("recorded steps without an execution", f"{key} in version {i}")
     report.add("step executions", len(ledger), "executions")
     report.add("distinct steps executed", distinct, "steps")
@@ -311,12 +318,34 @@ def check_history(report: Report, task_id: str, history: list[dict[str, Any]]) -
                         "generation regressions",
                         f"{task_id} v{i}: {name} {before[name]} -> {after[name]}",
                     )
-            if previous.get("status") in FINISHED and version.get("status") != previous["status"]:
+            if (
+                previous.get("status") in FINISHED
+                and version.get("status") != previous["status"]
+                and not _retried(previous, version)
+            ):
                 report.violate(
                     "generation regressions",
                     f"{task_id} v{i}: {previous['status']} -> {version.get('status')}",
                 )
         previous = version
+
+
+def _retried(previous: dict[str, Any], version: dict[str, Any]) -> bool:
+    """Whether ``version`` is an operator's retry of the failed ``previous``."""
+    return (
+        previous.get("status") == "failed"
+        and version.get("status") == "suspended"
+        and version.get("suspend_reason") == "retry"
+    )
+
+
+def _since_retry(history: list[dict[str, Any]], claim: int) -> int:
+    """The first version a claim's steps answer to: the last retry before it (what the
+    retry kept is recorded; what it reopened may run again), or the first version."""
+    for i in range(claim, 0, -1):
+        if _retried(history[i - 1], history[i]):
+            return i
+    return 0
 
 
 def hard_hit(events: list[dict[str, Any]], dead_lettered: Iterable[str]) -> set[str]:

@@ -25,7 +25,7 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
-from chaos import flows
+from chaos import flows, steering
 from chaos.checks import ALLOWED_FAILURES, FINISHED, PlannedTask, Report
 
 #: Seconds around a callback's deadline where the answer and the timeout are both right.
@@ -146,6 +146,8 @@ def _child_input(parent: PlannedTask, link: dict[str, Any], child_id: str) -> di
     salt, index = int(parent.input["salt"]), int(link.get("index", 0))
     if parent.name == "fantasks":
         return flows.leaf_input(salt, index, fail=index in parent.input.get("fail", []))
+    if parent.name == "forkfan":
+        return flows.leaf_input(salt, index)
     if parent.name == "invoker":
         second = ".second" in child_id.removeprefix(parent.task_id)
         fail = second and bool(parent.input.get("fail_second"))
@@ -182,6 +184,11 @@ def check_children(
             changed.add(parent.task_id)
             counts["child tasks failed by the bounded failures"] += 1
             continue
+        if parent.name == "mending":
+            problem = steering.child_problem(parent.input, link, final)
+            if problem is not None:
+                report.violate(CHILD_WRONG, f"{child_id}: {problem}")
+            continue
         state = _child_input(parent, link, child_id)
         if parent.name == "cancellable":
             if status != "cancelled":
@@ -200,7 +207,11 @@ def check_children(
         got = children.get(task.task_id, [])
         if len(got) != len(set(got)):
             report.violate(CHILD_TWICE, task.task_id)
-        want = {"fantasks": task.input.get("children"), "invoker": 2}.get(task.name)
+        want = {
+            "fantasks": task.input.get("children"),
+            "invoker": 2,
+            "mending": task.input.get("children"),
+        }.get(task.name)
         final = (versions.get(task.task_id) or [{}])[-1]
         if want is not None and final.get("status") == "succeeded" and len(got) != want:
             report.violate(CHILD_MISSING, f"{task.task_id}: {len(got)} of {want} children")

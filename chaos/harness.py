@@ -33,7 +33,7 @@ from typing import Any
 
 import boto3
 
-from chaos import flowchecks, outside, tasks
+from chaos import flowchecks, outside, steering, tasks
 from chaos.base import INLINE_LIMIT_BYTES
 from chaos.checks import (
     Failure,
@@ -103,6 +103,7 @@ WAIT_SHARES = {
     "fanmap": 0.04,
     "fantasks": 0.04,
     "invoker": 0.04,
+    **steering.SHARES,
 }
 #: Kinds whose tasks take longest (long invocations, deaths at every attempt): none is
 #: started in the last quarter of the run, so that the run does not end waiting for them.
@@ -119,6 +120,9 @@ def _flow_input(
     rng: random.Random, name: str, salt: int
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A random input for a task that waits or fans out, and the outside world's script."""
+    if name in steering.SHARES:
+        state = steering.plan_input(rng, name, salt)
+        return state, steering.plan_script(name, state)
     if name == "sleeper":
         return {"salt": salt, "naps": [round(rng.uniform(1.5, 5.0), 2) for _ in range(3)]}, None
     if name == "callback":
@@ -220,7 +224,7 @@ def plan_tasks(
                 outside=script,
             )
         )
-    return plan
+    return plan + steering.forks_of(plan)
 
 
 class Run:
@@ -311,6 +315,8 @@ class Run:
         while time.monotonic() < ends:
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
+                if "fork_of" in task.input:
+                    continue  # the outside world forks it; its original's script follows it
                 client.start(task.name, task.input, task_id=task.task_id)
                 self.outside.add(task.task_id, task.name, task.outside)
                 self.open.add(task.task_id)

@@ -10,7 +10,9 @@ Each task that waits for the outside world has a script, planned from the seed
   it, fail it, complete it twice (or complete then fail: the second must be refused), or
   complete it late, after its timeout;
 - cancels: ``client.cancel`` while the task is pending (right after its start), running, or
-  waiting; some twice, with another reason (the first must win).
+  waiting; some twice, with another reason (the first must win);
+- retries (``chaos.steering``): once the task, or one of its children, is seen ``failed``,
+  ``client.retry`` it, as an operator does after deploying a fix, until the task succeeds.
 
 Every call goes through a client of its own whose S3 and SQS calls fail, or whose process
 "dies" in the middle of a call, at rates drawn from the seed (``chaos.faults.SenderFaults``).
@@ -30,7 +32,8 @@ from typing import Any
 
 from chaos.faults import SenderDied, SenderFaults
 from chaos.flows import ANSWER
-from continuum import CallbackError, TaskFinishedError
+from chaos.steering import FORK_SUFFIX
+from continuum import CallbackError, ContinuumError, TaskFinishedError
 from continuum.client import Client
 
 #: Seconds before a call that raised is made again, and the most attempts of one call.
@@ -50,6 +53,8 @@ CALLBACK_MODES = {"complete": 0.35, "twice": 0.25, "fail": 0.15, "late": 0.25}
 CANCEL_POINTS = ("pending", "running", "waiting")
 #: What a callback failure says.
 REFUSED = "ChaosRefused"
+#: The most rounds of retries a steered task gets (each flaky step needs one).
+MAX_RETRY_ROUNDS = 6
 
 
 def signal_id(k: int) -> str:
@@ -108,6 +113,20 @@ def plan_for(rng: random.Random, kind: str, state: dict[str, Any]) -> dict[str, 
     return None
 
 
+def _retry_targets(client: Client, task_id: str, status: Any, mode: str) -> list[str]:
+    """What a retry script retries now: the failed task, or its failed children first (a
+    child's failed report stays in the parent's inbox after its retry: ask the child)."""
+    if mode == "children" and status.children is not None:
+        failed = [
+            child
+            for child in status.children.failed_ids
+            if client.status(child).status.value == "failed"
+        ]
+        if failed:
+            return failed
+    return [task_id] if status.status.value == "failed" else []
+
+
 @dataclass
 class Call:
     """One call of a script: made at ``due`` (epoch s) and again after each failure."""
@@ -134,6 +153,8 @@ class Script:
     next_poll: float = 0.0
     callback_id: str | None = None
     done: bool = False
+    #: rounds of retries made (a steered task's script).
+    retries: int = 0
 
     @classmethod
     def of(cls, task_id: str, kind: str, plan: dict[str, Any], started: float) -> Script:
@@ -144,6 +165,10 @@ class Script:
                 script.calls.append(Call(n, "signal", args, started + send["at"]))
         elif kind == "callback":
             script.waiting_for = "callback"
+        elif "retry" in plan:
+            script.waiting_for = "failed"
+        elif "fork" in plan:
+            script.waiting_for = "fork"
         elif kind == "cancellable":
             if plan["point"] == "waiting":
                 script.waiting_for = "waiting"
@@ -205,7 +230,9 @@ class Outside:
                 self._advance(script, now)
 
     def _advance(self, script: Script, now: float) -> None:
-        if now - script.started > SCRIPT_TIMEOUT_S and script.waiting_for is not None:
+        steered = "retry" in script.plan or "fork" in script.plan
+        timeout = SCRIPT_TIMEOUT_S * (5 if steered else 1)  # they follow the task to its end
+        if now - script.started > timeout and script.waiting_for is not None:
             script.waiting_for = None
             if script.kind == "cancellable":  # only a cancel ends it: cancel it now
                 self._note(script, None, "not seen waiting in time: cancels now")
@@ -221,6 +248,12 @@ class Outside:
             return
         pending = [call for call in script.calls if call.outcome is None]
         if not pending:
+            if "retry" in script.plan and script.retries < MAX_RETRY_ROUNDS + 1:
+                script.waiting_for = "failed"  # look again: it may fail again
+                return
+            if "fork" in script.plan and script.calls[-1].outcome == "ok":
+                script.waiting_for = "fork ended"  # busy until the fork ends
+                return
             script.done = True
             return
         call = pending[0]  # in order: a signal is sent only once the one before it was
@@ -230,6 +263,22 @@ class Outside:
     def _look(self, script: Script, now: float) -> None:
         """Poll the task for what the script waits for before it acts."""
         status = self.status_client.status(script.task_id)
+        if script.waiting_for == "failed":
+            self._look_for_failures(script, status, now)
+            return
+        if script.waiting_for == "fork":
+            if status.status.value == "waiting" or status.status.finished:
+                fork_id = f"{script.task_id}{FORK_SUFFIX}"
+                script.calls.append(Call(0, "fork", {"new_id": fork_id}, now))
+                script.waiting_for = None
+                self._note(script, None, f"forks it {status.status.value}", fork_id=fork_id)
+            return
+        if script.waiting_for == "fork ended":
+            fork = self.status_client.status(f"{script.task_id}{FORK_SUFFIX}")
+            if fork.status.finished:
+                self._note(script, None, f"fork {fork.status.value}")
+                script.waiting_for, script.done = None, True
+            return
         if status.status.finished:
             self._note(script, None, f"task {status.status.value} before the harness acted")
             script.waiting_for, script.done = None, True
@@ -248,6 +297,46 @@ class Outside:
             script.waiting_for = None
             script.arm_cancels(now)
 
+    def _look_for_failures(self, script: Script, status: Any, now: float) -> None:
+        """A steered task: retry what failed; done once the task succeeded (or gave up)."""
+        if status.status.value in ("succeeded", "cancelled"):
+            self._note(script, None, f"task {status.status.value}", retries=script.retries)
+            script.waiting_for, script.done = None, True
+            return
+        targets = _retry_targets(self.status_client, script.task_id, status, script.plan["retry"])
+        if not targets:
+            return
+        if script.retries >= MAX_RETRY_ROUNDS:
+            self._note(script, None, "gave up retrying", retries=script.retries)
+            script.waiting_for, script.done = None, True
+            return
+        script.retries += 1
+        for target in targets:
+            n = len(script.calls)
+            script.calls.append(Call(n, "retry", {"target": target}, now))
+        script.waiting_for = None  # make the calls, then look again
+
+    def _retry(self, task_id: str) -> None:
+        """Retry a failed task; one that is no longer failed was retried by an attempt that
+        died after its write: send its continuation again, as ``continuum resume`` does."""
+        try:
+            self.client.retry(task_id)
+        except ContinuumError as exc:
+            if "retry takes a failed task" not in exc.message:
+                raise
+            if not self.status_client.status(task_id).status.finished:
+                self.client.resume(task_id)
+
+    def _fork(self, task_id: str, new_id: str) -> None:
+        """Fork the task from its latest record; a fork whose id is taken was made by an
+        attempt that died after creating it: send its first continuation again."""
+        try:
+            self.client.fork(task_id, version="latest", new_id=new_id)
+        except ContinuumError as exc:
+            if "is taken" not in exc.message:
+                raise
+            self.client.resume(new_id)
+
     def _make(self, script: Script, call: Call, now: float) -> None:
         call.attempts += 1
         self.faults.task_id = script.task_id
@@ -261,17 +350,23 @@ class Outside:
                 self.client.fail_callback(
                     call.args["callback_id"], call.args["error_type"], call.args["message"]
                 )
+            elif call.op == "retry":
+                self._retry(call.args["target"])
+            elif call.op == "fork":
+                self._fork(script.task_id, call.args["new_id"])
             else:
                 self.client.cancel(script.task_id, call.args["reason"])
             call.outcome = "ok"
         except TaskFinishedError:
             call.outcome = "finished"
+
         except CallbackError as exc:
             call.outcome = "answered" if "already answered" in exc.message else "closed"
             error = exc.message
         except (Exception, SenderDied) as exc:
             error = f"{type(exc).__name__}: {exc}"[:300]
-            if call.attempts >= MAX_ATTEMPTS:
+            # A fork waits out its original's running invocations (a refusal, each time).
+            if call.attempts >= MAX_ATTEMPTS * (6 if call.op == "fork" else 1):
                 call.outcome = "gave up"
             else:
                 call.due = now + RETRY_S

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from chaos import flows
+from chaos import flows, steering
 from chaos.base import (
     LEDGER_ENV,
     LONG_LEASE_S,
@@ -56,6 +56,7 @@ __all__ = [
     "flows",
     "invocation_budget",
     "set_invocation",
+    "steering",
 ]
 
 #: Steps the worker wrapper treats specially: ``poison_step`` kills its worker every time.
@@ -333,4 +334,6 @@ def expected_result(task_name: str, state: dict[str, Any]) -> Any:
         c = Blobs.model_validate(state)
         notes = [note_value(c.salt, t, page_value(c.salt, t % 2)) for t in range(c.turns)]
         return {"notes": notes}
+    if task_name in steering.SHARES or task_name == "mendable":
+        return steering.expected_result(task_name, state)
     return flows.expected_result(task_name, state)

@@ -19,7 +19,17 @@ from pydantic import TypeAdapter
 from continuum.completion import BatchResult, Completion, Item, check_concurrency
 from continuum.control import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum.errors import ContinuumError, TaskCancelledError
-from continuum.fanout import Branch, Ended, adapter_of, child_runner, enter, run_in, type_of
+from continuum.fanout import (
+    Branch,
+    Ended,
+    adapter_of,
+    check_state,
+    child_runner,
+    enter,
+    run_in,
+    state_of,
+    type_of,
+)
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.turnstate import Halt
 from continuum.values import from_json, to_json
@@ -65,6 +75,7 @@ class _Batch:
         self.branches, self.adapters = branches, adapters
         self.limit, self.completion = limit, completion
         self.halt = Halt()
+        self.state_before = state_of(runner)
         assert entry.children is not None
         self.children = {int(c.key): c for c in entry.children}
         self.items: dict[int, Item] = {
@@ -166,8 +177,12 @@ class _Batch:
             for signal in signals:
                 if isinstance(signal, kind):
                     raise runner.unwind(signal)
+        check_state(runner, self.state_before, "a branch or item of batch", self.key)
         if any(isinstance(s, TaskCancelledError) for s in signals):
             raise runner.cancelled_error()
+        if reason is not None:
+            # The policy decided: an item still waiting or cut short is not needed.
+            signals, waiters = [], []
         suspends = [s for s in signals if isinstance(s, Suspend) and "another branch" not in str(s)]
         if suspends or any(isinstance(s, Suspend) for s in signals):
             first = suspends[0] if suspends else signals[0]
@@ -179,8 +194,6 @@ class _Batch:
             items=[self.items[i] for i in sorted(self.items)],
             completion_reason=reason or "all_completed",
             given=len(self.branches),
-            policy=self.completion is not None,
-            min_successful=self.completion.min_successful if self.completion else None,
         )
         with runner.lock:
             self.entry.result = result.model_dump(mode="json")

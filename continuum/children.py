@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from continuum.adoption import mark_taken, pass_over_taken, running_again
 from continuum.completion import BatchResult, Completion, Item, check_concurrency
 from continuum.control import Wait
 from continuum.errors import (
@@ -34,7 +35,7 @@ from continuum.family import (
 from continuum.inbox_models import ChildReport
 from continuum.now import now_s
 from continuum.pools import in_parallel
-from continuum.record import EntryKind, ErrorInfo, JournalEntry
+from continuum.record import EntryKind, ErrorInfo, JournalEntry, check_task_id
 from continuum.waiters import (
     ChildBatch,
     Duration,
@@ -136,10 +137,16 @@ def invoke(
             # Until it is saved as started, a replay (after an error, a Suspend or a death)
             # creates and starts it again: a no-op, a fenced duplicate.
             starter = _starter(runner)
-            starter.create(task_name, input, cid, ParentLink(task_id=task_id, batch=cid))
+            link = ParentLink(task_id=task_id, batch=cid)
+            if not starter.create(task_name, input, cid, link):
+                mark_taken(runner, cid, [cid])
+                entry.ok, entry.partial, entry.cursor = False, False, None
+                entry.error = starter.report_taken(link, cid)
+                runner.progress = True
+                return _outcome(entry, task_id)
             starter.start(cid)
             entry.cursor = {"started": True}
-        found = _reports(runner, cid)
+        found = running_again(runner, _starter(runner), _reports(runner, cid), task_id)
         if cid in found:
             [report] = _read_reports(runner, {cid: found[cid]})
             entry.ok = report.status == "succeeded"
@@ -198,6 +205,8 @@ def map_tasks(
             prefix = child_id(
                 task_id, turn=runner.record.turn, path=runner.path, key=key, index=None
             )
+            if n:  # every id must be valid before anything is created
+                check_task_id(f"{prefix}.{n - 1}")
             entry = JournalEntry(
                 key,
                 label,
@@ -212,6 +221,8 @@ def map_tasks(
         _create_children(runner, entry, task_name, inputs, limit, completion)
         found = _reports(runner, prefix)
         policy = completion.model_dump() if completion else None
+        if decisive(found, count=n, completion=policy):
+            found = running_again(runner, _starter(runner), found, task_id)
         if not decisive(found, count=n, completion=policy):
             waiter = Waiter(kind=WaitKind.CHILD, name=label, id=prefix, count=n, completion=policy)
             raise runner.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))
@@ -243,33 +254,45 @@ def _create_children(
     progress = entry.cursor or {}
     policy = completion.model_dump() if completion else None
     created = int(progress.get("created", 0))
+    taken: set[int] = set(progress.get("taken", []))
+
+    def link_of(i: int) -> ParentLink:
+        successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
+        return ParentLink(
+            task_id=task_id,
+            batch=prefix,
+            index=i,
+            successor=successor,
+            count=n,
+            completion=policy,
+        )
+
     while created < n:
         chunk = range(created, min(n, created + CREATE_CHUNK))
         stats_name = f"{entry.name}.create"
         runner.check_work(stats_name)
 
-        def create(i: int) -> None:
-            successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
-            link = ParentLink(
-                task_id=task_id,
-                batch=prefix,
-                index=i,
-                successor=successor,
-                count=n,
-                completion=policy,
-            )
-            starter.create(task_name, inputs[i], f"{prefix}.{i}", link)
+        def create(i: int) -> bool:
+            return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i))
 
         started = time.monotonic()
         with runner.unlocked():
-            in_parallel(create, chunk, threads=CHILD_THREADS)
+            ours = in_parallel(create, chunk, threads=CHILD_THREADS)
         runner.observe_work(stats_name, time.monotonic() - started)
+        taken |= {i for i, mine in zip(chunk, ours, strict=True) if not mine}
         created = chunk.stop
-        entry.cursor = {**progress, "created": created}
+        entry.cursor = {**progress, "created": created, "taken": sorted(taken)}
         progress = entry.cursor
     first = n if limit is None else min(n, limit)
-    for i in range(int(progress.get("started", 0)), first):
-        starter.start(f"{prefix}.{i}")
+    begun = int(progress.get("started", 0))
+    if taken and begun < first:
+        pass_over_taken(runner, starter, prefix, taken, limit, n, link_of)
+    for i in range(begun, first):
+        # A taken slot of the first wave hands its place to the next of its own in its chain.
+        while i in taken and limit is not None:
+            i += limit
+        if i < n and i not in taken:
+            starter.start(f"{prefix}.{i}")
     entry.cursor = {**progress, "started": first}
 
 
@@ -297,6 +320,4 @@ def _batch_result(reports: list[ChildReport], n: int, completion: Completion | N
         items=items,
         completion_reason=reason or "all_completed",
         given=n,
-        policy=completion is not None,
-        min_successful=completion.min_successful if completion else None,
     )

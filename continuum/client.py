@@ -19,6 +19,7 @@ from continuum.errors import (
     TaskNotFinishedError,
     describe_errors,
 )
+from continuum.family import ChildIdTakenError, names_slot
 from continuum.mail import Mail
 from continuum.now import utcnow
 from continuum.record import Status, TaskRecord, check_task_id
@@ -118,6 +119,12 @@ class Client(Mail, Steering):
                     f"task id is already used by task {existing.task_name!r}",
                     task_id=task_id,
                     hint="choose another task id",
+                ) from None
+            if parent is not None and not names_slot(existing.parent, parent):
+                raise ChildIdTakenError(
+                    f"child task id {task_id} is taken by a task that is not a child of "
+                    f"{parent.task_id} (it was started earlier under that id)",
+                    task_id=task_id,
                 ) from None
             if existing.status != Status.PENDING or not send:
                 return task_id

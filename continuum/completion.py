@@ -2,9 +2,10 @@
 
 ``Completion`` says when a batch stops starting work: after ``min_successful`` successes, or
 once failures pass ``tolerated_failure_count`` or ``tolerated_failure_percentage`` (0 failures
-tolerated is fail-fast); a batch that ran out of items short of ``min_successful`` failed.
-With no completion every item runs and the batch ``failed`` if any did. A
-:class:`BatchResult` lists the items that started, in index order.
+tolerated is fail-fast). As in AWS's durable-execution semantics, the batch's ``status`` is
+``failed`` whenever any item failed: the policy decides only when to stop starting items,
+and ``completion_reason``. With no completion every item runs. A :class:`BatchResult` lists
+the items that started, in index order.
 
 Example:
     >>> result = ctx.map(urls, fetch_one, max_concurrency=10)  # doctest: +SKIP
@@ -91,10 +92,6 @@ class BatchResult(BaseModel):
     completion_reason: CompletionReason
     #: how many items the batch was given (``total_count`` counts those that started).
     given: int
-    #: with no completion policy, a batch fails if any item failed; with one, only when its
-    #: failure tolerance was exceeded or fewer than its ``min_successful`` succeeded.
-    policy: bool = False
-    min_successful: int | None = None
 
     @property
     def total_count(self) -> int:
@@ -114,11 +111,8 @@ class BatchResult(BaseModel):
 
     @property
     def status(self) -> ItemStatus:
-        if self.completion_reason == "failure_tolerance_exceeded":
-            return "failed"
-        if self.min_successful is not None and self.success_count < self.min_successful:
-            return "failed"
-        return "failed" if self.has_failure and not self.policy else "succeeded"
+        """``failed`` whenever any item failed, whatever the policy tolerated."""
+        return "failed" if self.has_failure else "succeeded"
 
     def succeeded(self) -> list[Item]:
         return [item for item in self.items if item.status == "succeeded"]

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from continuum.continuation import Continuations
 from continuum.control import Suspend
-from continuum.errors import RecordNotFoundError, TaskFinishedError
+from continuum.errors import ContinuumError, RecordNotFoundError, TaskFinishedError
 from continuum.pools import in_parallel
 from continuum.queue import QueueError
-from continuum.record import Status, TaskRecord, check_task_id
+from continuum.record import ErrorInfo, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.store import StoreError
 from continuum.waiters import BatchHint, ParentLink
@@ -40,31 +40,59 @@ if TYPE_CHECKING:
 #: Threads that create a chunk's child records, read reports, or cancel children.
 CHILD_THREADS = 8
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Of a long parent id, the characters a digested child id keeps: 90 + 1 + 24 leaves room
+#: in the 128 of a task id for ``.{index}`` up to 12 digits.
+_KEPT_OF_PARENT = 90
 
 
 def child_id(parent_id: str, *, turn: int, path: str, key: str, index: int | None) -> str:
     """The id of a parent's child: readable, a safe S3 key segment, the same on every replay.
 
     ``{parent}.{turn}.{key}`` (``.{index}`` in a batch), with unsafe characters replaced;
-    longer than 128 characters, a digest stands in for the tail.
+    longer than 100 characters, a digest stands in for the tail, short enough that the
+    ``.{index}`` of any batch a task can hold still fits in a task id.
     """
     place = _UNSAFE.sub("-", f"{path}{key}").strip("-.") or "child"
     base = f"{parent_id}.{turn}.{place}"
     if len(base) > 100:
         digest = hashlib.sha256(base.encode()).hexdigest()[:24]
-        base = f"{parent_id[:100]}.{digest}"
+        base = f"{parent_id[:_KEPT_OF_PARENT]}.{digest}"
     return check_task_id(base if index is None else f"{base}.{index}")
 
 
+class ChildIdTakenError(ContinuumError):
+    """A child's id is held by a task that is not that child (started earlier under it)."""
+
+
+def names_slot(link: ParentLink | None, slot: ParentLink) -> bool:
+    """Whether a record's parent ``link`` is the parent, batch and place of ``slot``: a
+    parent adopts only a child whose record names it."""
+    return (
+        link is not None
+        and link.task_id == slot.task_id
+        and link.batch == slot.batch
+        and link.index == slot.index
+    )
+
+
+#: A retried child may leave more than one report: a failed child is the only one ``retry``
+#: takes, and a succeeded one never runs again, so the highest of these is its latest.
+_LATEST = {"failed": 0, "cancelled": 1, "succeeded": 2}
+
+
 def batch_counts(listing_keys: frozenset[str], prefix: str) -> dict[str, str]:
-    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``."""
+    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``:
+    of a retried child's reports, its latest outcome (whatever order the listing is in)."""
     found: dict[str, str] = {}
     for key in listing_keys:
         if not key.startswith("children/"):
             continue
         _, child, leaf = key.split("/", 2)
         if child == prefix or child.startswith(f"{prefix}."):
-            found[child] = leaf.removesuffix(".json")
+            status = leaf.removesuffix(".json")
+            known = found.get(child)
+            if known is None or _LATEST.get(status, -1) > _LATEST.get(known, -1):
+                found[child] = status
     return found
 
 
@@ -89,6 +117,7 @@ class ChildClient(Protocol):
     """What starting and cancelling children takes of a client (``client.Client``)."""
 
     continuations: Continuations
+    records: Records
 
     def start_child(
         self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
@@ -112,12 +141,44 @@ class ChildTasks:
             self._client = self._make_client()
         return self._client
 
-    def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> None:
-        """Create a child's record, pending (a second create of the same id is a no-op).
+    def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> bool:
+        """Create a child's record, pending (a second create of the same id is a no-op);
+        False if the id is held by a task whose record does not name this parent's slot.
         Both this and ``start`` run in the parent's turn: a store or queue error suspends
         it (the next invocation creates or starts again) instead of failing the parent."""
         with _suspend_on_error():
-            self.client.start_child(task_name, input, task_id, parent, send=False)
+            try:
+                self.client.start_child(task_name, input, task_id, parent, send=False)
+            except ChildIdTakenError:
+                return False
+        return True
+
+    def report_taken(self, parent: ParentLink, task_id: str) -> ErrorInfo:
+        """Report a taken slot to the parent's own inbox, failed, as its child would have."""
+        from continuum.inbox_models import ChildReport  # loaded with the first child's report
+
+        error = ErrorInfo(
+            type=ChildIdTakenError.__name__,
+            message=f"child task id {task_id} is taken by a task that is not a child of "
+            f"{parent.task_id}; that task was left alone",
+        )
+        report = ChildReport(child_id=task_id, index=parent.index, status="failed", error=error)
+        with _suspend_on_error():
+            self.client.records.inbox.put_child_report(parent.task_id, task_id, "failed", report)
+        return error
+
+    def relink(self, task_id: str, successor: str | None) -> None:
+        """Point a created child, not started yet, past its successor's taken slot."""
+        with _suspend_on_error():
+            records = self.client.records
+            record, etag = records.load(task_id)
+            if record.parent is None or record.parent.successor == successor:
+                return
+            record.parent = record.parent.model_copy(update={"successor": successor})
+            try:
+                records.replace(record, etag=etag)
+            except ContinuumError as exc:
+                raise Suspend(f"could not relink child {task_id} ({exc}); continuing") from exc
 
     def start(self, task_id: str) -> None:
         """Send a created child's first continuation (a duplicate is fenced like any)."""

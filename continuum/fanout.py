@@ -117,6 +117,26 @@ def run_in(child: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
             running[ident] = outer
 
 
+def state_of(runner: Any) -> str:
+    """The task's state as JSON, to tell whether a block or batch changed it."""
+    state = runner.ctx.state
+    dump = getattr(state, "model_dump_json", None)
+    return str(dump()) if dump is not None else repr(state)
+
+
+def check_state(runner: Any, before: str, what: str, key: str) -> None:
+    """Refuse a change of ``ctx.state`` inside a block, branch or item: a finished one does
+    not run on replay, so the change would be lost after a later suspension in the turn."""
+    if state_of(runner) != before:
+        raise ContinuumError(
+            f"ctx.state changed inside {what} {key!r}: a finished one does not run again on "
+            "replay, so the change would be lost",
+            task_id=runner.record.task_id,
+            step=key,
+            hint="return what it computed, and change the state after it",
+        )
+
+
 def child_context(
     runner: Any, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
@@ -131,10 +151,15 @@ def child_context(
             return from_json(adapter, entry.result)
     assert entry.children is not None
     child = child_runner(runner, entry.children, f"{runner.path}{key}/", runner.ctx.state)
+    before = state_of(runner)
     try:
         value = run_in(child, fn, args)
+    except Exception:
+        check_state(runner, before, "child context", key)
+        raise
     finally:
         runner.progress = runner.progress or child.progress
+    check_state(runner, before, "child context", key)
     with runner.lock:
         result = to_json(
             adapter,

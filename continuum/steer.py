@@ -14,6 +14,7 @@ refuse a task that is running now.
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +22,10 @@ from continuum.continuation import Continuations
 from continuum.errors import ContinuumError, RecordExistsError
 from continuum.history import Usage
 from continuum.now import utcnow
-from continuum.record import Counters, Status, TaskRecord, check_task_id
+from continuum.record import Counters, EntryKind, JournalEntry, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery
+from continuum.reopening import reopen_failed
 
 if TYPE_CHECKING:
     from continuum.status import TaskSummary
@@ -89,10 +91,10 @@ class Steering:
                 hint="`continuum resume` sends a suspended or waiting task's continuation",
             )
         failed = record.error.step if record.error else None
-        if record.journal and failed is not None:
-            last = record.journal[-1]
-            if last.key == failed and not last.ok and not last.partial:
-                record.journal.pop()  # the step that failed the turn runs again
+        singles = {batch.prefix for batch in record.children if batch.single}
+        children = reopen_failed(record.journal, failed, singles)
+        # Its failed children first: the parent, running again, then waits for their ends.
+        self._retry_children(task_id, children)
         record.status = Status.SUSPENDED
         record.generation += 1
         record.error = None
@@ -106,6 +108,18 @@ class Steering:
         self.records.revive(task_id, record.blob_refs())
         self.continuations.send(task_id, generation=record.generation, reason="retry")
         return record.generation
+
+    def _retry_children(self, task_id: str, children: list[str]) -> None:
+        """Retry those of a retried parent's failed children that are its own and failed."""
+        for child in children:
+            try:
+                record, _ = self.records.load(child)
+            except ContinuumError:
+                continue
+            if record.parent is None or record.parent.task_id != task_id:
+                continue  # a slot another task held: not this parent's child
+            if record.status == Status.FAILED:
+                self.retry(child)
 
     def fork(self, task_id: str, *, version: str, new_id: str) -> str:
         """Start ``new_id`` from version ``version`` of ``task_id``'s record; return new_id.
@@ -142,7 +156,7 @@ def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
         "state": source.state,
         "state_version": source.state_version,
         "turn": source.turn,
-        "journal": [entry for entry in source.journal if not entry.started],
+        "journal": _own_children([entry for entry in source.journal if not entry.started]),
         "step_stats": source.step_stats,
         "save_stats": source.save_stats,
         "send_stats": source.send_stats,
@@ -152,3 +166,19 @@ def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
     record.counters, record.usage = Counters(), Usage()
     record.forked_from = source.task_id
     return record
+
+
+def _own_children(entries: list[JournalEntry]) -> list[JournalEntry]:
+    """A journal for a fork: a call of child tasks that had not finished is dropped, so that
+    the fork starts children of its own (the original's report to the original); a finished
+    one keeps its result, as a step does."""
+    kept = []
+    for entry in entries:
+        if entry.kind == EntryKind.CHILDREN and entry.partial:
+            continue
+        if entry.children is not None:
+            inner = _own_children(entry.children)
+            entry = copy.copy(entry)
+            entry.children = inner
+        kept.append(entry)
+    return kept

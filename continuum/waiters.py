@@ -116,9 +116,12 @@ class ChildBatch(_Model):
     task_name: str
     count: int = 1
     single: bool = True
+    #: ids another task held before this one could create them: not its children.
+    taken: list[str] = []
 
     def ids(self) -> list[str]:
-        return [self.prefix] if self.single else [f"{self.prefix}.{i}" for i in range(self.count)]
+        every = [self.prefix] if self.single else [f"{self.prefix}.{i}" for i in range(self.count)]
+        return [task_id for task_id in every if task_id not in self.taken] if self.taken else every
 
 
 class BatchHint(BaseModel):

@@ -61,7 +61,7 @@ CASES = {
         Completion(tolerated_failure_count=2, tolerated_failure_percentage=30),
         (2, 5),
         ITEMS,
-        "succeeded",
+        "failed",  # any item failed: the tolerance decides only when to stop starting items
         "all_completed",
     ),
     "tolerance exceeded by count": Case(
@@ -75,7 +75,10 @@ CASES = {
         "failure_tolerance_exceeded",
     ),
     "min_successful reached early": Case(
-        Completion(min_successful=3), (1,), 4, "succeeded", "min_successful_reached"
+        Completion(min_successful=3), (1,), 4, "failed", "min_successful_reached"
+    ),
+    "min_successful reached with no failure": Case(
+        Completion(min_successful=3), (), 3, "succeeded", "min_successful_reached"
     ),
     "min_successful not reached": Case(
         Completion(min_successful=8), (0, 4, 9), ITEMS, "failed", "all_completed"
