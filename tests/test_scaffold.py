@@ -185,7 +185,7 @@ def test_the_requirement_never_names_pypis_other_continuum(project: Path) -> Non
     # This suite runs on an editable install of the checkout: sam build must package it.
     lines = (project / "src/requirements.txt").read_text().splitlines()
     wanted = [line for line in lines if line.startswith("continuum")]
-    assert wanted == [f"continuum @ {ROOT.as_uri()}"]
+    assert wanted == [f"continuum-lambda @ {ROOT.as_uri()}"]
 
 
 class _Dist:
@@ -201,14 +201,14 @@ class _Dist:
     [
         (
             '{"url": "file:///wheels/continuum-0.3.1-py3-none-any.whl", "archive_info": {}}',
-            "continuum @ file:///wheels/continuum-0.3.1-py3-none-any.whl",
+            "continuum-lambda @ file:///wheels/continuum-0.3.1-py3-none-any.whl",
         ),
         (
             '{"url": "https://git.example/continuum.git", '
             '"vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
-            "continuum @ git+https://git.example/continuum.git@abc123",
+            "continuum-lambda @ git+https://git.example/continuum.git@abc123",
         ),
-        (None, "continuum==0.3.1"),
+        (None, "continuum-lambda==0.3.1"),
     ],
 )
 def test_the_requirement_follows_where_continuum_was_installed_from(

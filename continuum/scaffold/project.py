@@ -58,9 +58,9 @@ def continuum_requirement() -> str:
     version and says to install from that index.
     """
     # A checkout's own egg-info may come first on sys.path: prefer what pip recorded.
-    found = list(metadata.distributions(name="continuum"))
+    found = list(metadata.distributions(name="continuum-lambda"))
     if not found:  # running from a source tree that is not installed
-        return f"continuum @ {Path(__file__).resolve().parents[2].as_uri()}"
+        return f"continuum-lambda @ {Path(__file__).resolve().parents[2].as_uri()}"
     direct = next(filter(None, (d.read_text("direct_url.json") for d in found)), None)
     dist = found[0]
     if direct:
@@ -68,11 +68,11 @@ def continuum_requirement() -> str:
         url, vcs = origin["url"], origin.get("vcs_info")
         if vcs:
             url = f"{vcs['vcs']}+{url}@{vcs['commit_id']}"
-        return f"continuum @ {url}"
+        return f"continuum-lambda @ {url}"
     return (
         "# PyPI's 'continuum' is another project: have pip read the index you installed\n"
         "# continuum from (e.g. PIP_INDEX_URL=... sam build), or point at a wheel instead.\n"
-        f"continuum=={dist.version}"
+        f"continuum-lambda=={dist.version}"
     )
 
 
