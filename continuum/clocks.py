@@ -104,7 +104,7 @@ class VirtualTime:
     With ``tick=False`` it moves only when told (a jump, ``advance``, ``move_to``), so two runs
     from the same start read the same times.
 
-    Requires freezegun (``pip install 'continuum[local]'``).
+    Requires freezegun (``pip install 'continuum-lambda[local]'``).
     """
 
     virtual = True
@@ -115,7 +115,7 @@ class VirtualTime:
         except ImportError as exc:  # pragma: no cover - freezegun is in the local extra
             raise ConfigurationError(
                 "the virtual clock needs freezegun",
-                hint="pip install 'continuum[local]', or run with --real-time",
+                hint="pip install 'continuum-lambda[local]', or run with --real-time",
             ) from exc
         from freezegun.api import real_datetime
 

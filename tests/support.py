@@ -50,7 +50,7 @@ from continuum.record import (
 from continuum.records import Records
 from continuum.recovery import end_recovery, note_death
 from continuum.scaffold import init_project, render_template
-from continuum.scaffold.project import continuum_requirement, module_name
+from continuum.scaffold.project import continuum_requirements, module_name
 from continuum.scaffold.render import fill, keep_flavor
 from continuum.secrets import clear_cache, load_signing_keys
 from continuum.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
@@ -101,7 +101,7 @@ __all__ = [
     "VirtualTime",
     "check_task_id",
     "clear_cache",
-    "continuum_requirement",
+    "continuum_requirements",
     "cut_state",
     "decode_continuation",
     "decode_message",

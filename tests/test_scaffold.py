@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from continuum import ConfigurationError
 from tests.support import (
-    continuum_requirement,
     fill,
     init_project,
     keep_flavor,
@@ -32,6 +32,7 @@ FILES = [
     f"src/{MODULE}.py",
     "src/handlers.py",
     "src/requirements.txt",
+    f"src/wheels/continuum_lambda-{version('continuum-lambda')}-py3-none-any.whl",
     "template.yaml",
     f"tests/test_{MODULE}.py",
     "pyproject.toml",
@@ -181,43 +182,75 @@ def test_fill_indents_a_block_like_its_placeholder_and_refuses_strays() -> None:
         fill("{{name}}", {"name": "x", "extra": "y"})
 
 
-def test_the_requirement_never_names_pypis_other_continuum(project: Path) -> None:
-    # This suite runs on an editable install of the checkout: sam build must package it.
+def test_the_requirements_find_continuum_in_the_projects_own_wheel(project: Path) -> None:
+    from importlib import metadata
+
+    version = metadata.version("continuum-lambda")
     lines = (project / "src/requirements.txt").read_text().splitlines()
-    wanted = [line for line in lines if line.startswith("continuum")]
-    assert wanted == [f"continuum @ {ROOT.as_uri()}"]
+    assert [line for line in lines if not line.startswith("#")] == [
+        "--find-links wheels",
+        f"continuum-lambda=={version}",
+    ]
+    # Nothing names this machine: the project installs wherever it is copied.
+    assert str(ROOT) not in "\n".join(lines)
+    assert "file:" not in "\n".join(lines)
+    assert [p.name for p in (project / "src/wheels").iterdir()] == [
+        f"continuum_lambda-{version}-py3-none-any.whl"
+    ]
 
 
-class _Dist:
-    def __init__(self, direct_url: str | None, version: str = "0.3.1") -> None:
-        self.direct_url, self.version = direct_url, version
+def test_the_vendored_wheel_holds_the_package_its_metadata_and_a_true_record(
+    project: Path,
+) -> None:
+    import base64
+    import hashlib
+    import zipfile
+    from importlib import metadata
 
-    def read_text(self, name: str) -> str | None:
-        return self.direct_url if name == "direct_url.json" else None
+    import continuum
+
+    (wheel,) = (project / "src/wheels").iterdir()
+    info = wheel.name.split("-py3")[0] + ".dist-info"
+    package = Path(continuum.__file__).parent
+    expected = {
+        f"continuum/{p.relative_to(package).as_posix()}"
+        for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert {n for n in names if n.startswith("continuum/")} == expected
+        assert "continuum/scaffold/templates/task.py.tmpl" in names
+        meta = archive.read(f"{info}/METADATA").decode()
+        assert "Name: continuum-lambda" in meta
+        assert f"Version: {metadata.version('continuum-lambda')}" in meta
+        assert "continuum = continuum.cli:main" in archive.read(f"{info}/entry_points.txt").decode()
+        record = archive.read(f"{info}/RECORD").decode().splitlines()
+        assert {line.split(",")[0] for line in record} == names
+        for line in record:
+            name, digest, size = line.split(",")
+            if name.endswith("RECORD"):
+                continue
+            data = archive.read(name)
+            sha = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            assert (digest, size) == (f"sha256={sha}", str(len(data))), name
 
 
-@pytest.mark.parametrize(
-    ("direct_url", "expected"),
-    [
-        (
-            '{"url": "file:///wheels/continuum-0.3.1-py3-none-any.whl", "archive_info": {}}',
-            "continuum @ file:///wheels/continuum-0.3.1-py3-none-any.whl",
-        ),
-        (
-            '{"url": "https://git.example/continuum.git", '
-            '"vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
-            "continuum @ git+https://git.example/continuum.git@abc123",
-        ),
-        (None, "continuum==0.3.1"),
-    ],
-)
-def test_the_requirement_follows_where_continuum_was_installed_from(
-    monkeypatch: pytest.MonkeyPatch, direct_url: str | None, expected: str
+def test_the_same_continuum_vendors_the_same_wheel(tmp_path: Path) -> None:
+    init_project(tmp_path / "a", "tides")
+    init_project(tmp_path / "b", "tides")
+    (a,) = (tmp_path / "a/src/wheels").iterdir()
+    (b,) = (tmp_path / "b/src/wheels").iterdir()
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_init_without_an_installed_continuum_says_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from importlib import metadata
 
-    monkeypatch.setattr(metadata, "distributions", lambda name: [_Dist(direct_url)])
-    text = continuum_requirement()
-    assert text.splitlines()[-1] == expected
-    if direct_url is None:  # from an index: say which index, as PyPI's is another project
-        assert "another project" in text
+    monkeypatch.setattr(metadata, "distributions", lambda name: [])
+    with pytest.raises(ConfigurationError, match="continuum-lambda is not installed") as caught:
+        init_project(tmp_path / "p", "tides")
+    assert "pip install" in str(caught.value)
+    assert not (tmp_path / "p").exists()

@@ -8,8 +8,8 @@ adds its subcommands to the ``continuum`` parser; :data:`GROUPS` lists them in t
 client that needs no app, ``CliError`` for a one-line error.
 
 A command module imports what only it needs inside its functions, so ``continuum --help`` and
-the commands that talk to AWS work from a plain ``pip install continuum``; the local runtime
-(``run``, ``dev``) says to install ``continuum[local]`` when moto is missing.
+the commands that talk to AWS work from a plain ``pip install continuum-lambda``; the local
+runtime (``run``, ``dev``) says to install ``continuum-lambda[local]`` when moto is missing.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ CREATE_HINT = (
 #: The record prefix when neither --prefix nor CONTINUUM_PREFIX says otherwise (as the app).
 DEFAULT_PREFIX = "tasks"
 #: What a command that needs moto says when continuum was installed without it.
-LOCAL_HINT = "the local runtime needs moto: pip install 'continuum[local]'"
+LOCAL_HINT = "the local runtime needs moto: pip install 'continuum-lambda[local]'"
 NO_REGION = (
     "no AWS region: pass --region or set AWS_REGION (the stack's CliEnvironment output and "
     "`continuum dev` set AWS_DEFAULT_REGION)"
@@ -93,7 +93,7 @@ def parse_input(text: str, *, flag: str = "--input") -> Any:
 
 
 def need_local_runtime() -> None:
-    """A one-line error unless moto (``continuum[local]``) is installed."""
+    """A one-line error unless moto (``continuum-lambda[local]``) is installed."""
     try:
         import moto  # noqa: F401
     except ImportError:

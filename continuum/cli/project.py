@@ -43,7 +43,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(
         f"\nNext, in {path}:\n"
         f"  python3 -m venv .venv && . .venv/bin/activate\n"
-        f'  pip install -r src/requirements.txt "continuum[local]" pytest\n'
+        f'  pip install -r src/requirements.txt "continuum-lambda[local]" pytest\n'
         f"  pytest                                # the tests, in memory\n"
         f"  cd src && continuum dev {module}:app   # a local stack; it prints what to export\n"
         f"  sam build && sam deploy --guided      # from {path}: your own stack on AWS"

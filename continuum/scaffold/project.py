@@ -5,6 +5,7 @@ The project (``<module>`` is the name in snake case)::
     src/<module>.py        the app, a state model, a step and a task
     src/handlers.py        the worker and dead-letter entry points the template names
     src/requirements.txt   what SAM's Python builder installs beside src/: continuum, yours
+    src/wheels/            continuum's wheel (on no index): requirements.txt finds it here
     template.yaml          the stack (render_template("project")), CodeUri: src/
     tests/test_<module>.py pytest tests of the task, in memory (continuum.testing's runner,
                            fixtures and replay check)
@@ -15,18 +16,20 @@ The project (``<module>`` is the name in snake case)::
 
 from __future__ import annotations
 
-import json
 import keyword
 import sys
-from importlib import metadata
 from pathlib import Path
 
 from continuum.errors import ConfigurationError
 from continuum.scaffold.render import fill, load
 from continuum.scaffold.template import NAME, render_template
+from continuum.scaffold.vendor import DISTRIBUTION, build_wheel, installed_version, wheel_name
 
 #: Module names a project's task module may not take: it would hide the package of that name.
 RESERVED_MODULES = frozenset({"continuum", "handlers", "tests", "test", "conftest"})
+#: Where the project keeps continuum's wheel, relative to src/: inside src/, so that
+#: ``sam build --use-container``, which mounts src/ alone, finds it too.
+WHEELS = "wheels"
 
 
 def module_name(name: str) -> str:
@@ -49,43 +52,27 @@ def module_name(name: str) -> str:
     return module
 
 
-def continuum_requirement() -> str:
-    """The requirement for this continuum, as ``sam build``'s pip must read it.
+def continuum_requirements() -> str:
+    """The lines of ``src/requirements.txt`` that give pip this continuum, from its vendored wheel.
 
-    The project called ``continuum`` on PyPI is another one (a PyTorch library), so a bare
-    name or version could package it instead. Installed from a directory, a wheel or a VCS
-    (pip's ``direct_url.json``), the line points there; installed from an index, it pins the
-    version and says to install from that index.
+    pip reads a ``--find-links`` path relative to the requirements file, so the same lines find
+    ``src/wheels/`` from the project's root, from ``src/`` and in ``sam build``'s pip; the
+    version pin keeps any other index's ``continuum-lambda`` out.
     """
-    # A checkout's own egg-info may come first on sys.path: prefer what pip recorded.
-    found = list(metadata.distributions(name="continuum"))
-    if not found:  # running from a source tree that is not installed
-        return f"continuum @ {Path(__file__).resolve().parents[2].as_uri()}"
-    direct = next(filter(None, (d.read_text("direct_url.json") for d in found)), None)
-    dist = found[0]
-    if direct:
-        origin = json.loads(direct)
-        url, vcs = origin["url"], origin.get("vcs_info")
-        if vcs:
-            url = f"{vcs['vcs']}+{url}@{vcs['commit_id']}"
-        return f"continuum @ {url}"
-    return (
-        "# PyPI's 'continuum' is another project: have pip read the index you installed\n"
-        "# continuum from (e.g. PIP_INDEX_URL=... sam build), or point at a wheel instead.\n"
-        f"continuum=={dist.version}"
-    )
+    return f"--find-links {WHEELS}\n{DISTRIBUTION}=={installed_version()}"
 
 
-def project_files(name: str) -> dict[str, str]:
-    """Relative path -> text of each file of the project ``name``."""
+def project_files(name: str) -> dict[str, str | bytes]:
+    """Relative path -> text (or bytes, for continuum's wheel) of each file of the project."""
     module = module_name(name)
     values = {"name": name, "module": module}
     return {
         f"src/{module}.py": fill(load("task.py.tmpl"), {"name": name}),
         "src/handlers.py": fill(load("handlers.py.tmpl"), {"module": module}),
         "src/requirements.txt": fill(
-            load("requirements.txt.tmpl"), {"continuum": continuum_requirement()}
+            load("requirements.txt.tmpl"), {"continuum": continuum_requirements()}
         ),
+        f"src/{WHEELS}/{wheel_name()}": build_wheel(),
         "template.yaml": render_template("project", name=name, app=f"{module}:app"),
         f"tests/test_{module}.py": fill(load("test_task.py.tmpl"), {"module": module}),
         "pyproject.toml": fill(load("pyproject.toml.tmpl"), {"module": module}),
@@ -128,6 +115,9 @@ def init_project(path: Path, name: str, *, force: bool = False) -> list[Path]:
     for relative, text in files.items():
         target = path / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            target.write_bytes(text)
+        else:
+            target.write_text(text, encoding="utf-8")
         written.append(target)
     return written

@@ -60,7 +60,7 @@ class TaskRunner:
     Args:
         app: the app whose tasks to run.
         backend: "memory" (continuum's in-memory S3 and SQS: fast) or "moto" (moto's, in
-            process; needs ``continuum[local]``).
+            process; needs ``continuum-lambda[local]``).
         budget_s: each invocation's deadline, in seconds (Lambda's 900 by default; a smaller
             one shows continuations).
         virtual_time: run on a virtual clock that ticks with the wall clock and jumps to the

@@ -1,7 +1,7 @@
 """The continuum command behaves: one-line errors, no default app, no markup, no moto needed.
 
 Most run ``main()`` in this process on moto; what needs a process of its own (Ctrl-C, an
-install without ``continuum[local]``) runs one.
+install without ``continuum-lambda[local]``) runs one.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ raise SystemExit(main())
 
 
 def test_a_plain_install_runs_everything_but_the_local_runtime(tmp_path):
-    """As after `pip install continuum`, without [local]: no moto, no rich."""
+    """As after `pip install continuum-lambda`, without [local]: no moto, no rich."""
     import subprocess
 
     def plain(*args: str, env: dict[str, str]):
@@ -228,7 +228,7 @@ def test_a_plain_install_runs_everything_but_the_local_runtime(tmp_path):
             assert done.returncode == 2, done.stderr
             assert (
                 done.stderr
-                == "error: the local runtime needs moto: pip install 'continuum[local]'\n"
+                == "error: the local runtime needs moto: pip install 'continuum-lambda[local]'\n"
             )
         state = json.dumps({"n": 1, "ledger": str(tmp_path / "l")})
         app_env = {**env, "CONTINUUM_APP": "tests.outside.ledger_app:app"}

@@ -1,4 +1,4 @@
-"""pydantic-ai agents as durable continuum tasks: ``pip install 'continuum[pydantic-ai]'``.
+"""pydantic-ai agents as durable continuum tasks: ``pip install 'continuum-lambda[pydantic-ai]'``.
 
 Example:
     >>> from pydantic_ai import Agent  # doctest: +SKIP
@@ -14,7 +14,8 @@ try:
     import pydantic_ai  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ImportError(
-        "continuum.integrations.pydantic_ai needs pydantic-ai: pip install 'continuum[pydantic-ai]'"
+        "continuum.integrations.pydantic_ai needs pydantic-ai: "
+        "pip install 'continuum-lambda[pydantic-ai]'"
     ) from exc
 
 from continuum.integrations.pydantic_ai._approvals import (
