@@ -5,8 +5,10 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+# pytest's workers (pytest-xdist): one per core by default.
+WORKERS ?= auto
 
-.PHONY: demo test lint typecheck pytest bench chaos clean requirements template
+.PHONY: demo test lint typecheck pytest oldest sam-tools bench chaos clean requirements template
 
 # `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction).
 include infra/build.mk
@@ -18,16 +20,61 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[local,pydantic-ai]'
 	touch $@
 
+# The tests' venv holds the newest versions the package's ranges allow, as a user's fresh install
+# does: a stamp older than a day is dropped, so that a stale venv cannot hide a new release.
+$(shell find $(STAMP_DEV) -mmin +1440 -delete 2>/dev/null)
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[dev]'
+	$(PIP) install --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(PIP) uninstall -y aws-sam-translator cfn-lint 2>/dev/null  # see SAM_TOOLS
 	touch $@ $(STAMP_RUN)
+
+# SAM's translator and cfn-lint, for tests/test_template.py, in a venv of their own: they pin
+# pydantic to one minor, and in the tests' venv they would decide the pydantic every test sees.
+SAM_VENV ?= .venv-infra
+SAM_TOOLS := 'aws-sam-translator>=1.90' 'cfn-lint>=1.20'
+STAMP_SAM := $(SAM_VENV)/.installed
+$(STAMP_SAM):
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip --disable-pip-version-check -q install --upgrade $(SAM_TOOLS)
+	touch $@
+
+## sam-tools: the venv of SAM's translator and cfn-lint that the template tests call
+sam-tools: $(STAMP_SAM)
+
+# The oldest end of every range: venvs with the lowest versions pyproject.toml allows
+# (tests/lowest_versions.py), where the key suites run again. The pydantic-ai extra raises
+# some of those floors, so it has a venv of its own.
+OLDEST_VENV ?= .venv-oldest
+OLDEST_AI_VENV ?= .venv-oldest-ai
+OLDEST_SUITES := tests/waits tests/fanout tests/hardening tests/functional tests/samples \
+	tests/first_run
+OLDEST_AI_SUITES := tests/integrations tests/first_run
+# A venv (1) with the lowest versions for the extras (2), and the test tools, at constraints (3).
+define oldest_venv
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(PYTHON) tests/lowest_versions.py $(2) > $(1)/constraints.txt
+	$(1)/bin/python -m pip --disable-pip-version-check -q install -c $(1)/constraints.txt \
+		-e '.[$(subst $(space),$(comma),$(2)),test]'
+	touch $(1)/.installed
+endef
+comma := ,
+space := $(subst ,, )
+$(OLDEST_VENV)/.installed: pyproject.toml tests/lowest_versions.py
+	$(call oldest_venv,$(OLDEST_VENV),local)
+$(OLDEST_AI_VENV)/.installed: pyproject.toml tests/lowest_versions.py
+	$(call oldest_venv,$(OLDEST_AI_VENV),local pydantic-ai)
+
+## oldest: the key suites on the lowest versions the ranges allow (part of make test)
+oldest: $(OLDEST_VENV)/.installed $(OLDEST_AI_VENV)/.installed
+	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) -p no:cacheprovider $(OLDEST_SUITES)
+	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) -p no:cacheprovider $(OLDEST_AI_SUITES)
 
 ## demo: run the sample research agent locally on moto, with a 2.5 s invocation budget
 demo: $(STAMP_RUN)
 	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 2.5
 
-## test: lint, type-check and run the whole test suite (what CI runs)
-test: lint typecheck pytest
+## test: lint, type-check, the whole suite on the newest versions, key suites on the oldest (CI)
+test: lint typecheck pytest oldest
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check .
@@ -36,8 +83,8 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
-pytest: $(STAMP_DEV)
-	$(BIN)/pytest
+pytest: $(STAMP_DEV) $(STAMP_SAM)
+	CONTINUUM_SAM_TOOLS_VENV=$(abspath $(SAM_VENV)) $(BIN)/pytest -n $(WORKERS) --dist loadgroup
 
 ## chaos: 200 tasks under random worker deaths, AWS faults and hostile deliveries (SEED=n)
 SEED ?= 1
@@ -57,4 +104,4 @@ template: $(STAMP_RUN)
 	$(BIN)/python infra/gen_template.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+	rm -rf $(VENV) $(SAM_VENV) $(OLDEST_VENV) $(OLDEST_AI_VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

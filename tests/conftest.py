@@ -15,6 +15,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -42,6 +43,19 @@ os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 
 #: The backends a protocol test runs on (LocalRuntime's ``backend``).
 BACKENDS = ("memory", "moto")
+TESTS = Path(__file__).resolve().parent
+#: Suites whose session fixtures are costly (the timeline's lived tasks, the docs' installed
+#: wheel): under pytest-xdist each runs on one worker, which makes them once.
+ONE_WORKER_SUITES = {"timeline", "docs"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` a file's tests share a worker (and its module fixtures), and
+    so does each of ONE_WORKER_SUITES."""
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        group = parts[0] if parts[0] in ONE_WORKER_SUITES else "/".join(parts)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -8,12 +8,16 @@ check runs on both, the project's being the file `init_project` wrote.
 cfn-lint reads each template and the CloudFormation that the SAM translator makes of it (cfn-lint
 no longer translates SAM itself, so a broken Events block would pass); the other tests read the
 translated resources, the handlers, the environment the code reads, and the packaging.
+
+SAM's translator and cfn-lint pin pydantic, so they run from a venv of their own (``make
+sam-tools``: .venv-infra), by subprocess (tests/sam_tools.py), never in the tests' environment.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import os
 import re
@@ -27,14 +31,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from samtranslator.translator.transform import transform
-from samtranslator.yaml_helper import yaml_parse
 
 from tests.support import init_project
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The venv that holds SAM's translator and cfn-lint (``make sam-tools``).
+SAM_TOOLS = Path(os.environ.get("CONTINUUM_SAM_TOOLS_VENV", ROOT / ".venv-infra"))
 TEMPLATE = ROOT / "infra" / "template.yaml"
-REFERENCE = yaml_parse(TEMPLATE.read_text())  # for what the tests are parametrized over
+
+
+def sam_tool(name: str) -> Path:
+    """A program of the SAM tools' venv; a clear failure when the venv is not there."""
+    path = SAM_TOOLS / "bin" / name
+    if not path.exists():
+        pytest.fail(
+            f"{path} is missing: `make sam-tools` installs SAM's translator and cfn-lint in "
+            f"{SAM_TOOLS}, a venv of their own, since they pin pydantic",
+            pytrace=False,
+        )
+    return path
+
+
+@functools.cache
+def sam_read(*paths: Path) -> dict[Path, dict[str, Any]]:
+    """Each template -> {"sam": as SAM reads it, "translated": its CloudFormation, offline}."""
+    command = [str(sam_tool("python")), str(ROOT / "tests" / "sam_tools.py"), *map(str, paths)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    return {Path(path): read for path, read in json.loads(result.stdout).items()}
+
+
+REFERENCE = sam_read(TEMPLATE)[TEMPLATE]["sam"]  # for what the tests are parametrized over
 FLAVORS = ["reference", "project"]
 PROJECT = "tides"  # the project `init_project` writes for these checks
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
@@ -101,22 +128,6 @@ class Stack:
         return sorted((ROOT / "continuum").rglob("*.py")) + sorted(own.rglob("*.py"))
 
 
-class NoManagedPolicies:
-    """SAM's ManagedPolicyLoader lists IAM's managed policies; this template names none."""
-
-    def load(self) -> dict[str, str]:
-        raise AssertionError("the template refers to a managed policy by name")
-
-
-def translate(sam: dict[str, Any]) -> dict[str, Any]:
-    """A SAM template translated to CloudFormation, offline."""
-    sam = copy.deepcopy(sam)
-    sam["Globals"]["Function"]["CodeUri"] = "s3://artifacts/continuum.zip"  # as `sam package`
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        return transform(sam, {}, NoManagedPolicies())
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project as `continuum init` writes it."""
@@ -126,14 +137,21 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stacks(project: Path) -> dict[str, Stack]:
+def sam_reads(project: Path) -> dict[str, dict[str, Any]]:
+    """Each flavor -> its template as SAM reads it and as SAM's translator makes it."""
     paths = {"reference": TEMPLATE, "project": project / "template.yaml"}
-    return {f: Stack(f, path, yaml_parse(path.read_text())) for f, path in paths.items()}
+    reads = sam_read(*paths.values())
+    return {flavor: {"path": path, **reads[path]} for flavor, path in paths.items()}
 
 
 @pytest.fixture(scope="module")
-def translated(stacks: dict[str, Stack]) -> dict[str, dict[str, Any]]:
-    return {flavor: translate(stack.sam) for flavor, stack in stacks.items()}
+def stacks(sam_reads: dict[str, dict[str, Any]]) -> dict[str, Stack]:
+    return {f: Stack(f, read["path"], read["sam"]) for f, read in sam_reads.items()}
+
+
+@pytest.fixture(scope="module")
+def translated(sam_reads: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {flavor: read["translated"] for flavor, read in sam_reads.items()}
 
 
 @pytest.fixture(scope="module", params=FLAVORS)
@@ -160,10 +178,8 @@ def lint_reports(
         files[flavor, "sam"] = found.path
         files[flavor, "translated"] = out / f"{flavor}.json"
         files[flavor, "translated"].write_text(json.dumps(translated[flavor], indent=1))
-    exe = Path(sys.executable).with_name("cfn-lint")
-    cmd = str(exe) if exe.exists() else shutil.which("cfn-lint") or "cfn-lint"
     result = subprocess.run(
-        [cmd, "--format", "json", *map(str, files.values())],
+        [str(sam_tool("cfn-lint")), "--format", "json", *map(str, files.values())],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.stdout.strip(), result.stderr
