@@ -129,24 +129,3 @@ def install_once(factory: pytest.TempPathFactory) -> Installed:
     assert result.returncode == 0, f"README's install block failed:\n{result.stdout}{result.stderr}"
     _installed.append(Installed(checkout, checkout / ".venv"))
     return _installed[0]
-
-
-class FakeDatetimeBug(AssertionError):
-    """The freezegun + pydantic 2.14 bug: a model module that loads on first use is imported
-    under freezegun's clock, and its datetime annotations resolve to FakeDatetime."""
-
-
-#: Known-failing on pydantic 2.14 (what the fresh venv gets): waits under virtual time. Only
-#: that failure is expected; any other fails the test.
-WAITS_UNDER_FREEZEGUN = pytest.mark.xfail(
-    strict=True,
-    raises=FakeDatetimeBug,
-    reason="freezegun + pydantic 2.14: waits under virtual time fail with "
-    "PydanticSchemaGenerationError for FakeDatetime (fixed on another branch)",
-)
-
-
-def raise_known_bugs(result: subprocess.CompletedProcess[str]) -> None:
-    """Raise FakeDatetimeBug if a command failed of that bug."""
-    if result.returncode != 0 and "FakeDatetime" in result.stdout + result.stderr:
-        raise FakeDatetimeBug((result.stdout + result.stderr).strip().splitlines()[-1])

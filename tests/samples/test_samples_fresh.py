@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fresh import ROOT, WAITS_UNDER_FREEZEGUN, Installed, activated, raise_known_bugs
+from tests.fresh import ROOT, Installed, activated
 
 pytestmark = pytest.mark.slow
 
@@ -64,10 +64,7 @@ def params() -> list[object]:
     cases: list[object] = []
     for sample in SAMPLES:
         for clock in ("virtual", "real"):
-            marks = [WAITS_UNDER_FREEZEGUN] if (clock, sample) in {
-                ("virtual", "approval_agent"), ("virtual", "support_agent")
-            } else []  # fmt: skip
-            cases.append(pytest.param(sample, clock, marks=marks, id=f"{sample}-{clock}"))
+            cases.append(pytest.param(sample, clock, id=f"{sample}-{clock}"))
     return cases
 
 
@@ -78,7 +75,6 @@ def test_the_sample_succeeds_in_a_fresh_process_on_the_wheel(
     args = [*SAMPLES[sample], "--json", *(["--real-time"] if clock == "real" else [])]
     command = shlex.join([str(installed.bin / "continuum"), "run", *args])
     ran = installed.sh(command, timeout=600)
-    raise_known_bugs(ran)
     got = summary(ran)
     expected = reference(sample)
     assert got["status"] == "succeeded", got
