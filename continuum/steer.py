@@ -21,7 +21,7 @@ from continuum.continuation import Continuations
 from continuum.errors import ContinuumError, RecordExistsError
 from continuum.history import Usage
 from continuum.now import utcnow
-from continuum.record import Counters, Status, TaskRecord, check_task_id
+from continuum.record import Counters, EntryKind, Status, TaskRecord, check_task_id
 from continuum.records import Records
 from continuum.recovery import end_recovery
 
@@ -89,8 +89,11 @@ class Steering:
         failed = record.error.step if record.error else None
         if record.journal and failed is not None:
             last = record.journal[-1]
-            if last.key == failed and not last.ok and not last.partial:
-                record.journal.pop()  # the step that failed the turn runs again
+            # The step that failed the turn runs again; a callback's timeout or failure is
+            # the outside world's answer, not a step: it stays, for the fixed code to catch.
+            answered = last.kind == EntryKind.CALLBACK_RESULT
+            if last.key == failed and not last.ok and not last.partial and not answered:
+                record.journal.pop()
         record.status = Status.SUSPENDED
         record.generation += 1
         record.error = None
