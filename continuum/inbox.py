@@ -236,6 +236,18 @@ class TaskInbox:
         inbox = self._inbox
         return _live(lambda: inbox.answer(self.task_id, token))
 
+    def close_callback(self, token: str, timeout: CallbackAnswer) -> CallbackAnswer:
+        """Close a callback that timed out, unless an answer came first: the one that won
+        (``timeout``, or the sender's answer). A sender's create of the answer after this
+        one fails, so a sender told "accepted" was always heard."""
+        inbox = self._inbox
+        if inbox is None:
+            return timeout
+        if _live(lambda: inbox.put_answer(self.task_id, token, timeout)):
+            return timeout
+        answer = _live(lambda: inbox.answer(self.task_id, token))
+        return answer if answer is not None else timeout
+
     def heartbeat(self, token: str) -> datetime | None:
         if self._inbox is None or not self.listing.has_heartbeat(token):
             return None

@@ -27,6 +27,9 @@ class CallbackAnswer(_Model):
     error_type: str | None = None
     message: str | None = None
     answered_at: datetime
+    #: written by the worker that took the callback's timeout: it closes the callback, so an
+    #: answer that comes after it is refused (both are created with If-None-Match on one key).
+    timed_out: bool = False
 
 
 class Heartbeat(_Model):

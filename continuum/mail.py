@@ -10,6 +10,9 @@ Defined results of repeated sends:
 
 - a second answer of one callback raises CallbackError ("already answered"), and the task
   keeps the first; a heartbeat after the answer raises the same;
+- an answer after the task took the callback's timeout raises CallbackError ("timed out"):
+  the worker closes the callback in the inbox before the task sees the timeout, and its
+  create and the sender's race on one key, so an answer accepted is one the task takes;
 - a signal with a ``signal_id`` already sent under that name is a no-op (the id is returned)
   but for its wake, sent again: a retry completes what a failed wake or a dead sender left;
   a second answer is refused the same way, after its wake;
@@ -109,12 +112,10 @@ class Mail:
                 task_id=task_id,
                 hint="a finished task takes no callback answers",
             )
-        if self.records.inbox.answer(task_id, token) is not None:
+        answer = self.records.inbox.answer(task_id, token)
+        if answer is not None:
             self._wake(task_id)  # a retry: the first attempt's wake may never have been sent
-            raise CallbackError(
-                "this callback was already answered; the task keeps the first answer",
-                task_id=task_id,
-            )
+            raise _closed(answer, task_id)
         if token not in record.callbacks:
             forged.task_id = task_id
             raise forged
@@ -123,10 +124,7 @@ class Mail:
     def _answer(self, task_id: str, token: str, answer: CallbackAnswer) -> None:
         if not self.records.inbox.put_answer(task_id, token, answer):
             self._wake(task_id)  # as in _open_callback
-            raise CallbackError(
-                "this callback was already answered; the task keeps the first answer",
-                task_id=task_id,
-            )
+            raise _closed(self.records.inbox.answer(task_id, token), task_id)
         self._wake(task_id)
 
     # -- signals and cancel ----------------------------------------------------------------------
@@ -188,6 +186,20 @@ class Mail:
             self.continuations.send(
                 task_id, generation=record.generation, reason="wake", kind="wake"
             )
+
+
+def _closed(answer: CallbackAnswer | None, task_id: str) -> CallbackError:
+    """Why an answer was refused: another came first, or the task took the timeout."""
+    if answer is not None and answer.timed_out:
+        return CallbackError(
+            f"this callback timed out before the answer came: {answer.message}; the task "
+            "did not take it",
+            task_id=task_id,
+            hint="the task saw CallbackTimeoutError; answer it on a new callback",
+        )
+    return CallbackError(
+        "this callback was already answered; the task keeps the first answer", task_id=task_id
+    )
 
 
 def _json_value(value: Any, *, what: str, task_id: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from continuum import CallbackError, CallbackTimeoutError, Continuum, TaskContext
