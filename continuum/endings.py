@@ -30,13 +30,14 @@ from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord
 from continuum.records import Records
 from continuum.settings import Settings
+from continuum.tasks import Task
 from continuum.waiters import Waiter
 from continuum.waiting import after_wait
 
-#: The reason of a message a worker left for a newer one, and how often it is sent again
-#: (every 15 minutes for a week) before the worker gives up on it.
+#: The reason of a message a worker left for a newer one; it is sent again every 15 minutes
+#: for as long as the record is kept (logged as an error once a day).
 LEFT_FOR_NEWER = "left for a newer worker"
-LEFT_FOR_NEWER_MAX = 7 * 24 * 4
+LEFT_FOR_NEWER_LOG_EVERY = 24 * 4
 
 
 def _left_count(reason: str) -> int:
@@ -188,12 +189,12 @@ class Endings:
     def leave_for_newer(self, message: Continuation, exc: RecordTooNewError) -> Outcome:
         """A newer continuum (or newer task code) wrote the record: leave it untouched, and
         send this message again in 15 minutes, so that once the newer code is deployed (a
-        rollback rolled forward) it continues the task; for a week at most."""
+        rollback rolled forward) it continues the task, however long the rollback lasts (a
+        record that is gone ends the chain: its message is rejected)."""
         hops = _left_count(message.reason)
-        if hops >= LEFT_FOR_NEWER_MAX:
-            logger.error(f"left for a newer worker for a week; giving up on it: {exc}")
-            return Outcome.LEFT
-        logger.error(f"left for a newer worker: {exc}")
+        days = hops / LEFT_FOR_NEWER_LOG_EVERY
+        log = logger.error if hops % LEFT_FOR_NEWER_LOG_EVERY == 0 else logger.info
+        log(f"left for a newer worker (for {days:.1f} days): {exc}")
         self.continuations.send(
             message.task_id,
             generation=message.generation,
@@ -241,6 +242,24 @@ class Endings:
     def give_up(self, claim: Claim, kind: str, message: str) -> Outcome:
         error = ErrorInfo(type=kind, message=message, turn=claim.record.turn)
         return self.finish(claim, Status.FAILED, error)
+
+
+def too_new_for(task: Task[Any] | None, record: TaskRecord) -> RecordTooNewError | None:
+    """Why ``task`` (this worker's code) must leave ``record`` alone: a newer version of the
+    task wrote it; None if it may run it."""
+    if task is None or record.state_version <= task.version:
+        return None
+    logger.error(
+        "the record's state version is newer than this worker's task",
+        extra={"state_version": record.state_version, "task_version": task.version},
+    )
+    return RecordTooNewError(
+        f"the record's state version {record.state_version} is newer than task "
+        f"{task.name!r} (version {task.version}) of this worker",
+        task_id=record.task_id,
+        hint="a newer deploy wrote it (or this one is a rollback): roll forward; the "
+        "record is left untouched and its message comes back every 15 minutes",
+    )
 
 
 def resume_waiting(record: TaskRecord, records: Records, continuations: Continuations) -> str:

@@ -32,6 +32,7 @@ from continuum.waiters import Signal
 
 if TYPE_CHECKING:
     from continuum.inbox_models import CallbackAnswer, CancelRequest
+    from continuum.record import ErrorInfo
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -236,17 +237,24 @@ class TaskInbox:
         inbox = self._inbox
         return _live(lambda: inbox.answer(self.task_id, token))
 
-    def close_callback(self, token: str, timeout: CallbackAnswer) -> CallbackAnswer:
+    def close_callback(self, token: str, timeout: ErrorInfo) -> CallbackAnswer:
         """Close a callback that timed out, unless an answer came first: the one that won
-        (``timeout``, or the sender's answer). A sender's create of the answer after this
-        one fails, so a sender told "accepted" was always heard."""
+        (the timeout, or the sender's answer). Both are created with If-None-Match on one
+        key, so a sender told "accepted" was always heard."""
+        from continuum.inbox_models import CallbackAnswer
+
+        marker = CallbackAnswer(
+            ok=False,
+            error_type=timeout.type,
+            message=timeout.message,
+            answered_at=utcnow(),
+            timed_out=True,
+        )
         inbox = self._inbox
-        if inbox is None:
-            return timeout
-        if _live(lambda: inbox.put_answer(self.task_id, token, timeout)):
-            return timeout
+        if inbox is None or _live(lambda: inbox.put_answer(self.task_id, token, marker)):
+            return marker
         answer = _live(lambda: inbox.answer(self.task_id, token))
-        return answer if answer is not None else timeout
+        return answer if answer is not None else marker
 
     def heartbeat(self, token: str) -> datetime | None:
         if self._inbox is None or not self.listing.has_heartbeat(token):

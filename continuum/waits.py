@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from continuum.control import Suspend, Wait
 from continuum.errors import (
@@ -24,7 +24,7 @@ from continuum.errors import (
     CallbackTimeoutError,
     ContinuumError,
 )
-from continuum.now import now_s, utcnow
+from continuum.now import now_s
 from continuum.record import EntryKind, ErrorInfo, JournalEntry
 from continuum.turnstate import TurnState
 from continuum.waiters import (
@@ -37,9 +37,6 @@ from continuum.waiters import (
     epoch_to_datetime,
     seconds_of,
 )
-
-if TYPE_CHECKING:
-    from continuum.inbox_models import CallbackAnswer
 
 #: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
 #: would cost more than the wait.
@@ -229,7 +226,8 @@ class WaitCalls(TurnState):
                     open_callback.heartbeat_at = beat
             deadline = open_callback.deadline()
             if deadline is not None and now_s() >= deadline.timestamp():
-                answer = self._take_timeout(token, _timeout(callback.name, open_callback))
+                # Closed in the inbox first: a sender's answer after this is refused.
+                answer = self.inbox.close_callback(token, _timeout(callback.name, open_callback))
                 entry.ok, entry.result = answer.ok, answer.result
                 if not answer.ok:
                     entry.error = _failure(answer.error_type, answer.message)
@@ -241,20 +239,6 @@ class WaitCalls(TurnState):
             kind=WaitKind.CALLBACK, name=callback.name, id=callback.id, deadline=deadline
         )
         raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
-
-    def _take_timeout(self, token: str, timeout: ErrorInfo) -> CallbackAnswer:
-        """Close the callback with its timeout in the inbox, or take the answer that beat it
-        there (the sender's create and this one race on one key)."""
-        from continuum.inbox_models import CallbackAnswer
-
-        marker = CallbackAnswer(
-            ok=False,
-            error_type=timeout.type,
-            message=timeout.message,
-            answered_at=utcnow(),
-            timed_out=True,
-        )
-        return self.inbox.close_callback(token, marker)
 
     def _close(self, entry: JournalEntry, callback: Callback) -> Any:
         self.record.callbacks.pop(callback.token, None)
