@@ -3,8 +3,9 @@
 Each is written to the task's inbox (``inbox.py``) and never to its record; then the sender
 reads the record again and wakes the generation it finds (a continuation of kind ``wake``),
 so that a waiting task runs as soon as what it waits for is there. Bad input changes nothing:
-an unknown or forged callback id, a finished task, a payload JSON cannot hold or over
-``MAX_INBOX_VALUE_BYTES``, a malformed name; each is a clear error before anything is written.
+an unknown or forged callback id, a finished task, a payload JSON cannot hold or over the
+task's limit (its worker's ``max_state_bytes``, which the record holds; at most
+``MAX_INBOX_VALUE_BYTES``), a malformed name; each is a clear error before anything is written.
 
 Defined results of repeated sends:
 
@@ -61,8 +62,9 @@ class Mail:
             CallbackError: the id is unknown or forged, already answered, or its task is
                 finished; or the result is not JSON or too large. Nothing was written.
         """
-        task_id, token, _ = self._open_callback(callback_id)
+        task_id, token, record = self._open_callback(callback_id)
         value = _json_value(result, what="the callback result", task_id=task_id)
+        _check_size(value, self._limit(record), what="the callback result", task_id=task_id)
         self._answer(task_id, token, CallbackAnswer(ok=True, result=value, answered_at=utcnow()))
 
     def fail_callback(self, callback_id: str, error_type: str, message: str) -> None:
@@ -146,8 +148,11 @@ class Mail:
         check_name(name, what="signal name", task_id=task_id)
         signal_id = check_name(signal_id or uuid.uuid4().hex, what="signal id", task_id=task_id)
         value = _json_value(payload, what="the signal payload", task_id=task_id)
-        self._unfinished(task_id, "signal")
+        record = self._unfinished(task_id, "signal")
         signal = Signal(id=signal_id, name=name, payload=value, sent_at=utcnow())
+        # The task journals the whole signal: its id, name and time count too.
+        limit = self._limit(record)
+        _check_size(signal.model_dump(mode="json"), limit, what="the signal", task_id=task_id)
         self.records.inbox.put_signal(task_id, signal)
         # Also when it was there already: a retry after a wake that failed, or a sender that
         # died between the two, must still wake the task (a duplicate wake is harmless).
@@ -179,6 +184,12 @@ class Mail:
             )
         return record
 
+    def _limit(self, record: TaskRecord) -> int:
+        """The largest answer or signal the task takes: its worker's limit as the record says,
+        else this client's app's; at most the inbox's own."""
+        task_limit = record.max_value_bytes or self.records.max_value_bytes
+        return min(MAX_INBOX_VALUE_BYTES, task_limit or MAX_INBOX_VALUE_BYTES)
+
     def _wake(self, task_id: str) -> None:
         """After writing to the inbox: read the record, wake the generation it has now."""
         record, _ = self.records.load(task_id)
@@ -204,11 +215,15 @@ def _closed(answer: CallbackAnswer | None, task_id: str) -> CallbackError:
 
 def _json_value(value: Any, *, what: str, task_id: str) -> Any:
     json_value = to_json(_ANY, value, what=what, task_id=task_id, typed=False)
+    _check_size(json_value, MAX_INBOX_VALUE_BYTES, what=what, task_id=task_id)
+    return json_value
+
+
+def _check_size(json_value: Any, limit: int, *, what: str, task_id: str) -> None:
     size = len(dump_json(json_value))
-    if size > MAX_INBOX_VALUE_BYTES:
+    if size > limit:
         raise PayloadTooLargeError(
-            f"{what} is {size} bytes as JSON; the limit is {MAX_INBOX_VALUE_BYTES}",
+            f"{what} is {size} bytes as JSON; the task takes at most {limit} (nothing was sent)",
             task_id=task_id,
             hint="store large data elsewhere (your own S3 object) and send a reference",
         )
-    return json_value

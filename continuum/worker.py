@@ -293,6 +293,7 @@ class Worker:
             task, unknown = None, exc
         if (left := self._leave_if_newer(message, record, from_memory)) is not None:
             return left
+        record.max_value_bytes = self.settings.max_state_bytes  # for clients to check sends
         try:
             claim = Claim.take(
                 self.records,
