@@ -26,7 +26,7 @@ from typing import Any
 
 from continuum.batch import Delivery, LambdaContext, logger, process_sqs_batch
 from continuum.continuation import Continuations
-from continuum.endings import LEFT_FOR_NEWER, resend
+from continuum.endings import LEFT_FOR_NEWER, cancelled_error, resend
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
@@ -134,8 +134,12 @@ class DeadLetters:
                 ),
                 turn=record.turn,
             )
+            request = self.records.inbox.close_to_cancel(record.task_id)
+            if request is not None:  # a cancel accepted before this finish wins, as in endings
+                record.status = Status.CANCELLED
+                record.error = cancelled_error(request, record.turn)
             end_recovery(record)
-            failed, task = f"task failed: {record.error.message}", {"task_id": record.task_id}
+            failed, task = f"task {record.status.value}: {record.error.message}", {"task_id": record.task_id}
             unswept: SweepIncompleteError | None = None
             try:
                 self.records.replace(record, etag=etag, finished=True)

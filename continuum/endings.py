@@ -9,7 +9,9 @@ writes), never the other way round, so a message never names a record that does 
   inbox, and a wake now or the timer for the earliest deadline (``waiting.after_wait``).
 - **hop**: a waiting task's timer came before its deadline (a long sleep): generation + 1,
   still ``waiting``, and the next timer. No user code runs; no lease is taken.
-- **finish**: ``succeeded``, ``failed`` or ``cancelled``; then the sweep: blobs and inbox
+- **finish**: first the inbox is closed to cancel requests (a request that came before the
+  close makes the task end ``cancelled``, whatever its turn did); then ``succeeded``,
+  ``failed`` or ``cancelled``; then the sweep: blobs and inbox
   tagged for expiry (or deleted), the record tagged last (``sweeping.py``).
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from continuum.batch import logger
 from continuum.claim import Claim
@@ -33,6 +35,9 @@ from continuum.settings import Settings
 from continuum.tasks import Task
 from continuum.waiters import Waiter
 from continuum.waiting import after_wait
+
+if TYPE_CHECKING:
+    from continuum.inbox_models import CancelRequest
 
 #: The reason of a message a worker left for a newer one; it is sent again every 15 minutes
 #: for as long as the record is kept (logged as an error once a day).
@@ -217,6 +222,12 @@ class Endings:
         )
 
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
+        if status != Status.CANCELLED:
+            # A cancel accepted before this close wins, however the task ended; one after it
+            # is refused (``client.cancel`` says so): the two race on one inbox key.
+            request = self.records.inbox.close_to_cancel(claim.record.task_id)
+            if request is not None:
+                status, error = Status.CANCELLED, cancelled_error(request, claim.record.turn)
         claim.finish(status, error=error)
         record = claim.record
         cancel_children(self.children, record)
@@ -242,6 +253,13 @@ class Endings:
     def give_up(self, claim: Claim, kind: str, message: str) -> Outcome:
         error = ErrorInfo(type=kind, message=message, turn=claim.record.turn)
         return self.finish(claim, Status.FAILED, error)
+
+
+def cancelled_error(request: CancelRequest, turn: int) -> ErrorInfo:
+    """The error of a task that ends cancelled by ``request``."""
+    reason = request.reason
+    text = f"the task was cancelled{f': {reason}' if reason else ''}"
+    return ErrorInfo(type="TaskCancelledError", message=text, turn=turn)
 
 
 def too_new_for(task: Task[Any] | None, record: TaskRecord) -> RecordTooNewError | None:

@@ -39,6 +39,9 @@ class Heartbeat(_Model):
 class CancelRequest(_Model):
     reason: str | None = None
     requested_at: datetime
+    #: not a request: the finish of the task closed it to cancel requests (created on the
+    #: request's key, so a request after it is refused, and one before it cancels the task).
+    closed: bool = False
 
 
 ReportStatus = Literal["succeeded", "failed", "cancelled"]

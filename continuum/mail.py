@@ -17,7 +17,8 @@ Defined results of repeated sends:
 - a signal with a ``signal_id`` already sent under that name is a no-op (the id is returned)
   but for its wake, sent again: a retry completes what a failed wake or a dead sender left;
   a second answer is refused the same way, after its wake;
-- a second cancel request is a no-op: the first reason wins.
+- a second cancel request is a no-op: the first reason wins; a request after the finish
+  closed the task to them raises TaskFinishedError (the finish and a request race on one key).
 """
 
 from __future__ import annotations
@@ -162,16 +163,25 @@ class Mail:
     def cancel(self, task_id: str, reason: str | None = None) -> None:
         """Ask the task to stop: it sees TaskCancelledError at its next step, wait or turn
         boundary (a waiting or suspended task is woken for it), may run cleanup steps, and
-        ends ``cancelled``. A second request is a no-op (the first reason wins).
+        ends ``cancelled``, even if its turn returned meanwhile. A second request is a no-op
+        (the first reason wins).
 
         Raises:
-            TaskFinishedError: the task already finished (nothing was written).
+            TaskFinishedError: the task already finished, or is finishing: its finish closed
+                it to cancel requests before this one came (it ends as its code decided).
             RecordNotFoundError: there is no such task.
         """
         check_task_id(task_id)
         self._unfinished(task_id, "cancel")
         reason = None if reason is None else str(reason)[:MAX_INBOX_MESSAGE_CHARS]
-        self.records.inbox.put_cancel(task_id, reason)
+        if not self.records.inbox.put_cancel(task_id, reason):
+            first = self.records.inbox.cancel(task_id)
+            if first is not None and first.closed:  # the finish came first
+                raise TaskFinishedError(
+                    "the task is finishing: it ends as its code decided, not cancelled",
+                    task_id=task_id,
+                    hint="its finish closed it to cancel requests before this one came",
+                )
         self._wake(task_id)
 
     def _unfinished(self, task_id: str, what: str) -> TaskRecord:
