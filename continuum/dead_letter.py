@@ -139,7 +139,8 @@ class DeadLetters:
                 record.status = Status.CANCELLED
                 record.error = cancelled_error(request, record.turn)
             end_recovery(record)
-            failed, task = f"task {record.status.value}: {record.error.message}", {"task_id": record.task_id}
+            failed = f"task {record.status.value}: {record.error.message}"
+            task = {"task_id": record.task_id}
             unswept: SweepIncompleteError | None = None
             try:
                 self.records.replace(record, etag=etag, finished=True)
