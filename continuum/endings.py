@@ -267,10 +267,6 @@ def too_new_for(task: Task[Any] | None, record: TaskRecord) -> RecordTooNewError
     task wrote it; None if it may run it."""
     if task is None or record.state_version <= task.version:
         return None
-    logger.error(
-        "the record's state version is newer than this worker's task",
-        extra={"state_version": record.state_version, "task_version": task.version},
-    )
     return RecordTooNewError(
         f"the record's state version {record.state_version} is newer than task "
         f"{task.name!r} (version {task.version}) of this worker",
