@@ -44,7 +44,12 @@ INBOX_POLL_S = 2.0
 #: is then a chain of timer hops, as a sleep of hours is on AWS.
 TIMER_MAX_DELAY_S = 2
 
+#: The tasks' limit on a value (under the inbox's own 256 KiB), so that an answer between the
+#: two meets the task's limit: the sender must be refused, the task must not see it.
+MAX_STATE_BYTES = 128 * 1024
+
 app = Continuum(
+    max_state_bytes=MAX_STATE_BYTES,
     default_step_s=0.1,
     persist_every_s=0.25,
     visibility_margin_s=1,

@@ -4,9 +4,9 @@ What each such task must end as is worked out from its input and the harness's l
 the outside world did (``chaos.outside``: ``outside.jsonl``), never from its record:
 
 - callback: the answer the first answering call landed, if it landed well before the
-  callback's deadline; the timeout if the answer was refused because the task had closed
-  the callback (an answer accepted after the deadline passed may go either way: the task
-  takes it if it was there when the task met its deadline); a second answer is refused.
+  callback's deadline or after it (the task's timeout and the answer race on one inbox key:
+  an answer accepted is taken); the timeout if the answer was refused because the task had
+  closed the callback; a second answer is refused, and so is one over the task's limit.
 - signals: the first ``wants`` signals in the order sent, each the first copy (a resend with
   the same ``signal_id`` carries another payload: a task that took one took a duplicate).
 - cancellable: ``cancelled``, with the reason of the first cancel call that reached it.
@@ -28,8 +28,6 @@ from typing import Any
 from chaos import flows, steering
 from chaos.checks import ALLOWED_FAILURES, FINISHED, PlannedTask, Report
 
-#: Seconds around a callback's deadline where the answer and the timeout are both right.
-DEADLINE_SLACK_S = 1.0
 #: Outcomes of an outside call after which what it sent is in the inbox (or was refused).
 LANDED = ("ok", "answered")
 CHILD_STRANDED = "child tasks stranded"
@@ -38,6 +36,7 @@ CHILD_WRONG = "child tasks with a wrong ending"
 CHILD_MISSING = "child tasks never started"
 SECOND_ANSWER = "second callback answers accepted"
 OUTSIDE_GAVE_UP = "outside calls given up"
+OVERSIZED_ACCEPTED = "answers over the task's limit accepted"
 
 
 def _calls(log: list[dict[str, Any]], task_id: str) -> dict[int, list[dict[str, Any]]]:
@@ -78,7 +77,6 @@ def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
     first = _calls(log, task.task_id).get(0, [])
     if not seen or not first:
         return None  # the task ended before the harness acted (or the script timed out)
-    deadline = seen[0].get("deadline")
     outcome = _outcome(first)
     early = next((a for a in first if _landed_before_failing(a)), None)
     if outcome == "closed" and early is not None:
@@ -92,13 +90,10 @@ def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
     else:
         got = {"got": "failed", "type": action["args"]["error_type"]}
     timeout = {"got": "timeout"}
-    landed_by = next(a["t"] for a in first if a["outcome"] != "retry" or _landed_before_failing(a))
     if outcome == "closed":  # refused: the task had closed the callback (its timeout)
         got = timeout
-    elif deadline is None or landed_by > deadline - DEADLINE_SLACK_S:
-        # Accepted after the deadline passed: the timeout is right if the task met its
-        # deadline first, the answer if the answer was in its inbox when it did.
-        return None
+    # Else accepted, even after the deadline: the task's timeout and the answer race on one
+    # inbox key, so an answer accepted is the one the task took.
     before = flows.prepare_value(salt)
     return {
         "before": before,
@@ -244,4 +239,6 @@ def check_outside(report: Report, log: list[dict[str, Any]]) -> None:
             report.violate(SECOND_ANSWER, f"{entry['task_id']}: {entry['args']}")
         if entry["outcome"] == "gave up":
             report.violate(OUTSIDE_GAVE_UP, f"{entry['task_id']}: {entry['op']}")
+        if entry.get("n") == -1 and entry["outcome"] in LANDED:
+            report.violate(OVERSIZED_ACCEPTED, f"{entry['task_id']}: {entry['op']}")
     report.add_all("calls", dict(sorted(counts.items())))

@@ -167,7 +167,8 @@ class Sleeper(BaseModel):
     ticks: list[int] = []
 
 
-@app.task(state=Sleeper)
+# Version 2: an older worker of version 1 must leave its records alone (``chaos.rollback``).
+@app.task(state=Sleeper, version=2, migrations={1: lambda state: state})
 def sleeper(ctx: TaskContext[Sleeper]) -> dict[str, Any] | None:
     s = ctx.state
     i = len(s.ticks)

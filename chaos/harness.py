@@ -33,7 +33,7 @@ from typing import Any
 
 import boto3
 
-from chaos import flowchecks, outside, steering, tasks
+from chaos import flowchecks, outside, rollback, steering, tasks
 from chaos.base import INLINE_LIMIT_BYTES
 from chaos.checks import (
     Failure,
@@ -275,6 +275,7 @@ class Run:
         self.events: list[dict[str, Any]] = []
         self.waiting = deque(self.plan)  # not started yet
         self.outside = self._outside(options, random.Random(self.rng.randrange(2**32)))
+        self.older = rollback.OlderWorker(resources, options) if opts.waits else None
         self.open: set[str] = set()  # started, not known to be finished
 
     def _outside(self, options: dict[str, Any], rng: random.Random) -> outside.Outside:
@@ -312,7 +313,10 @@ class Run:
         client = self.app.client()
         ends = time.monotonic() + self.opts.timeout
         next_check, next_confirm, quiet_since = 0.0, 0.0, None
+        rolled_back_until = time.monotonic() + rollback.ROLLBACK_S
         while time.monotonic() < ends:
+            if self.older is not None and time.monotonic() < rolled_back_until:
+                self.older.pump()
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
                 if "fork_of" in task.input:
@@ -399,6 +403,8 @@ class Run:
         check_deliveries(report, self.events)
         flowchecks.check_cancels(report, self.plan, lambda t: self._final(versions.get(t, [])), log)
         flowchecks.check_outside(report, log)
+        if self.older is not None:
+            self.older.check(report)
         self._figures(report, ending, statuses, versions, started)
         return report
 

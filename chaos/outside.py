@@ -30,10 +30,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos.base import MAX_STATE_BYTES
 from chaos.faults import SenderDied, SenderFaults
 from chaos.flows import ANSWER
 from chaos.steering import FORK_SUFFIX
-from continuum import CallbackError, ContinuumError, TaskFinishedError
+from continuum import CallbackError, ContinuumError, PayloadTooLargeError, TaskFinishedError
 from continuum.client import Client
 
 #: Seconds before a call that raised is made again, and the most attempts of one call.
@@ -55,6 +56,11 @@ CANCEL_POINTS = ("pending", "running", "waiting")
 REFUSED = "ChaosRefused"
 #: The most rounds of retries a steered task gets (each flaky step needs one).
 MAX_RETRY_ROUNDS = 6
+#: Share of callback tasks first sent an answer over their limit (call number -1), and its
+#: size: over the tasks' max_state_bytes, under the inbox's own limit.
+OVERSIZED_SHARE = 0.4
+OVERSIZED = "oversized"
+OVERSIZED_BYTES = MAX_STATE_BYTES + 16 * 1024
 
 
 def signal_id(k: int) -> str:
@@ -85,7 +91,7 @@ def plan_callback(rng: random.Random) -> dict[str, Any]:
     if mode == "twice":
         second = rng.choice(("complete", "fail"))
         actions.append(_answer(rng, 1, second, first + rng.uniform(0.2, 1.5)))
-    return {"mode": mode, "actions": actions}
+    return {"mode": mode, "actions": actions, "oversized": rng.random() < OVERSIZED_SHARE}
 
 
 def _answer(rng: random.Random, n: int, op: str, at: float) -> dict[str, Any]:
@@ -184,6 +190,9 @@ class Script:
         self.callback_id = callback_id
         late = self.plan["mode"] == "late" and deadline is not None
         base = deadline if late and deadline is not None else now
+        if self.plan.get("oversized"):  # refused, before the answer the task takes
+            args = {"callback_id": callback_id, OVERSIZED: OVERSIZED_BYTES}
+            self.calls.append(Call(-1, "complete", args, base + self.plan["actions"][0]["at"]))
         for action in self.plan["actions"]:
             args = {"callback_id": callback_id}
             if action["op"] == "complete":
@@ -344,6 +353,9 @@ class Outside:
         try:
             if call.op == "signal":
                 self.client.signal(script.task_id, **call.args)
+            elif call.op == "complete" and OVERSIZED in call.args:
+                blob = {"blob": "x" * int(call.args[OVERSIZED])}
+                self.client.complete_callback(call.args["callback_id"], blob)
             elif call.op == "complete":
                 self.client.complete_callback(call.args["callback_id"], call.args["result"])
             elif call.op == "fail":
@@ -359,7 +371,8 @@ class Outside:
             call.outcome = "ok"
         except TaskFinishedError:
             call.outcome = "finished"
-
+        except PayloadTooLargeError as exc:
+            call.outcome, error = "too large", exc.message
         except CallbackError as exc:
             call.outcome = "answered" if "already answered" in exc.message else "closed"
             error = exc.message

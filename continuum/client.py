@@ -109,6 +109,7 @@ class Client(Mail, Steering):
             state=state,
             state_version=task.version,
             parent=parent,
+            max_value_bytes=self.settings.max_state_bytes,
         )
         try:
             self.records.create(record)

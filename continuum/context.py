@@ -15,7 +15,7 @@ from continuum.callbacks import Callback
 from continuum.control import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 from continuum.steps import Runner, active_runner, as_step, stable_name
-from continuum.waiters import Duration, Signal
+from continuum.waiters import Duration, Signal, derived_name
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum.completion import BatchResult, Completion
@@ -264,7 +264,7 @@ class TaskContext(Generic[S]):
                     task_id=self.task_id,
                     step=label,
                 )
-            self.sleep(delay_s, name=f"{label}.delay")
+            self.sleep(delay_s, name=derived_name(label, "delay"))
 
     @property
     def idempotency_key(self) -> str:

@@ -9,6 +9,8 @@ against the record as the worker does (``fence.py``), then:
 - it names an older generation: the task moved on, but the message that should continue it may
   be the one that failed (every send after a save failed, say), so the current continuation
   is sent again (a duplicate is harmless: the record fences it);
+- a newer continuum wrote the record: it is left untouched and the message sent again (as
+  the worker does), so that rolling forward still resumes the task;
 - the task finished: its sweep may have been cut short (the message may be dead because
   of it), so it is finished unless the record's tags say it is done;
 - a live worker holds it: nothing to do.
@@ -24,7 +26,7 @@ from typing import Any
 
 from continuum.batch import Delivery, LambdaContext, logger, process_sqs_batch
 from continuum.continuation import Continuations
-from continuum.endings import resend
+from continuum.endings import LEFT_FOR_NEWER, cancelled_error, resend
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
@@ -79,8 +81,17 @@ class DeadLetters:
             try:
                 record, etag = self.records.load(message.task_id)
             except RecordTooNewError as exc:
-                logger.error(f"dead letter for a record a newer continuum wrote; left as is: {exc}")
-                return DeadLetterOutcome.LEFTOVER
+                # Left as is, and its message kept going: it may be what resumes the task
+                # once the newer code is back (its sends failed until it died here).
+                logger.error(f"dead letter for a record a newer continuum wrote; resent: {exc}")
+                self.continuations.send(
+                    message.task_id,
+                    generation=message.generation,
+                    reason=LEFT_FOR_NEWER,
+                    delay_s=self.continuations.queue.max_delay_s,
+                    kind=message.kind,
+                )
+                return DeadLetterOutcome.RESENT
             except (RecordNotFoundError, RecordCorruptError) as exc:
                 logger.error(f"dead letter for a task that cannot be read: {exc}")
                 return DeadLetterOutcome.REJECTED
@@ -123,8 +134,13 @@ class DeadLetters:
                 ),
                 turn=record.turn,
             )
+            request = self.records.inbox.close_to_cancel(record.task_id)
+            if request is not None:  # a cancel accepted before this finish wins, as in endings
+                record.status = Status.CANCELLED
+                record.error = cancelled_error(request, record.turn)
             end_recovery(record)
-            failed, task = f"task failed: {record.error.message}", {"task_id": record.task_id}
+            failed = f"task {record.status.value}: {record.error.message}"
+            task = {"task_id": record.task_id}
             unswept: SweepIncompleteError | None = None
             try:
                 self.records.replace(record, etag=etag, finished=True)

@@ -9,7 +9,9 @@ writes), never the other way round, so a message never names a record that does 
   inbox, and a wake now or the timer for the earliest deadline (``waiting.after_wait``).
 - **hop**: a waiting task's timer came before its deadline (a long sleep): generation + 1,
   still ``waiting``, and the next timer. No user code runs; no lease is taken.
-- **finish**: ``succeeded``, ``failed`` or ``cancelled``; then the sweep: blobs and inbox
+- **finish**: first the inbox is closed to cancel requests (a request that came before the
+  close makes the task end ``cancelled``, whatever its turn did); then ``succeeded``,
+  ``failed`` or ``cancelled``; then the sweep: blobs and inbox
   tagged for expiry (or deleted), the record tagged last (``sweeping.py``).
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from continuum.batch import logger
 from continuum.claim import Claim
@@ -30,13 +32,17 @@ from continuum.recent import RecentRecords
 from continuum.record import ErrorInfo, Status, TaskRecord
 from continuum.records import Records
 from continuum.settings import Settings
+from continuum.tasks import Task
 from continuum.waiters import Waiter
 from continuum.waiting import after_wait
 
-#: The reason of a message a worker left for a newer one, and how often it is sent again
-#: (every 15 minutes for a week) before the worker gives up on it.
+if TYPE_CHECKING:
+    from continuum.inbox_models import CancelRequest
+
+#: The reason of a message a worker left for a newer one; it is sent again every 15 minutes
+#: for as long as the record is kept (logged as an error once a day).
 LEFT_FOR_NEWER = "left for a newer worker"
-LEFT_FOR_NEWER_MAX = 7 * 24 * 4
+LEFT_FOR_NEWER_LOG_EVERY = 24 * 4
 
 
 def _left_count(reason: str) -> int:
@@ -188,12 +194,12 @@ class Endings:
     def leave_for_newer(self, message: Continuation, exc: RecordTooNewError) -> Outcome:
         """A newer continuum (or newer task code) wrote the record: leave it untouched, and
         send this message again in 15 minutes, so that once the newer code is deployed (a
-        rollback rolled forward) it continues the task; for a week at most."""
+        rollback rolled forward) it continues the task, however long the rollback lasts (a
+        record that is gone ends the chain: its message is rejected)."""
         hops = _left_count(message.reason)
-        if hops >= LEFT_FOR_NEWER_MAX:
-            logger.error(f"left for a newer worker for a week; giving up on it: {exc}")
-            return Outcome.LEFT
-        logger.error(f"left for a newer worker: {exc}")
+        days = hops / LEFT_FOR_NEWER_LOG_EVERY
+        log = logger.error if hops % LEFT_FOR_NEWER_LOG_EVERY == 0 else logger.info
+        log(f"left for a newer worker (for {days:.1f} days): {exc}")
         self.continuations.send(
             message.task_id,
             generation=message.generation,
@@ -216,6 +222,12 @@ class Endings:
         )
 
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
+        if status != Status.CANCELLED:
+            # A cancel accepted before this close wins, however the task ended; one after it
+            # is refused (``client.cancel`` says so): the two race on one inbox key.
+            request = self.records.inbox.close_to_cancel(claim.record.task_id)
+            if request is not None:
+                status, error = Status.CANCELLED, cancelled_error(request, claim.record.turn)
         claim.finish(status, error=error)
         record = claim.record
         cancel_children(self.children, record)
@@ -241,6 +253,27 @@ class Endings:
     def give_up(self, claim: Claim, kind: str, message: str) -> Outcome:
         error = ErrorInfo(type=kind, message=message, turn=claim.record.turn)
         return self.finish(claim, Status.FAILED, error)
+
+
+def cancelled_error(request: CancelRequest, turn: int) -> ErrorInfo:
+    """The error of a task that ends cancelled by ``request``."""
+    reason = request.reason
+    text = f"the task was cancelled{f': {reason}' if reason else ''}"
+    return ErrorInfo(type="TaskCancelledError", message=text, turn=turn)
+
+
+def too_new_for(task: Task[Any] | None, record: TaskRecord) -> RecordTooNewError | None:
+    """Why ``task`` (this worker's code) must leave ``record`` alone: a newer version of the
+    task wrote it; None if it may run it."""
+    if task is None or record.state_version <= task.version:
+        return None
+    return RecordTooNewError(
+        f"the record's state version {record.state_version} is newer than task "
+        f"{task.name!r} (version {task.version}) of this worker",
+        task_id=record.task_id,
+        hint="a newer deploy wrote it (or this one is a rollback): roll forward; the "
+        "record is left untouched and its message comes back every 15 minutes",
+    )
 
 
 def resume_waiting(record: TaskRecord, records: Records, continuations: Continuations) -> str:

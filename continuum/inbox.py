@@ -7,7 +7,8 @@ Instead each callback answer, heartbeat, signal and cancel request is its own ob
     inbox/callbacks/{token}.json        one answer per callback (If-None-Match: the first wins)
     inbox/heartbeats/{token}.json       the latest heartbeat of a callback (overwritten)
     inbox/signals/{name}/{id}.json      one object per signal (If-None-Match: an id is sent once)
-    inbox/cancel.json                   the first cancel request (If-None-Match: the first wins)
+    inbox/cancel.json                   the first cancel request (If-None-Match: the first wins),
+                                        or the finish's close: a request after it is refused
 
 The worker lists the inbox (one LIST) when a wait needs it, when a wake arrives, and every
 ``inbox_poll_s`` while the task runs, so that a cancel request is seen. No wake-up is lost:
@@ -32,6 +33,7 @@ from continuum.waiters import Signal
 
 if TYPE_CHECKING:
     from continuum.inbox_models import CallbackAnswer, CancelRequest
+    from continuum.record import ErrorInfo
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -170,6 +172,17 @@ class Inbox:
             task_id, "cancel.json", CancelRequest(reason=reason, requested_at=utcnow())
         )
 
+    def close_to_cancel(self, task_id: str) -> CancelRequest | None:
+        """At the finish: close the task to cancel requests; the request that came first, if
+        one did (then the task ends cancelled). A close of an earlier try of this finish
+        (its worker died before the finish write) counts as this one."""
+        from continuum.inbox_models import CancelRequest
+
+        if self._create(task_id, "cancel.json", CancelRequest(requested_at=utcnow(), closed=True)):
+            return None
+        request = self.cancel(task_id)
+        return request if request is not None and not request.closed else None
+
     def put_child_report(self, task_id: str, child_id: str, status: str, report: BaseModel) -> bool:
         """Write a child's report to its parent; False if it was written before."""
         return self._create(task_id, f"children/{child_id}/{status}.json", report)
@@ -236,6 +249,25 @@ class TaskInbox:
         inbox = self._inbox
         return _live(lambda: inbox.answer(self.task_id, token))
 
+    def close_callback(self, token: str, timeout: ErrorInfo) -> CallbackAnswer:
+        """Close a callback that timed out, unless an answer came first: the one that won
+        (the timeout, or the sender's answer). Both are created with If-None-Match on one
+        key, so a sender told "accepted" was always heard."""
+        from continuum.inbox_models import CallbackAnswer
+
+        marker = CallbackAnswer(
+            ok=False,
+            error_type=timeout.type,
+            message=timeout.message,
+            answered_at=utcnow(),
+            timed_out=True,
+        )
+        inbox = self._inbox
+        if inbox is None or _live(lambda: inbox.put_answer(self.task_id, token, marker)):
+            return marker
+        answer = _live(lambda: inbox.answer(self.task_id, token))
+        return answer if answer is not None else marker
+
     def heartbeat(self, token: str) -> datetime | None:
         if self._inbox is None or not self.listing.has_heartbeat(token):
             return None
@@ -243,10 +275,16 @@ class TaskInbox:
         return _live(lambda: inbox.heartbeat(self.task_id, token))
 
     def cancel(self) -> CancelRequest | None:
+        """The cancel request in the inbox. A close left by a finish whose write never
+        landed (this worker holds the task now) is removed: cancels are taken again."""
         if self._inbox is None or not self.listing.has_cancel:
             return None
         inbox = self._inbox
-        return _live(lambda: inbox.cancel(self.task_id))
+        request = _live(lambda: inbox.cancel(self.task_id))
+        if request is None or not request.closed:
+            return request
+        _live(lambda: inbox.store.delete(inbox.key(self.task_id, "cancel.json")))
+        return None
 
     def read(self, relative: str, model: type[M]) -> M | None:
         """An object of this inbox (``relative``: its key in the listing)."""

@@ -27,6 +27,9 @@ class CallbackAnswer(_Model):
     error_type: str | None = None
     message: str | None = None
     answered_at: datetime
+    #: written by the worker that took the callback's timeout: it closes the callback, so an
+    #: answer that comes after it is refused (both are created with If-None-Match on one key).
+    timed_out: bool = False
 
 
 class Heartbeat(_Model):
@@ -36,6 +39,9 @@ class Heartbeat(_Model):
 class CancelRequest(_Model):
     reason: str | None = None
     requested_at: datetime
+    #: not a request: the finish of the task closed it to cancel requests (created on the
+    #: request's key, so a request after it is refused, and one before it cancels the task).
+    closed: bool = False
 
 
 ReportStatus = Literal["succeeded", "failed", "cancelled"]

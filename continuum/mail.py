@@ -3,17 +3,22 @@
 Each is written to the task's inbox (``inbox.py``) and never to its record; then the sender
 reads the record again and wakes the generation it finds (a continuation of kind ``wake``),
 so that a waiting task runs as soon as what it waits for is there. Bad input changes nothing:
-an unknown or forged callback id, a finished task, a payload JSON cannot hold or over
-``MAX_INBOX_VALUE_BYTES``, a malformed name; each is a clear error before anything is written.
+an unknown or forged callback id, a finished task, a payload JSON cannot hold or over the
+task's limit (its worker's ``max_state_bytes``, which the record holds; at most
+``MAX_INBOX_VALUE_BYTES``), a malformed name; each is a clear error before anything is written.
 
 Defined results of repeated sends:
 
 - a second answer of one callback raises CallbackError ("already answered"), and the task
   keeps the first; a heartbeat after the answer raises the same;
+- an answer after the task took the callback's timeout raises CallbackError ("timed out"):
+  the worker closes the callback in the inbox before the task sees the timeout, and its
+  create and the sender's race on one key, so an answer accepted is one the task takes;
 - a signal with a ``signal_id`` already sent under that name is a no-op (the id is returned)
   but for its wake, sent again: a retry completes what a failed wake or a dead sender left;
   a second answer is refused the same way, after its wake;
-- a second cancel request is a no-op: the first reason wins.
+- a second cancel request is a no-op: the first reason wins; a request after the finish
+  closed the task to them raises TaskFinishedError (the finish and a request race on one key).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class Mail:
         """
         task_id, token, record = self._open_callback(callback_id)
         value = _json_value(result, what="the callback result", task_id=task_id)
+        _check_size(value, self._limit(record), what="the callback result", task_id=task_id)
         _check_answer(record.callbacks[token], value, task_id)
         self._answer(task_id, token, CallbackAnswer(ok=True, result=value, answered_at=utcnow()))
 
@@ -113,12 +119,10 @@ class Mail:
                 task_id=task_id,
                 hint="a finished task takes no callback answers",
             )
-        if self.records.inbox.answer(task_id, token) is not None:
+        answer = self.records.inbox.answer(task_id, token)
+        if answer is not None:
             self._wake(task_id)  # a retry: the first attempt's wake may never have been sent
-            raise CallbackError(
-                "this callback was already answered; the task keeps the first answer",
-                task_id=task_id,
-            )
+            raise _closed(answer, task_id)
         if token not in record.callbacks:
             forged.task_id = task_id
             raise forged
@@ -127,10 +131,7 @@ class Mail:
     def _answer(self, task_id: str, token: str, answer: CallbackAnswer) -> None:
         if not self.records.inbox.put_answer(task_id, token, answer):
             self._wake(task_id)  # as in _open_callback
-            raise CallbackError(
-                "this callback was already answered; the task keeps the first answer",
-                task_id=task_id,
-            )
+            raise _closed(self.records.inbox.answer(task_id, token), task_id)
         self._wake(task_id)
 
     # -- signals and cancel ----------------------------------------------------------------------
@@ -152,8 +153,11 @@ class Mail:
         check_name(name, what="signal name", task_id=task_id)
         signal_id = check_name(signal_id or uuid.uuid4().hex, what="signal id", task_id=task_id)
         value = _json_value(payload, what="the signal payload", task_id=task_id)
-        self._unfinished(task_id, "signal")
+        record = self._unfinished(task_id, "signal")
         signal = Signal(id=signal_id, name=name, payload=value, sent_at=utcnow())
+        # The task journals the whole signal: its id, name and time count too.
+        limit = self._limit(record)
+        _check_size(signal.model_dump(mode="json"), limit, what="the signal", task_id=task_id)
         self.records.inbox.put_signal(task_id, signal)
         # Also when it was there already: a retry after a wake that failed, or a sender that
         # died between the two, must still wake the task (a duplicate wake is harmless).
@@ -163,16 +167,25 @@ class Mail:
     def cancel(self, task_id: str, reason: str | None = None) -> None:
         """Ask the task to stop: it sees TaskCancelledError at its next step, wait or turn
         boundary (a waiting or suspended task is woken for it), may run cleanup steps, and
-        ends ``cancelled``. A second request is a no-op (the first reason wins).
+        ends ``cancelled``, even if its turn returned meanwhile. A second request is a no-op
+        (the first reason wins).
 
         Raises:
-            TaskFinishedError: the task already finished (nothing was written).
+            TaskFinishedError: the task already finished, or is finishing: its finish closed
+                it to cancel requests before this one came (it ends as its code decided).
             RecordNotFoundError: there is no such task.
         """
         check_task_id(task_id)
         self._unfinished(task_id, "cancel")
         reason = None if reason is None else str(reason)[:MAX_INBOX_MESSAGE_CHARS]
-        self.records.inbox.put_cancel(task_id, reason)
+        if not self.records.inbox.put_cancel(task_id, reason):
+            first = self.records.inbox.cancel(task_id)
+            if first is not None and first.closed:  # the finish came first
+                raise TaskFinishedError(
+                    "the task is finishing: it ends as its code decided, not cancelled",
+                    task_id=task_id,
+                    hint="its finish closed it to cancel requests before this one came",
+                )
         self._wake(task_id)
 
     def _unfinished(self, task_id: str, what: str) -> TaskRecord:
@@ -184,6 +197,12 @@ class Mail:
                 hint="start a new task instead",
             )
         return record
+
+    def _limit(self, record: TaskRecord) -> int:
+        """The largest answer or signal the task takes: its worker's limit as the record says,
+        else this client's app's; at most the inbox's own."""
+        task_limit = record.max_value_bytes or self.records.max_value_bytes
+        return min(MAX_INBOX_VALUE_BYTES, task_limit or MAX_INBOX_VALUE_BYTES)
 
     def _wake(self, task_id: str) -> None:
         """After writing to the inbox: read the record, wake the generation it has now."""
@@ -206,13 +225,31 @@ def _check_answer(callback: OpenCallback, value: Any, task_id: str) -> None:
         )
 
 
+def _closed(answer: CallbackAnswer | None, task_id: str) -> CallbackError:
+    """Why an answer was refused: another came first, or the task took the timeout."""
+    if answer is not None and answer.timed_out:
+        return CallbackError(
+            f"this callback timed out before the answer came: {answer.message}; the task "
+            "did not take it",
+            task_id=task_id,
+            hint="the task saw CallbackTimeoutError; answer it on a new callback",
+        )
+    return CallbackError(
+        "this callback was already answered; the task keeps the first answer", task_id=task_id
+    )
+
+
 def _json_value(value: Any, *, what: str, task_id: str) -> Any:
     json_value = to_json(_ANY, value, what=what, task_id=task_id, typed=False)
+    _check_size(json_value, MAX_INBOX_VALUE_BYTES, what=what, task_id=task_id)
+    return json_value
+
+
+def _check_size(json_value: Any, limit: int, *, what: str, task_id: str) -> None:
     size = len(dump_json(json_value))
-    if size > MAX_INBOX_VALUE_BYTES:
+    if size > limit:
         raise PayloadTooLargeError(
-            f"{what} is {size} bytes as JSON; the limit is {MAX_INBOX_VALUE_BYTES}",
+            f"{what} is {size} bytes as JSON; the task takes at most {limit} (nothing was sent)",
             task_id=task_id,
             hint="store large data elsewhere (your own S3 object) and send a reference",
         )
-    return json_value

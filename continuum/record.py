@@ -307,6 +307,7 @@ class TaskRecord(_Model):
     signals_taken: list[str] = Field(default_factory=new_list)
     #: a cancel request the worker saw.
     cancel: CancelState | None = None
+    max_value_bytes: int | None = None  #: its worker's max_state_bytes: clients check sends
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
     #: what each recent invocation did (``history.py``), and what the task cost so far.
@@ -325,6 +326,5 @@ class TaskRecord(_Model):
         for listed in self.state_segments:
             refs.extend(listed.segments)
         for entry in walk(self.journal):
-            refs.append(entry.result_ref)
-            refs.append(entry.cursor_ref)
+            refs.extend((entry.result_ref, entry.cursor_ref))
         return [ref for ref in refs if ref is not None]

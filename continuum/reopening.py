@@ -33,8 +33,11 @@ def reopen_failed(
     if last.partial:
         return []
     if last.kind in _WAITS:
-        if not last.ok and last.key == failed_step:
-            journal.pop()  # the step that failed the turn runs again
+        # The step that failed the turn runs again; a callback's timeout or failure is the
+        # outside world's answer, not a step: it stays, for the fixed code to catch.
+        answered = last.kind == EntryKind.CALLBACK_RESULT
+        if not last.ok and last.key == failed_step and not answered:
+            journal.pop()
         return []
     if last.kind == EntryKind.CONTEXT and not last.ok:
         last.ok, last.error, last.partial, last.children = True, None, True, []

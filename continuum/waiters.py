@@ -10,6 +10,7 @@ that the client can refuse an id the task never made.
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
 # pydantic would compile and evaluate each string when it builds a model, about 15 us a field
 # (about 3 ms of the worker's cold import over the record's and the message's).
+import hashlib
 import math
 import re
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,16 @@ def check_name(name: object, *, what: str, task_id: str | None = None) -> str:
             hint="use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
         )
     return name
+
+
+def derived_name(base: str, suffix: str) -> str:
+    """A valid wait name made from ``base`` (a function's qualified name, or a name the user
+    gave) and ``suffix``: the same every time, so that a replay finds its journal entry."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{base}.{suffix}").lstrip("._-") or suffix
+    if len(name) <= 128:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return f"{name[: 128 - len(digest) - 1]}-{digest}"
 
 
 #: The longest wait accepted; anything longer is a mistake in units, not a plan.

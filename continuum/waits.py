@@ -197,8 +197,11 @@ class WaitCalls(TurnState):
                     open_callback.heartbeat_at = beat
             deadline = open_callback.deadline()
             if deadline is not None and now_s() >= deadline.timestamp():
-                entry.ok = False
-                entry.error = _timeout(callback.name, open_callback)
+                # Closed in the inbox first: a sender's answer after this is refused.
+                answer = self.inbox.close_callback(token, _timeout(callback.name, open_callback))
+                entry.ok, entry.result = answer.ok, answer.result
+                if not answer.ok:
+                    entry.error = _failure(answer.error_type, answer.message)
                 return self._close(entry, callback)
             if attempt == 0:
                 self._listing_fresh()

@@ -39,7 +39,7 @@ from continuum.batch import (
 from continuum.claim import Claim, error_info
 from continuum.clocks import real_monotonic
 from continuum.continuation import Continuation, Continuations
-from continuum.endings import Endings, Outcome, after_sweep
+from continuum.endings import Endings, Outcome, after_sweep, too_new_for
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
@@ -202,6 +202,18 @@ class Worker:
             return Outcome.REJECTED
         return self._run(message, delivery, context, record, etag, from_memory=False)
 
+    def _leave_if_newer(
+        self, message: Continuation, record: TaskRecord, from_memory: bool
+    ) -> Outcome | None:
+        """A record of a newer version of its task is left untouched (no claim, no hop) for
+        the newer code, and its message sent again; None: not newer."""
+        too_new = too_new_for(self.registry.tasks.get(record.task_name), record)
+        if too_new is None:
+            return None
+        if from_memory:
+            raise _StaleMemory  # leaving it writes nothing: only the store may decide that
+        return self.endings.leave_for_newer(message, too_new)
+
     def _run(
         self,
         message: Continuation,
@@ -259,6 +271,8 @@ class Worker:
                 case Decision.IGNORE:
                     return Outcome.IGNORED
                 case Decision.HOP:
+                    if (left := self._leave_if_newer(message, record, from_memory)) is not None:
+                        return left  # a newer version's wait: its hops are the newer code's
                     try:
                         return self.endings.hop(
                             record,
@@ -277,21 +291,9 @@ class Worker:
             task: Task[Any] | None = self.registry.task(record.task_name, task_id=record.task_id)
         except UnknownTaskError as exc:
             task, unknown = None, exc
-        if task is not None and record.state_version > task.version:
-            if from_memory:
-                raise _StaleMemory  # leaving it writes nothing: only the store may decide that
-            logger.error(
-                "the record's state version is newer than this worker's task",
-                extra={"state_version": record.state_version, "task_version": task.version},
-            )
-            too_new = RecordTooNewError(
-                f"the record's state version {record.state_version} is newer than task "
-                f"{task.name!r} (version {task.version}) of this worker",
-                task_id=record.task_id,
-                hint="a newer deploy wrote it (or this one is a rollback): roll forward; the "
-                "record is left untouched and its message comes back every 15 minutes",
-            )
-            return self.endings.leave_for_newer(message, too_new)
+        if (left := self._leave_if_newer(message, record, from_memory)) is not None:
+            return left
+        record.max_value_bytes = self.settings.max_state_bytes  # for clients to check sends
         try:
             claim = Claim.take(
                 self.records,

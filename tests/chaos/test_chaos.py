@@ -56,6 +56,8 @@ INVARIANTS = [
     "child tasks never started",
     "second callback answers accepted",
     "outside calls given up",
+    "answers over the task's limit accepted",
+    "records an older worker wrote",
 ]
 
 

@@ -279,5 +279,6 @@ def test_a_run_without_faults_reads_no_tags_and_tags_what_the_finish_always_tagg
     assert runtime.record(TASK).counters.continuations >= 3
     assert calls["s3:GetObjectTagging"] == 0  # no continuation, nor the finish, reads tags
     used = len(digests(raw_record(runtime, TASK)))
-    assert calls["s3:PutObjectTagging"] == used + 1  # its blobs, then the record
+    # Its blobs, the finish's close of the inbox to cancels, then the record.
+    assert calls["s3:PutObjectTagging"] == used + 2
     assert unswept(runtime) == []

@@ -1,0 +1,94 @@
+"""An answer or a signal too large for the task is refused to its sender; the task never sees it.
+
+The limit is the task's (its app's ``max_state_bytes``, which its worker applies to what it
+journals), known to any client from the record, so a client without the app (the CLI)
+refuses the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, PayloadTooLargeError, TaskContext
+from tests.support import Records
+
+LIMIT = 10_000
+
+
+class Empty(BaseModel):
+    pass
+
+
+def limited_app() -> tuple[Continuum, dict[str, Any]]:
+    app = Continuum(max_state_bytes=LIMIT)
+    seen: dict[str, Any] = {"ids": []}
+
+    @app.step
+    def hand_out(callback_id: str) -> str:
+        seen["ids"].append(callback_id)
+        return callback_id
+
+    @app.task(state=Empty)
+    def ask(ctx: TaskContext[Empty]) -> Any:
+        return ctx.wait_for_callback(hand_out, name="approval", timeout=3600)
+
+    @app.task(state=Empty)
+    def listen(ctx: TaskContext[Empty]) -> Any:
+        signal = ctx.wait_for_signal("go", timeout=3600)
+        return signal.payload if signal is not None else None
+
+    return app, seen
+
+
+def bare_client(app: Continuum) -> Any:
+    """A client as the CLI makes one: the stack's bucket and queue, none of the app's settings."""
+    from continuum.client import Client
+
+    return Client(Records(app.records.store, prefix=app.records.prefix), app.continuations)
+
+
+@pytest.mark.parametrize("which", ["app", "bare"])
+def test_a_callback_answer_over_the_tasks_limit_is_refused_and_the_task_keeps_waiting(
+    make_runtime, which
+):
+    app, seen = limited_app()
+    runtime = make_runtime(app)
+    client = app.client() if which == "app" else bare_client(app)
+    with runtime.time.running():
+        waiting = runtime.run("ask", {})
+        assert waiting.status == "waiting"
+        with pytest.raises(PayloadTooLargeError, match=str(LIMIT)):
+            client.complete_callback(seen["ids"][0], {"text": "x" * LIMIT})
+        assert runtime.drive(waiting.task_id).status == "waiting"  # it saw nothing
+        client.complete_callback(seen["ids"][0], {"text": "short"})
+        done = runtime.drive(waiting.task_id)
+    assert done.status == "succeeded", done.error
+    assert done.result == {"text": "short"}
+
+
+@pytest.mark.parametrize("which", ["app", "bare"])
+def test_a_signal_over_the_tasks_limit_is_refused_and_the_task_keeps_waiting(make_runtime, which):
+    app, _ = limited_app()
+    runtime = make_runtime(app)
+    client = app.client() if which == "app" else bare_client(app)
+    with runtime.time.running():
+        waiting = runtime.run("listen", {})
+        assert waiting.status == "waiting"
+        with pytest.raises(PayloadTooLargeError, match=str(LIMIT)):
+            client.signal(waiting.task_id, "go", "x" * (LIMIT - 50))  # its envelope tips it over
+        assert runtime.drive(waiting.task_id).status == "waiting"
+        client.signal(waiting.task_id, "go", "short")
+        done = runtime.drive(waiting.task_id)
+    assert done.status == "succeeded", done.error
+    assert done.result == "short"
+
+
+def test_a_signal_sent_before_the_task_first_ran_is_held_to_its_limit(make_runtime):
+    app, _ = limited_app()
+    make_runtime(app)  # the app on the runtime's bucket and queue
+    task_id = app.client().start("listen", {})
+    with pytest.raises(PayloadTooLargeError, match=str(LIMIT)):
+        bare_client(app).signal(task_id, "go", "x" * LIMIT)
