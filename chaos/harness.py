@@ -436,6 +436,8 @@ class Run:
         )
         head: list[tuple[str, Any, str]] = [("seed", self.opts.seed, "")]
         head.append(("tasks", len(self.plan), "tasks"))
+        forks = sum("fork_of" in t.input for t in self.plan)
+        head.append(("tasks forked by the outside world", forks, "tasks"))
         head += [
             (f"tasks {name}", n, "tasks")
             for name, n in sorted(Counter(t.name for t in self.plan).items())

@@ -20,7 +20,6 @@ from tests.fresh import ROOT, Installed, activated
 pytestmark = pytest.mark.slow
 
 SUPPORT_QUESTION = "Order A-1001 arrived broken. Can I get my money back?"
-SUPPORT_DIGEST = "sha256:acad540462310e10573da3c514ebe6dfed09507a1fc082b57367649626a18c54"
 #: Each sample's task and the arguments of its run, as its docstring shows them.
 SAMPLES = {
     "research_agent": ["samples.research_agent:research", "--input", '{"topic": "tides"}',
@@ -31,7 +30,7 @@ SAMPLES = {
                       "--budget", "2"],
     "support_agent": ["samples.support_agent:support", "--budget", "2", "--input",
                       json.dumps({"question": SUPPORT_QUESTION}), "--answer",
-                      f'approve.issue_refund={{"approved": true, "digest": "{SUPPORT_DIGEST}"}}'],
+                      "approve.issue_refund=@approve"],
 }  # fmt: skip
 
 
