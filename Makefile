@@ -25,11 +25,12 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 $(shell find $(STAMP_DEV) -mmin +1440 -delete 2>/dev/null)
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(PIP) install --upgrade --upgrade-strategy eager -e '.[dev]'
-	$(PIP) uninstall -y aws-sam-translator cfn-lint 2>/dev/null  # see SAM_TOOLS
+	$(PIP) uninstall -y aws-sam-translator 2>/dev/null  # see SAM_TOOLS
 	touch $@ $(STAMP_RUN)
 
-# SAM's translator and cfn-lint, for tests/test_template.py, in a venv of their own: they pin
-# pydantic to one minor, and in the tests' venv they would decide the pydantic every test sees.
+# SAM's translator and cfn-lint, for tests/test_template.py, in a venv of their own: the
+# translator pins pydantic to one minor, and in the tests' venv would decide the pydantic every
+# test sees. (moto[server] brings a cfn-lint of its own, which no longer needs the translator.)
 SAM_VENV ?= .venv-infra
 SAM_TOOLS := 'aws-sam-translator>=1.90' 'cfn-lint>=1.20'
 STAMP_SAM := $(SAM_VENV)/.installed

@@ -49,9 +49,11 @@ TESTS = Path(__file__).resolve().parent
 ONE_WORKER_SUITES = {"timeline", "docs"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup`` a file's tests share a worker (and its module fixtures), and
     so does each of ONE_WORKER_SUITES."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts
         group = parts[0] if parts[0] in ONE_WORKER_SUITES else "/".join(parts)
