@@ -50,7 +50,7 @@ OLDEST_AI_VENV ?= .venv-oldest-ai
 OLDEST_SUITES := tests/waits tests/fanout tests/hardening tests/functional tests/samples \
 	tests/first_run
 OLDEST_AI_SUITES := tests/integrations tests/first_run
-# A venv (1) with the lowest versions for the extras (2), and the test tools, at constraints (3).
+# A venv ($(1)) with the lowest versions for the extras ($(2)), and the test extra's tools.
 define oldest_venv
 	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
 	$(PYTHON) tests/lowest_versions.py $(2) > $(1)/constraints.txt
@@ -67,8 +67,9 @@ $(OLDEST_AI_VENV)/.installed: pyproject.toml tests/lowest_versions.py
 
 ## oldest: the key suites on the lowest versions the ranges allow (part of make test)
 oldest: $(OLDEST_VENV)/.installed $(OLDEST_AI_VENV)/.installed
-	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) -p no:cacheprovider $(OLDEST_SUITES)
-	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) -p no:cacheprovider $(OLDEST_AI_SUITES)
+	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider $(OLDEST_SUITES)
+	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider \
+		$(OLDEST_AI_SUITES)
 
 ## demo: run the sample research agent locally on moto, with a 2.5 s invocation budget
 demo: $(STAMP_RUN)
