@@ -25,11 +25,12 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 $(shell find $(STAMP_DEV) -mmin +1440 -delete 2>/dev/null)
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(PIP) install --upgrade --upgrade-strategy eager -e '.[dev]'
-	$(PIP) uninstall -y aws-sam-translator cfn-lint 2>/dev/null  # see SAM_TOOLS
+	$(PIP) uninstall -y aws-sam-translator 2>/dev/null  # see SAM_TOOLS
 	touch $@ $(STAMP_RUN)
 
-# SAM's translator and cfn-lint, for tests/test_template.py, in a venv of their own: they pin
-# pydantic to one minor, and in the tests' venv they would decide the pydantic every test sees.
+# SAM's translator and cfn-lint, for tests/test_template.py, in a venv of their own: the
+# translator pins pydantic to one minor, and in the tests' venv would decide the pydantic every
+# test sees. (moto[server] brings a cfn-lint of its own, which no longer needs the translator.)
 SAM_VENV ?= .venv-infra
 SAM_TOOLS := 'aws-sam-translator>=1.90' 'cfn-lint>=1.20'
 STAMP_SAM := $(SAM_VENV)/.installed
@@ -49,7 +50,7 @@ OLDEST_AI_VENV ?= .venv-oldest-ai
 OLDEST_SUITES := tests/waits tests/fanout tests/hardening tests/functional tests/samples \
 	tests/first_run
 OLDEST_AI_SUITES := tests/integrations tests/first_run
-# A venv (1) with the lowest versions for the extras (2), and the test tools, at constraints (3).
+# A venv ($(1)) with the lowest versions for the extras ($(2)), and the test extra's tools.
 define oldest_venv
 	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
 	$(PYTHON) tests/lowest_versions.py $(2) > $(1)/constraints.txt
@@ -66,8 +67,9 @@ $(OLDEST_AI_VENV)/.installed: pyproject.toml tests/lowest_versions.py
 
 ## oldest: the key suites on the lowest versions the ranges allow (part of make test)
 oldest: $(OLDEST_VENV)/.installed $(OLDEST_AI_VENV)/.installed
-	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) -p no:cacheprovider $(OLDEST_SUITES)
-	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) -p no:cacheprovider $(OLDEST_AI_SUITES)
+	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider $(OLDEST_SUITES)
+	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider \
+		$(OLDEST_AI_SUITES)
 
 ## demo: run the sample research agent locally on moto, with a 2.5 s invocation budget
 demo: $(STAMP_RUN)

@@ -23,6 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from continuum import Continuum
+from continuum.clocks import give_fake_dates_their_schemas
 from tests.support import (
     BUCKET,
     REGION,
@@ -35,6 +36,10 @@ from tests.support import (
     moto_backend,
     pack_blob,
 )
+
+# Tests that freeze time themselves (freeze_time, not a VirtualTime) may be the first to build a
+# model's schema in their process: whichever test an xdist worker happens to run first.
+give_fake_dates_their_schemas()
 
 # boto3 must never reach a real account from a test.
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -49,9 +54,11 @@ TESTS = Path(__file__).resolve().parent
 ONE_WORKER_SUITES = {"timeline", "docs"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``--dist loadgroup`` a file's tests share a worker (and its module fixtures), and
     so does each of ONE_WORKER_SUITES."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts
         group = parts[0] if parts[0] in ONE_WORKER_SUITES else "/".join(parts)
