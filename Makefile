@@ -8,7 +8,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # pytest's workers (pytest-xdist): one per core by default.
 WORKERS ?= auto
 
-.PHONY: demo test lint typecheck pytest oldest sam-tools bench chaos clean requirements template
+.PHONY: demo test lint typecheck pytest pytest-slow oldest sam-tools bench chaos clean requirements template
 
 # `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction).
 include infra/build.mk
@@ -76,7 +76,7 @@ demo: $(STAMP_RUN)
 	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 2.5
 
 ## test: lint, type-check, the whole suite on the newest versions, key suites on the oldest (CI)
-test: lint typecheck pytest oldest
+test: lint typecheck pytest pytest-slow oldest
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check .
@@ -85,8 +85,15 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
+# The suite in two runs: the quick one (within five minutes on two cores), then the suites
+# marked slow (fresh venvs from the wheel, the chaos run, the benchmarks' quick mode).
+PYTEST := CONTINUUM_SAM_TOOLS_VENV=$(abspath $(SAM_VENV)) $(BIN)/pytest -n $(WORKERS) --dist loadgroup
 pytest: $(STAMP_DEV) $(STAMP_SAM)
-	CONTINUUM_SAM_TOOLS_VENV=$(abspath $(SAM_VENV)) $(BIN)/pytest -n $(WORKERS) --dist loadgroup
+	$(PYTEST) -m 'not slow'
+
+## pytest-slow: the suites marked slow (part of make test)
+pytest-slow: $(STAMP_DEV) $(STAMP_SAM)
+	$(PYTEST) -m slow
 
 ## chaos: 200 tasks under random worker deaths, AWS faults and hostile deliveries (SEED=n)
 SEED ?= 1
