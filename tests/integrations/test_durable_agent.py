@@ -39,7 +39,9 @@ def test_outside_a_task_the_capability_is_transparent():
     output = support_agent(ledger).run_sync("where are my orders?").output
     assert output.startswith("done after 3 tools: lookup_order=order_id='A1' cents=1250")
     assert ledger.requests == REQUESTS
-    assert ledger.effects == EFFECTS
+    # Outside a task pydantic-ai runs the two tools its second request asked for concurrently.
+    assert ledger.effects[0] == EFFECTS[0]
+    assert sorted(ledger.effects[1:]) == sorted(EFFECTS[1:])
 
 
 def test_uninterrupted_in_a_task_each_request_and_tool_call_runs_once(make_runtime):

@@ -205,7 +205,8 @@ def test_the_sdks_calls_still_reach_the_dev_stack(waiting, name):
         "get_object", Params={"Bucket": BUCKET, "Key": waiting.record_key}
     )
     assert request(presigned)[0] == 200
-    queue_url = sqs.get_queue_url(QueueName=waiting.stack.queue_url.rsplit("/", 1)[1])["QueueUrl"]
+    # A queue of its own: dev stacks in one process share moto's state, and other tests' tasks.
+    queue_url = sqs.create_queue(QueueName=f"guard-{uuid.uuid4().hex}")["QueueUrl"]
     sqs.send_message(QueueUrl=queue_url, MessageBody="hello")
     received = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1)["Messages"]
     assert [message["Body"] for message in received] == ["hello"]
