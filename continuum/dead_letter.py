@@ -13,7 +13,11 @@ against the record as the worker does (``fence.py``), then:
   the worker does), so that rolling forward still resumes the task;
 - the task finished: its sweep may have been cut short (the message may be dead because
   of it), so it is finished unless the record's tags say it is done;
-- a live worker holds it: nothing to do.
+- the worker that claimed this very message still holds a live lease: it may be dead (its
+  lease ends at its deadline) or slow, and no other message would continue the task, so the
+  handler raises :class:`LeaseHeldError` and the dead letter comes back after its visibility
+  timeout, to be decided once the lease is over;
+- a live worker holds it under another message: nothing to do (that message continues it).
 
 A sweep that does not complete here either raises :class:`SweepIncompleteError`, so that the
 dead letter is delivered again (for as long as the dead-letter queue keeps it).
@@ -30,6 +34,7 @@ from continuum.endings import LEFT_FOR_NEWER, cancelled_error, resend
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
+    LeaseHeldError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
@@ -112,7 +117,16 @@ class DeadLetters:
                     report_to_parent(self.records, self.continuations, record, again=True)
                     swept = self.records.sweeper.ensure_swept(record)
                     return DeadLetterOutcome.SWEPT if swept else DeadLetterOutcome.LEFTOVER
-                case _:  # a live worker holds it
+                case Verdict.RETRY_LATER:
+                    # The worker that claimed this very message holds a live lease: dead or
+                    # slow, no one can tell yet, and no other message would continue the task.
+                    raise LeaseHeldError(
+                        "the worker that claimed this dead letter's message still holds the "
+                        "task's lease; the dead letter is decided after it",
+                        task_id=record.task_id,
+                        generation=record.generation,
+                    )
+                case _:  # a live worker holds it under another message, which continues it
                     return DeadLetterOutcome.LEFTOVER
             last = ""
             lease = record.lease
