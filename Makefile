@@ -43,8 +43,9 @@ $(STAMP_SAM):
 sam-tools: $(STAMP_SAM)
 
 # The oldest end of every range: venvs with the lowest versions pyproject.toml allows
-# (tests/lowest_versions.py), where the key suites run again. The pydantic-ai extra raises
-# some of those floors, so it has a venv of its own.
+# (tests/lowest_versions.py), where the key suites run again (in the first, less those marked
+# slow: they install the wheel in venvs of their own, at the newest versions). The pydantic-ai
+# extra raises some of those floors, so it has a venv of its own.
 OLDEST_VENV ?= .venv-oldest
 OLDEST_AI_VENV ?= .venv-oldest-ai
 OLDEST_SUITES := tests/waits tests/fanout tests/hardening tests/functional tests/samples \
@@ -67,7 +68,8 @@ $(OLDEST_AI_VENV)/.installed: pyproject.toml tests/lowest_versions.py
 
 ## oldest: the key suites on the lowest versions the ranges allow (part of make test)
 oldest: $(OLDEST_VENV)/.installed $(OLDEST_AI_VENV)/.installed
-	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider $(OLDEST_SUITES)
+	$(OLDEST_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider -m 'not slow' \
+		$(OLDEST_SUITES)
 	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider \
 		$(OLDEST_AI_SUITES)
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from continuum.control import Suspend
 from continuum.errors import ContinuumError
 from continuum.family import CHILD_THREADS, ChildTasks
 from continuum.pools import in_parallel
+from continuum.store import StoreError
 
 
 def running_again(
@@ -34,8 +36,14 @@ def running_again(
         link = record.parent
         return link is not None and link.task_id == task_id and not record.status.finished
 
+    unread: StoreError | None = None
     with runner.unlocked():
-        running = in_parallel(again, ended, threads=CHILD_THREADS)
+        try:
+            running = in_parallel(again, ended, threads=CHILD_THREADS)
+        except StoreError as exc:  # a transient fault must not fail the parent
+            unread = exc
+    if unread is not None:
+        raise Suspend(f"could not read a child task's record ({unread}); continuing afresh")
     dropped = {child for child, busy in zip(ended, running, strict=True) if busy}
     return {child: status for child, status in found.items() if child not in dropped}
 
