@@ -44,6 +44,14 @@ def ready_answers(request: Any) -> dict[str, Any]:
     return {}
 
 
+def for_a_person(request: Any) -> Any:
+    """The request as a person reads it: without the shape and the ready answers, which
+    say what to send (the CLI lists the answers, the dev UI makes buttons of them)."""
+    if isinstance(request, Mapping):
+        return {k: v for k, v in request.items() if k not in ("expects", "answers")}
+    return request
+
+
 def mismatch(value: Any, schema: Mapping[str, Any], where: str = "answer") -> str | None:
     """Why ``value`` does not fit ``schema``, in words; None if it does."""
     for keyword in ("anyOf", "oneOf"):

@@ -129,14 +129,9 @@ class Answers:
 
 def _asks(callback: str, request: Any) -> str:
     """A callback's request in one line, without the shape (its ready answers say it)."""
-    from continuum.expects import ready_answers
+    from continuum.expects import for_a_person, ready_answers
 
-    shown = (
-        {k: v for k, v in request.items() if k not in ("expects", "answers")}
-        if isinstance(request, dict)
-        else request
-    )
-    text = json.dumps(shown)
+    text = json.dumps(for_a_person(request))
     for name in ready_answers(request):
         text += f"\n    ready answer {name}: --answer '{callback}=@{name}'"
     return text

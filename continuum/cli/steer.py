@@ -260,15 +260,11 @@ def render(view: TaskView) -> str:
 
 def _request_lines(callback_id: str | None, request: Any) -> list[str]:
     """What a callback asks, and the command that sends each of its ready answers."""
-    from continuum.expects import ready_answers
+    from continuum.expects import for_a_person, ready_answers
 
     if request is None:
         return []
-    if isinstance(request, dict):
-        request_shown = {k: v for k, v in request.items() if k not in ("expects", "answers")}
-    else:
-        request_shown = request
-    text = json.dumps(request_shown)
+    text = json.dumps(for_a_person(request))
     if len(text) > STATE_CHARS:
         text = text[:STATE_CHARS] + f" ... ({len(text)} characters; --json shows all)"
     lines = [f"    asks {text}"]
