@@ -76,7 +76,7 @@ class ScriptedContext:
 def silence_worker_logs() -> None:
     """Send the worker's JSON log lines to /dev/null: still formatted and written, as on
     Lambda (where they go to CloudWatch), but kept out of the benchmark's output."""
-    from continuum import batch as worker
+    from continuum._worker import sqs_batch as worker
 
     handler: Any = worker.logger.registered_handler
     handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the process

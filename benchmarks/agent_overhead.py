@@ -28,10 +28,10 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from benchmarks import check, emit, median
 from continuum import Continuum, TaskContext
-from continuum.budget import Budget
+from continuum._record.model import TaskRecord
+from continuum._steps.budget import Budget
+from continuum._turn.loop import Returned, TurnLoop
 from continuum.integrations.pydantic_ai import ContinuumDurability
-from continuum.record import TaskRecord
-from continuum.turns import Returned, TurnLoop
 
 
 class Question(BaseModel):

@@ -2,7 +2,7 @@
 
 A task of ``TURNS`` one-step turns runs through ``LocalRuntime`` on in-process moto; each
 emulated invocation gets a Lambda context whose time runs out after one live step, so every
-turn ends in a suspension and the task continues ``TURNS - 1`` times. ``continuum.local``'s
+turn ends in a suspension and the task continues ``TURNS - 1`` times. ``continuum._local.runtime``'s
 ``CallCounter`` (botocore ``after-call`` events) counts the calls made through the app's own
 clients; the emulated event source's ReceiveMessage and DeleteMessage are Lambda's, not the
 worker's, and are not counted (on AWS the event source mapping makes them).
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from benchmarks import ScriptedContext, check, emit, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
-from continuum.local import LocalRuntime, moto_backend
+from continuum._local.runtime import LocalRuntime, moto_backend
 
 TURNS = 25
 

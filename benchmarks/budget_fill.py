@@ -6,9 +6,9 @@ The workload (issue 5): 2,000 turns of one ``llm`` step (log-normal, median 8 s,
 900 s per invocation, 0.2 s to load (GET + claim) and 0.2 s to suspend (write + send).
 
 The real ``TurnLoop`` and ``Budget`` decide; only time is virtual: continuum's own virtual clock
-(``continuum.clocks.VirtualTime``, as ``LocalRuntime`` and ``TaskRunner`` run it, here standing
+(``VirtualTime``, as ``LocalRuntime`` and ``TaskRunner`` run it, here standing
 still between moves), which every clock continuum reads follows: ``time.monotonic``, by which a
-step is timed, as well as ``continuum.now``. A step moves it on by its drawn duration, and so
+step is timed, as well as continuum's clock. A step moves it on by its drawn duration, and so
 does each load, write and save. Around the loop the driver does what
 ``continuum/worker.py`` does: load the stored record, claim it (crash count, counters,
 ``invocation_budget_s``, a 0.1 s write observed in ``save_stats`` after storing), run the loop,
@@ -50,19 +50,19 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit
 from continuum import Continuum, TaskContext
-from continuum.budget import Budget, observe
-from continuum.clocks import VirtualTime
-from continuum.control import Preempted
-from continuum.now import now_s
-from continuum.record import (
+from continuum._base.clock import now_s
+from continuum._local.virtual_time import VirtualTime
+from continuum._record.model import (
     Lease,
     Status,
     StepStats,
     TaskRecord,
     utcnow,
 )
-from continuum.recovery import end_recovery, note_death
-from continuum.turns import Returned, Suspended, TurnLoop
+from continuum._record.recovery import end_recovery, note_death
+from continuum._steps.budget import Budget, observe
+from continuum._steps.signals import Preempted
+from continuum._turn.loop import Returned, Suspended, TurnLoop
 
 BUDGET_S = 900.0
 LOAD_S = 0.2

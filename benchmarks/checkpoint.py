@@ -42,12 +42,12 @@ from pydantic import BaseModel
 
 from benchmarks import ScriptedContext, check, emit, median
 from continuum import Continuum, TaskContext
-from continuum.record import TaskRecord
-from continuum.records import Records
-from continuum.s3 import S3RecordStore
-from continuum.segments import DEFAULT_SEGMENTING, Segmenting
-from continuum.store import RecordStore
-from continuum.values import copy_json
+from continuum._base.json_values import copy_json
+from continuum._record.model import TaskRecord
+from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting
+from continuum._record.storage import Records
+from continuum.backends.s3 import S3RecordStore
+from continuum.backends.store import RecordStore
 
 TARGET_BYTES = 5 * 1024 * 1024
 REGION = "us-east-1"
@@ -332,7 +332,7 @@ def drain(sqs: Any, queue_url: str) -> None:
 
 
 def invocation_memory(endpoint: str, state: dict[str, Any], runs: int) -> None:
-    from continuum.local import LocalRuntime
+    from continuum._local.runtime import LocalRuntime
 
     for mode, segmenting in MODES.items():
         peaks, befores, hwms, seconds = [], [], [], []

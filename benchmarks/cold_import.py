@@ -121,7 +121,7 @@ def contributors(runs: int) -> list[tuple[str, float]]:
         baseline = importtime(MODELS)
         full = importtime("import handlers.worker")
         check(
-            "handlers.worker" in full and "continuum.worker" in full,
+            "handlers.worker" in full and "continuum._worker.worker" in full,
             "-X importtime did not list the handler's modules",
         )
         sums: dict[str, float] = defaultdict(float)

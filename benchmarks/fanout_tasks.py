@@ -47,7 +47,7 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit
 from continuum import Continuum, Status, TaskContext
-from continuum.devstack import faithful_moto
+from continuum._local.dev_stack import faithful_moto
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 4

@@ -1,6 +1,6 @@
 """One worker process of the fan-out benchmark (``benchmarks.fanout_tasks``).
 
-It runs ``continuum.standalone.QueueWorker`` (what ``continuum worker`` runs) on the
+It runs ``continuum._local.standalone.QueueWorker`` (what ``continuum worker`` runs) on the
 benchmark's app, and tallies every S3 and SQS call the app's clients make, per message: a
 botocore ``before-parameter-build`` hook (one event per API call, its retries inside it)
 names the call by its key or message body, and an ``after-call`` hook counts it for the
@@ -28,9 +28,9 @@ from typing import Any
 import boto3
 
 from continuum import Observer
-from continuum.shutdown import Shutdown, stop_on_signals
-from continuum.sqs import SQSContinuationQueue
-from continuum.standalone import QueueWorker, Source
+from continuum._local.shutdown import Shutdown, stop_on_signals
+from continuum._local.standalone import QueueWorker, Source
+from continuum.backends.sqs import SQSContinuationQueue
 
 #: A worker's long poll: short, so that a stop is quick.
 POLL_WAIT_S = 1

@@ -24,7 +24,7 @@ import boto3
 from benchmarks import check, emit, median, silence_worker_logs
 from benchmarks.aws_calls_per_continuation import build, drive
 from continuum import Status
-from continuum.local import BUCKET, LocalRuntime, moto_backend
+from continuum._local.runtime import BUCKET, LocalRuntime, moto_backend
 
 REGION = "us-east-1"
 

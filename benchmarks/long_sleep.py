@@ -31,7 +31,7 @@ from typing import Any
 
 from benchmarks import check, emit, median, silence_worker_logs
 from benchmarks.wait_cost import nap_app
-from continuum.local import LocalRuntime
+from continuum._local.runtime import LocalRuntime
 
 DAYS = 30
 LIFTED_S = 40 * 86_400

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, TaskContext
-from continuum.local import LocalRuntime
+from continuum._local.runtime import LocalRuntime
 
 ITEMS = 100
 CONCURRENCY = 10

@@ -26,9 +26,9 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit, median
 from continuum import Continuum, TaskContext
-from continuum.budget import Budget
-from continuum.record import TaskRecord
-from continuum.turns import Returned, TurnLoop
+from continuum._record.model import TaskRecord
+from continuum._steps.budget import Budget
+from continuum._turn.loop import Returned, TurnLoop
 
 STEPS_PER_TURN = 100
 
@@ -55,11 +55,16 @@ def build(turns: int, per_turn: int) -> tuple[Any, Any]:
     return app.tasks["spin"], noop.fn
 
 
+def turn_loop(task: Any, record: TaskRecord) -> TurnLoop:
+    """The turn loop of one invocation of ``task`` on ``record``, with time to spare and no
+    store (``benchmarks.versus`` builds each revision's loop through its own copy of this)."""
+    return TurnLoop(task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
+
+
 def run_task(task: Any, steps: int) -> float:
     """Seconds of one run of the task, which must run ``steps`` steps live."""
     record = TaskRecord(task_id="bench", task_name="spin", state={})
-    budget = Budget(remaining=lambda: 1e9)
-    loop = TurnLoop(task, record, budget, lambda: None, math.inf)
+    loop = turn_loop(task, record)
     started = time.perf_counter()
     outcome = loop.run()
     elapsed = time.perf_counter() - started

@@ -6,7 +6,7 @@ with the sample's latencies) runs on in-process moto through ``LocalRuntime`` wi
 budget of ``make demo``, so it continues several times. What it spent is what its record
 says (``record.usage``: invocations, billed Lambda milliseconds at the function's memory, S3
 requests by kind, SQS requests, the event source's receive and delete), priced by
-``continuum.prices``, the one price list. The step time itself (the work, which any of the
+``continuum._ops.prices``, the one price list. The step time itself (the work, which any of the
 three pays the same) is the sum of the recorded step durations; the rest is orchestration.
 
 The same workload elsewhere, from public prices, counting only what the workload makes them
@@ -29,8 +29,8 @@ from typing import Any
 
 from benchmarks import check, emit, silence_worker_logs
 from benchmarks.wait_cost import LAMBDA_MEMORY_MB
-from continuum.local import LocalRuntime, moto_backend
-from continuum.prices import PRICES, dollars
+from continuum._local.runtime import LocalRuntime, moto_backend
+from continuum._ops.prices import PRICES, dollars
 
 #: The function's memory, as the emulated Lambda context reports it (and the template sets).
 MEMORY_GB = LAMBDA_MEMORY_MB / 1024

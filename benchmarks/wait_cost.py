@@ -20,7 +20,7 @@ GET. Counted per hop invocation, then per day of sleep:
   On moto every call is in-process; on AWS each is a network round trip, so a deployed hop
   lasts longer: ``lambda_duration_100ms_hop`` gives the duration price of a 100 ms hop.
 
-Dollars per million task-days use the public list prices of ``continuum.prices`` (us-east-1, no free
+Dollars per million task-days use the public list prices of ``_ops/prices.py`` (us-east-1, no free
 tier), side by side with Step Functions standard (a Wait state: about two state transitions
 whatever its length) and Lambda durable functions (a wait is one durable operation, then one
 invocation to resume) for the same ``DAYS``-day wait.
@@ -41,10 +41,10 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
-from continuum.clocks import real_monotonic
-from continuum.local import Invocation, LocalRuntime, moto_backend
-from continuum.prices import PRICES
-from continuum.queue import QueueMessage
+from continuum._base.clock import real_monotonic
+from continuum._local.runtime import Invocation, LocalRuntime, moto_backend
+from continuum._ops.prices import PRICES
+from continuum.backends.queue import QueueMessage
 
 DAYS = 7
 HOPS_PER_DAY = 86_400 // 900

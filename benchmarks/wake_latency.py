@@ -26,8 +26,8 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
-from continuum.clocks import real_monotonic
-from continuum.local import POLL_INTERVAL_S, LocalRuntime, moto_backend
+from continuum._base.clock import real_monotonic
+from continuum._local.runtime import POLL_INTERVAL_S, LocalRuntime, moto_backend
 
 REPEATS = 20
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import continuum
 from continuum import Continuum
-from continuum.steps import active_runner
+from continuum._define.steps import active_runner
 
 #: The environment variable naming the ledger file (no ledger when unset).
 LEDGER_ENV = "CHAOS_LEDGER"

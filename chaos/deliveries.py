@@ -17,7 +17,7 @@ from typing import Any
 
 from chaos.server import as_queue_message
 from continuum import Continuum
-from continuum.local import LocalLambdaContext, event_record
+from continuum._local.runtime import LocalLambdaContext, event_record
 
 
 class EventTail:

@@ -72,7 +72,7 @@ from chaos.server import (
     queue_depth,
 )
 from continuum import Continuum
-from continuum.batch import logger as continuum_logger
+from continuum._worker.sqs_batch import logger as continuum_logger
 
 #: Probability per first delivery that the harness sends a copy back, by kind.
 DELIVERY_BASE_RATES = {"duplicate": 0.08, "late": 0.05, "stale": 0.04, "forged": 0.01}

@@ -35,7 +35,7 @@ from chaos.faults import SenderDied, SenderFaults
 from chaos.flows import ANSWER
 from chaos.steering import FORK_SUFFIX
 from continuum import CallbackError, ContinuumError, PayloadTooLargeError, TaskFinishedError
-from continuum.client import Client
+from continuum._ops.client import Client
 
 #: Seconds before a call that raised is made again, and the most attempts of one call.
 RETRY_S = 0.3

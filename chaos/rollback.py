@@ -27,9 +27,9 @@ from chaos.base import app as newer_app
 from chaos.checks import Report
 from chaos.server import Resources, as_queue_message
 from continuum import Continuum, TaskContext
-from continuum.local import LocalLambdaContext, event_record
-from continuum.sqs import SQSContinuationQueue
-from continuum.tasks import Task
+from continuum._local.runtime import LocalLambdaContext, event_record
+from continuum._turn.tasks import Task
+from continuum.backends.sqs import SQSContinuationQueue
 
 #: How long the rollback lasts (seconds from the start of the run).
 ROLLBACK_S = 20.0

@@ -15,9 +15,9 @@ from typing import Any
 
 import boto3
 
-from continuum.devstack import faithful_moto
-from continuum.local import REGION
-from continuum.queue import QueueMessage
+from continuum._local.dev_stack import faithful_moto
+from continuum._local.runtime import REGION
+from continuum.backends.queue import QueueMessage
 
 BUCKET = "continuum-chaos"
 QUEUE = "continuum-chaos"

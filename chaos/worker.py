@@ -32,8 +32,8 @@ from chaos import tasks
 from chaos.base import TIMER_MAX_DELAY_S
 from chaos.faults import KILL_POINTS, EventLog, Injector
 from chaos.server import as_queue_message, client_options
-from continuum.local import LocalLambdaContext, event_record
-from continuum.sqs import SQSContinuationQueue
+from continuum._local.runtime import LocalLambdaContext, event_record
+from continuum.backends.sqs import SQSContinuationQueue
 
 #: How long an idle worker waits before polling the queue again (each poll is a request the
 #: moto server, one process for the whole fleet, does not spend on real work).

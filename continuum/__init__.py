@@ -6,10 +6,27 @@ modules behind it are private.
 
 from typing import TYPE_CHECKING, Any
 
-from continuum.app import Continuum
-from continuum.batch import LambdaContext
-from continuum.callbacks import Callback
-from continuum.context import TaskContext, current_context
+from continuum._app.app import Continuum
+from continuum._define.callbacks import Callback
+from continuum._define.observers import (
+    InvocationEnded,
+    InvocationStarted,
+    MessageHandled,
+    Observer,
+    StepEnded,
+    StepStarted,
+    TaskFinished,
+    TaskParked,
+)
+from continuum._define.settings import Settings
+from continuum._define.steps import Step, StepOptions
+from continuum._record.model import Status, TaskRecord
+from continuum._record.waiting_for import Signal, Waiter, WaitKind
+from continuum._turn.context import TaskContext, current_context
+from continuum._turn.tasks import Task
+from continuum._worker.sqs_batch import LambdaContext
+from continuum.backends.queue import ContinuationQueue
+from continuum.backends.store import RecordStore
 from continuum.errors import (
     BadMessageError,
     BatchError,
@@ -42,23 +59,6 @@ from continuum.errors import (
     UnknownTaskError,
     UnserializableValueError,
 )
-from continuum.observers import (
-    InvocationEnded,
-    InvocationStarted,
-    MessageHandled,
-    Observer,
-    StepEnded,
-    StepStarted,
-    TaskFinished,
-    TaskParked,
-)
-from continuum.queue import ContinuationQueue
-from continuum.record import Status, TaskRecord
-from continuum.settings import Settings
-from continuum.steps import Step, StepOptions
-from continuum.store import RecordStore
-from continuum.tasks import Task
-from continuum.waiters import Signal, Waiter, WaitKind
 
 __all__ = [
     "BadMessageError",
@@ -123,9 +123,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from continuum.client import Client
-    from continuum.completion import BatchResult, Completion, Item
-    from continuum.status import TaskStatus
+    from continuum._define.completion import BatchResult, Completion, Item
+    from continuum._ops.client import Client
+    from continuum._ops.status import TaskStatus
 
 
 def __getattr__(name: str) -> Any:
@@ -134,15 +134,15 @@ def __getattr__(name: str) -> Any:
     # steering) costs about 1 ms of the worker's cold import, the batch models of fan-out
     # about 2 ms, the operator's status view about 2 ms.
     if name == "TaskStatus":
-        from continuum.status import TaskStatus
+        from continuum._ops.status import TaskStatus
 
         return TaskStatus
     if name == "Client":
-        from continuum.client import Client
+        from continuum._ops.client import Client
 
         return Client
     if name in ("BatchResult", "Completion", "Item"):
-        from continuum import completion
+        from continuum._define import completion
 
         return getattr(completion, name)
     raise AttributeError(f"module 'continuum' has no attribute {name!r}")

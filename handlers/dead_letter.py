@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import continuum.dead_letter  # noqa: F401 - the app loads it on first use; here, at init
+import continuum._worker.dead_letter  # noqa: F401 - the app loads it on first use; here, at init
 from continuum import LambdaContext
 from handlers.worker import load_app
 

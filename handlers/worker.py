@@ -19,9 +19,9 @@ from typing import Any
 collecting = gc.isenabled()
 gc.disable()
 try:
-    import continuum.worker  # noqa: F401 - load Powertools in Lambda's init phase
+    import continuum._worker.worker  # noqa: F401 - load Powertools in Lambda's init phase
     from continuum import ConfigurationError, Continuum, LambdaContext
-    from continuum.loading import load_target
+    from continuum._app.loading import load_target
 except BaseException:
     if collecting:
         gc.enable()

@@ -23,7 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from continuum import Continuum
-from continuum.clocks import give_fake_dates_their_schemas
+from continuum._local.virtual_time import give_fake_dates_their_schemas
 from tests.support import (
     BUCKET,
     REGION,

@@ -8,25 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from continuum.batch import logger as worker_logger
-from continuum.blobs import FINISHED_TAG
-from continuum.budget import DEFAULT_STEP_S, Budget, observe, predict
-from continuum.claim import Claim
-from continuum.clocks import VirtualTime
-from continuum.codec import decode_record, encode_record, pack_blob, unpack_blob
-from continuum.continuation import (
-    Continuation,
-    Continuations,
-    decode_continuation,
-    encode_continuation,
-)
-from continuum.control import Preempted
-from continuum.fence import Verdict, fence
-from continuum.history import InvocationRun, StepRun, Usage
-from continuum.inbox_models import CallbackAnswer
-from continuum.inspection import inspect_task
-from continuum.journal import Journal
-from continuum.local import (
+from continuum._base.clock import now_s, utcnow
+from continuum._base.json_values import dump_json
+from continuum._base.signing import clear_cache, load_signing_keys
+from continuum._base.threads import in_parallel
+from continuum._local.runtime import (
     BUCKET,
     REGION,
     LocalLambdaContext,
@@ -34,11 +20,19 @@ from continuum.local import (
     event_record,
     moto_backend,
 )
-from continuum.metering import Meter
-from continuum.now import now_s, utcnow
-from continuum.pools import in_parallel
-from continuum.queue import QueueError
-from continuum.record import (
+from continuum._local.virtual_time import VirtualTime
+from continuum._ops.inspection import inspect_task
+from continuum._record.blobs import FINISHED_TAG
+from continuum._record.codec import decode_record, encode_record, pack_blob, unpack_blob
+from continuum._record.continuation import (
+    Continuation,
+    Continuations,
+    decode_continuation,
+    encode_continuation,
+)
+from continuum._record.history import InvocationRun, StepRun, Usage
+from continuum._record.inbox_items import CallbackAnswer
+from continuum._record.model import (
     Counters,
     ErrorInfo,
     JournalEntry,
@@ -47,17 +41,24 @@ from continuum.record import (
     TaskRecord,
     check_task_id,
 )
-from continuum.records import Records
-from continuum.recovery import end_recovery, note_death
+from continuum._record.recovery import end_recovery, note_death
+from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
+from continuum._record.storage import Records
+from continuum._define.settings import DEFAULT_STEP_S
+from continuum._steps.budget import Budget, observe, predict
+from continuum._steps.journal import Journal
+from continuum._steps.signals import Preempted
+from continuum._turn.loop import Failed, Lost, Returned, Suspended, TurnLoop
+from continuum._worker.claim import Claim
+from continuum._worker.fence import Verdict, fence
+from continuum._worker.metering import Meter
+from continuum._worker.sqs_batch import logger as worker_logger
+from continuum._worker.wake import CHILD_RECHECK_S
+from continuum.backends.queue import QueueError
+from continuum.backends.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
 from continuum.scaffold import init_project, render_template
 from continuum.scaffold.project import continuum_requirements, module_name
 from continuum.scaffold.render import fill, keep_flavor
-from continuum.secrets import clear_cache, load_signing_keys
-from continuum.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
-from continuum.store import NoSuchKey, PreconditionFailed, StoreError, TransientStoreError
-from continuum.turns import Failed, Lost, Returned, Suspended, TurnLoop
-from continuum.values import dump_json
-from continuum.waiting import CHILD_RECHECK_S
 
 __all__ = [
     "BUCKET",

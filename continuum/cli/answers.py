@@ -3,7 +3,7 @@
 ``continuum run`` keeps moto inside its process, so nothing outside it can complete a
 callback. When the task waits for one, the run answers it from ``--answer`` (by the callback's
 name), or asks on the terminal; with neither it says how, and stops. ``--answer NAME=@READY``
-sends the ready answer ``READY`` of the callback's request (``continuum.expects``), as
+sends the ready answer ``READY`` of the callback's request (``continuum._base.json_shapes``), as
 ``continuum callback complete ID --answer READY`` does.
 """
 
@@ -15,10 +15,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from continuum._ops.client import Client
+from continuum._record.model import TaskRecord
+from continuum._record.waiting_for import WaitKind
 from continuum.cli.common import CliError
-from continuum.client import Client
-from continuum.record import TaskRecord
-from continuum.waiters import WaitKind
 
 #: The exit code of a run that stopped because its task waits for an answer it cannot get.
 EXIT_WAITING = 3
@@ -33,7 +33,7 @@ class Ready:
 
 def ready_answer(request: Any, name: str, callback: str) -> Any:
     """The ready answer ``name`` of a callback's request, or a one-line error listing them."""
-    from continuum.expects import ready_answers
+    from continuum._base.json_shapes import ready_answers
 
     answers = ready_answers(request)
     if name not in answers:
@@ -129,7 +129,7 @@ class Answers:
 
 def _asks(callback: str, request: Any) -> str:
     """A callback's request in one line, without the shape (its ready answers say it)."""
-    from continuum.expects import for_a_person, ready_answers
+    from continuum._base.json_shapes import for_a_person, ready_answers
 
     text = json.dumps(for_a_person(request))
     for name in ready_answers(request):

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from continuum.app import Continuum
-    from continuum.client import Client
+    from continuum._app.app import Continuum
+    from continuum._ops.client import Client
 
 #: What creates a bucket and a queue, for errors that find one missing.
 CREATE_HINT = (
@@ -136,8 +136,8 @@ def app_target(given: str | None, command: str) -> str:
 
 def load_app(target: str) -> Continuum:
     """Import the app ``MODULE:APP`` (the current directory is importable)."""
-    from continuum.app import Continuum
-    from continuum.loading import load_target
+    from continuum._app.app import Continuum
+    from continuum._app.loading import load_target
 
     return load_target(target, Continuum, what="the app")
 
@@ -222,17 +222,17 @@ class Stack:
         The queue is reached only by what sends a continuation, so ``status`` works without
         one. Signing keys come from the environment, as on the functions.
         """
-        from continuum.client import Client
-        from continuum.continuation import Continuations
-        from continuum.records import Records
-        from continuum.s3 import S3RecordStore
-        from continuum.secrets import load_signing_keys
-        from continuum.settings import Settings
+        from continuum._base.signing import load_signing_keys
+        from continuum._define.settings import Settings
+        from continuum._ops.client import Client
+        from continuum._record.continuation import Continuations
+        from continuum._record.storage import Records
+        from continuum.backends.s3 import S3RecordStore
 
         store = S3RecordStore(self.boto_client("s3"), self.need_bucket())
         queue: Any = _NoQueue() if not self.queue_url else None
         if queue is None:
-            from continuum.sqs import SQSContinuationQueue
+            from continuum.backends.sqs import SQSContinuationQueue
 
             queue = SQSContinuationQueue(self.boto_client("sqs"), self.need_queue())
         keys = load_signing_keys()

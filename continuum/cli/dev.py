@@ -1,6 +1,6 @@
 """continuum dev: the local twin of the deployed stack, with workers that reload on changes.
 
-It starts a moto server with the stack's bucket and queues (``continuum.devstack``), prints
+It starts a moto server with the stack's bucket and queues (``continuum._local.dev_stack``), prints
 the ``export`` line that points ``continuum start / status / resume`` (and boto3) at it, and
 runs ``continuum worker`` on its queues as a child process: the emulated Lambda. When a Python
 file of the app changes, the worker is stopped as ECS would stop it (SIGTERM: running tasks
@@ -106,11 +106,11 @@ def register(commands: Any) -> None:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     """``continuum dev MODULE:APP``: serve until Ctrl-C; 0 when stopped cleanly."""
-    from continuum.reload import SourceWatcher, source_roots
-    from continuum.shutdown import Shutdown, stop_on_signals
+    from continuum._local.reload import SourceWatcher, source_roots
+    from continuum._local.shutdown import Shutdown, stop_on_signals
 
     need_local_runtime()
-    from continuum.devstack import DevStack
+    from continuum._local.dev_stack import DevStack
 
     target = app_target(args.app, "dev")
     ui_port, stack_port = dev_ports(args.port, args.stack_port, ui=not args.no_ui)

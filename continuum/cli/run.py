@@ -31,10 +31,10 @@ from continuum.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from continuum.app import Continuum
-    from continuum.local import Invocation
-    from continuum.status import TaskStatus
-    from continuum.tasks import Task
+    from continuum._app.app import Continuum
+    from continuum._local.runtime import Invocation
+    from continuum._ops.status import TaskStatus
+    from continuum._turn.tasks import Task
 
 #: The budget of an invocation in this process unless --budget says otherwise.
 DEFAULT_RUN_BUDGET_S = 5.0
@@ -88,8 +88,8 @@ def register(commands: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``continuum run MODULE:TASK``: 0 if the task succeeded, 1 if not, 130 on Ctrl-C."""
-    from continuum.loading import load_target
-    from continuum.tasks import Task
+    from continuum._app.loading import load_target
+    from continuum._turn.tasks import Task
 
     payload = parse_input(args.input)
     stack = Stack.from_args(args)
@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     app = _owner_app(task)
     task_id = args.task_id or uuid.uuid4().hex
     if not args.verbose:
-        from continuum import batch
+        from continuum._worker import sqs_batch as batch
 
         # The worker logs JSON lines for CloudWatch; a terminal run shows its own progress.
         batch.logger.setLevel("ERROR")
@@ -111,9 +111,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_here(
     args: argparse.Namespace, app: Continuum, task: Task[Any], payload: Any, task_id: str
 ) -> int:
+    from continuum._local.runtime import LocalRuntime, moto_backend
+    from continuum._local.shutdown import InvocationContext, Shutdown, stop_on_signals
     from continuum.cli.answers import Answers
-    from continuum.local import LocalRuntime, moto_backend
-    from continuum.shutdown import InvocationContext, Shutdown, stop_on_signals
 
     budget = args.budget or DEFAULT_RUN_BUDGET_S
     shutdown = Shutdown()
@@ -218,7 +218,7 @@ def _follow(
     payload: Any,
     task_id: str,
 ) -> int:
-    from continuum.record import Status
+    from continuum._record.model import Status
 
     stack.need_bucket()
     stack.need_queue()
@@ -302,7 +302,7 @@ def _result(status: str, task_id: str, result: Any, error: str | None) -> None:
 
 def _owner_app(task: Task[Any]) -> Continuum:
     """The app that registered ``task`` (found in the task's module)."""
-    from continuum.app import Continuum
+    from continuum._app.app import Continuum
 
     module = sys.modules.get(task.fn.__module__)
     for value in vars(module).values() if module else ():

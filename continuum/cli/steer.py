@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from continuum.cli.common import CliError, Stack, add_stack_options
 
 if TYPE_CHECKING:
-    from continuum.inspection import TaskView
+    from continuum._ops.inspection import TaskView
 
 #: The most characters of the state ``inspect`` prints (``--json`` prints all of it).
 STATE_CHARS = 2000
@@ -85,7 +85,7 @@ def register(commands: Any) -> None:
 
 def status_name(text: str) -> str:
     """An argparse type: one of the statuses a task can be in."""
-    from continuum.record import Status
+    from continuum._record.model import Status
 
     names = [status.value for status in Status]
     if text not in names:
@@ -123,7 +123,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from continuum.inspection import inspect_task
+    from continuum._ops.inspection import inspect_task
 
     view = inspect_task(
         Stack.from_args(args).client().records, args.task_id, versions=args.versions
@@ -157,7 +157,7 @@ def _write_timeline(view: TaskView, target: str) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from continuum.inspection import inspect_task
+    from continuum._ops.inspection import inspect_task
 
     view = inspect_task(Stack.from_args(args).client().records, args.task_id, versions=0)
     print(cost_text(view))
@@ -236,7 +236,7 @@ def render(view: TaskView) -> str:
         if run.steps_dropped:
             lines.append(f"        ... {run.steps_dropped} earlier steps (in older versions)")
     if view.children:
-        from continuum.prices import money
+        from continuum._ops.prices import money
 
         lines.append("")
         lines.append(f"children ({len(view.children)}):")
@@ -260,7 +260,7 @@ def render(view: TaskView) -> str:
 
 def _request_lines(callback_id: str | None, request: Any) -> list[str]:
     """What a callback asks, and the command that sends each of its ready answers."""
-    from continuum.expects import for_a_person, ready_answers
+    from continuum._base.json_shapes import for_a_person, ready_answers
 
     if request is None:
         return []
@@ -278,7 +278,7 @@ def _request_lines(callback_id: str | None, request: Any) -> list[str]:
 
 def cost_text(view: TaskView) -> str:
     """What ``view``'s task cost, by service, and what it used (``continuum cost``)."""
-    from continuum.prices import money
+    from continuum._ops.prices import money
 
     u, c = view.usage, view.cost
     family = ""

@@ -61,7 +61,7 @@ def register(commands: Any) -> None:
 
 def cmd_start(args: argparse.Namespace) -> int:
     """``continuum start TASK``: print the new task's id."""
-    from continuum.queue import QueueError
+    from continuum.backends.queue import QueueError
 
     stack = Stack.from_args(args)
     stack.need_bucket()

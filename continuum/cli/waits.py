@@ -1,6 +1,6 @@
 """continuum signal, cancel and callback: what the outside world sends a task.
 
-None of them needs the app: each writes to the task's inbox and wakes it (``continuum.mail``),
+None of them needs the app: each writes to the task's inbox and wakes it (``_waits/answers.py``),
 on a deployed stack or on ``continuum dev`` (``--endpoint-url`` or ``AWS_ENDPOINT_URL``).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from continuum.cli.common import CliError, Stack, add_stack_options, parse_input
 
 if TYPE_CHECKING:
-    from continuum.client import Client
+    from continuum._ops.client import Client
 
 
 def register(commands: Any) -> None:

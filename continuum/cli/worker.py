@@ -22,12 +22,12 @@ from continuum.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from continuum.client import Client
+    from continuum._ops.client import Client
 
 
 def register(commands: Any) -> None:
     """Add worker to the ``continuum`` command."""
-    from continuum.standalone import DEFAULT_BUDGET_S, DEFAULT_GRACE_S, POLL_WAIT_S
+    from continuum._local.standalone import DEFAULT_BUDGET_S, DEFAULT_GRACE_S, POLL_WAIT_S
 
     worker = commands.add_parser(
         "worker",
@@ -88,9 +88,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """``continuum worker MODULE:APP``: poll until stopped; 0 when everything suspended."""
     import os
 
-    from continuum.batch import logger
-    from continuum.shutdown import Shutdown, stop_on_signals
-    from continuum.standalone import DEAD_LETTER_BUDGET_S, QueueWorker
+    from continuum._local.shutdown import Shutdown, stop_on_signals
+    from continuum._local.standalone import DEAD_LETTER_BUDGET_S, QueueWorker
+    from continuum._worker.sqs_batch import logger
 
     stack = Stack.from_args(args)
     target = app_target(args.app, "worker")
@@ -137,9 +137,9 @@ def _source(stack: Stack, sqs: Any, url: str, name: str) -> Any:
     """Check that the queue exists; return a maker of its Source."""
     from botocore.exceptions import ClientError
 
+    from continuum._local.standalone import Source, queue_arn_and_visibility
+    from continuum.backends.sqs import SQSContinuationQueue
     from continuum.cli.common import explain
-    from continuum.sqs import SQSContinuationQueue
-    from continuum.standalone import Source, queue_arn_and_visibility
 
     try:
         arn, visibility_s = queue_arn_and_visibility(sqs, url)

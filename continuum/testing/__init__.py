@@ -30,9 +30,9 @@ Example:
     >>> check_replay_safe(app, "approve", {"item": "kayak"}, callbacks=answers)  # doctest: +SKIP
 """
 
-from continuum.memory.clock import ManualClock
-from continuum.memory.queue import InMemoryContinuationQueue
-from continuum.memory.store import InMemoryRecordStore
+from continuum.backends.memory.clock import ManualClock
+from continuum.backends.memory.queue import InMemoryContinuationQueue
+from continuum.backends.memory.store import InMemoryRecordStore
 from continuum.testing.handles import CallbackHandle, TaskHandle
 from continuum.testing.observe import StepRun
 from continuum.testing.replay import (

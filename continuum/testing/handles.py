@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from continuum._base.json_shapes import ready_answers
+from continuum._base.json_values import from_json
+from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
+from continuum._record.waiting_for import Waiter, WaitKind
+from continuum._worker.wake import waiting_for
 from continuum.errors import ContinuumError, TaskFailedError, TaskNotFinishedError
-from continuum.expects import ready_answers
-from continuum.record import Counters, ErrorInfo, Status, TaskRecord
 from continuum.testing.observe import StepRun
-from continuum.values import from_json
-from continuum.waiters import Waiter, WaitKind
-from continuum.waiting import waiting_for
 
 if TYPE_CHECKING:
-    from continuum.app import Continuum
-    from continuum.client import Client
-    from continuum.local import LocalRuntime
+    from continuum._app.app import Continuum
+    from continuum._local.runtime import LocalRuntime
+    from continuum._ops.client import Client
     from continuum.testing.observe import StepLog
 
 

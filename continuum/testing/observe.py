@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from continuum.app import Continuum
-from continuum.context import TaskContext
+from continuum._app.app import Continuum
+from continuum._define.steps import Runner, Step
+from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError
-from continuum.steps import Runner, Step
 
 
 @dataclass

@@ -65,7 +65,7 @@ def app_under_test(config: pytest.Config) -> Continuum:
         ConfigurationError: it does not name an app that imports.
     """
     from continuum import Continuum
-    from continuum.loading import load_target
+    from continuum._app.loading import load_target
 
     target = config.getini(APP_OPTION)
     if not target:

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from continuum.app import Continuum
-from continuum.record import Status
+from continuum._app.app import Continuum
+from continuum._record.model import Status
 from continuum.testing.observe import StepRun
 from continuum.testing.replay_diff import divergence, pinned
 from continuum.testing.replay_run import Failure, Plan, ReadyAnswer

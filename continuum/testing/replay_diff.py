@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from continuum.record import Status
+from continuum._record.model import Status
+from continuum._record.waiting_for import Signal
 from continuum.testing.observe import StandIn, StandInAnswer, StepRun
 from continuum.testing.replay_run import Outcome
-from continuum.waiters import Signal
 
 #: The longest argument or result a message quotes.
 MAX_QUOTE_CHARS = 200

@@ -18,17 +18,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from continuum import callbacks
-from continuum.app import Continuum
-from continuum.clocks import VirtualTime, real_monotonic
+from continuum._app.app import Continuum
+from continuum._base.clock import real_monotonic
+from continuum._base.json_shapes import ready_answers
+from continuum._define import callbacks
+from continuum._local.runtime import POLL_INTERVAL_S, LocalLambdaContext, waits_for_outside
+from continuum._local.virtual_time import VirtualTime
+from continuum._record.model import ErrorInfo, Status, TaskRecord
+from continuum._record.waiting_for import WaitKind
 from continuum.errors import ConfigurationError, ContinuumError
-from continuum.expects import ready_answers
-from continuum.local import POLL_INTERVAL_S, LocalLambdaContext, waits_for_outside
-from continuum.record import ErrorInfo, Status, TaskRecord
 from continuum.testing.handles import TaskHandle
 from continuum.testing.observe import StandIn, StepRun
 from continuum.testing.runner import TaskRef, TaskRunner
-from continuum.waiters import WaitKind
 
 #: The forced suspension's continuation runs this much later on the virtual clock, so that
 #: code reading the clock between steps sees it move (as it would on AWS), while a callback's

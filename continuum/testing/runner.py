@@ -28,14 +28,15 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal
 
-from continuum.app import Continuum
-from continuum.batch import logger as worker_logger
-from continuum.client import Client
-from continuum.clocks import VirtualTime, real_monotonic
+from continuum._app.app import Continuum
+from continuum._base.clock import real_monotonic
+from continuum._local.runtime import POLL_INTERVAL_S, LocalRuntime, moto_backend
+from continuum._local.virtual_time import VirtualTime
+from continuum._ops.client import Client
+from continuum._turn.tasks import Task
+from continuum._worker.sqs_batch import logger as worker_logger
+from continuum.backends.queue import MAX_DELAY_S
 from continuum.errors import ConfigurationError, ContinuumError
-from continuum.local import POLL_INTERVAL_S, LocalRuntime, moto_backend
-from continuum.queue import MAX_DELAY_S
-from continuum.tasks import Task
 from continuum.testing.handles import TaskHandle
 from continuum.testing.observe import StepLog, observing
 

@@ -11,9 +11,9 @@ import html
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from continuum.status import TaskSummary
+from continuum._ops.status import TaskSummary
+from continuum._record.waiting_for import Waiter
 from continuum.timeline.page import FORM_ACTION_SERVED, document
-from continuum.waiters import Waiter
 
 #: How often the list reloads itself, so that a person sees tasks move.
 REFRESH_S = 3

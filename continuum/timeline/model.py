@@ -14,9 +14,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from continuum.history import InvocationRun, RunOutcome
-from continuum.inspection import Checkpoint, TaskView
-from continuum.record import Status
+from continuum._ops.inspection import Checkpoint, TaskView
+from continuum._record.history import InvocationRun, RunOutcome
+from continuum._record.model import Status
 
 #: S3 gives a version's LastModified to the second: a checkpoint saved up to this long before
 #: an invocation's recorded start still belongs to it.

@@ -19,7 +19,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from continuum.inspection import TaskView
+from continuum._ops.inspection import TaskView
 from continuum.timeline.model import timeline_data
 
 #: What may be posted from a page: nothing from a file, the dev server's own forms when served.
@@ -60,7 +60,7 @@ def timeline_page(
     """The timeline of ``view`` as one HTML page (``continuum inspect TASK_ID --html FILE``).
 
     Example:
-        >>> from continuum.inspection import inspect_task  # doctest: +SKIP
+        >>> from continuum._ops.inspection import inspect_task  # doctest: +SKIP
         >>> page = timeline_page(inspect_task(client.records, "tides-1"))  # doctest: +SKIP
         >>> Path("tides-1.html").write_text(page)  # doctest: +SKIP
     """

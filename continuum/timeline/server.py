@@ -30,10 +30,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from continuum.client import Client
+from continuum._ops.client import Client
+from continuum._ops.inspection import DEFAULT_VERSIONS, inspect_task
+from continuum._record.model import Status, check_task_id
 from continuum.errors import ConfigurationError, ContinuumError, RecordNotFoundError
-from continuum.inspection import DEFAULT_VERSIONS, inspect_task
-from continuum.record import Status, check_task_id
 from continuum.timeline.listing import task_list_page
 from continuum.timeline.page import Notice, Served, document, timeline_page
 

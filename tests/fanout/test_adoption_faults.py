@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from continuum.adoption import running_again
-from continuum.control import Suspend
-from continuum.store import TransientStoreError
+from continuum._fanout.adoption import running_again
+from continuum._steps.signals import Suspend
+from continuum.backends.store import TransientStoreError
 
 
 class Runner:

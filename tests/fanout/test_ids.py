@@ -55,7 +55,7 @@ def test_a_parent_with_a_long_id_maps_more_than_a_hundred_child_tasks():
 
 
 def test_every_derived_child_id_fits_in_a_task_id_whatever_the_parent_id_length():
-    from continuum.family import child_id
+    from continuum._fanout.child_tasks import child_id
 
     for length in (1, 90, 99, 100, 110, 128):
         parent = "q" * length

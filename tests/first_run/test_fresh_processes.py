@@ -129,7 +129,7 @@ def test_every_continuum_module_can_load_first_inside_the_virtual_clock() -> Non
         """
         import importlib, importlib.util, pkgutil
         import continuum
-        from continuum.clocks import VirtualTime
+        from continuum._local.virtual_time import VirtualTime
 
         # Without the pydantic-ai extra (the oldest core's venv) its integration cannot load.
         optional = () if importlib.util.find_spec("pydantic_ai") else ("continuum.integrations.",)
@@ -154,7 +154,7 @@ def test_a_schema_first_built_inside_the_virtual_clock_keeps_real_datetimes() ->
         import datetime as dt
         from dataclasses import dataclass
         from pydantic import BaseModel, TypeAdapter
-        from continuum.clocks import VirtualTime
+        from continuum._local.virtual_time import VirtualTime
 
         @dataclass
         class Stamp:

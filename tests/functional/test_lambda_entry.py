@@ -166,7 +166,7 @@ def test_cli_start_and_status_against_a_moto_server(tmp_path):
 def test_worker_emits_outcome_metrics_when_a_namespace_is_set(lambda_env, monkeypatch, capsys):
     worker, sqs, queue_url = lambda_env
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "ContinuumTest")
-    from continuum.worker import Worker
+    from continuum._worker.worker import Worker
 
     app = worker.app
     metered = Worker(app.registry, app.records, app.continuations, app.settings)

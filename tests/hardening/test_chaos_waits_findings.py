@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import CallbackError, Continuum, Status, TaskCancelledError, TaskContext
-from continuum.queue import QueueError
-from continuum.store import TransientStoreError
+from continuum.backends.queue import QueueError
+from continuum.backends.store import TransientStoreError
 from tests.conftest import (
     ScriptedContext,
     StoreFaults,

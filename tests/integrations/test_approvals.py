@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from continuum import CallbackError, Status, WaitKind
-from continuum.inbox_models import CallbackAnswer
+from continuum._record.inbox_items import CallbackAnswer
 from continuum.integrations.pydantic_ai import (
     MAX_REFUSED_ANSWERS,
     ApprovalRequest,

@@ -224,7 +224,7 @@ def test_a_toolset_added_per_run_inside_a_task_fails_the_task_saying_why(make_ru
 
 
 def test_the_core_package_does_not_import_pydantic_ai():
-    code = "import sys, continuum, continuum.local; print('pydantic_ai' in sys.modules)"
+    code = "import sys, continuum, continuum._local.runtime; print('pydantic_ai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

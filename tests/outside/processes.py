@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from continuum.devstack import DevStack
+from continuum._local.dev_stack import DevStack
 
 ROOT = Path(__file__).resolve().parents[2]
 

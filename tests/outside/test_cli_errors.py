@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from continuum.record import Status
+from continuum._record.model import Status
 from tests.outside.processes import ROOT, cli, dev_stack
 
 

@@ -17,7 +17,7 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sqs.models import sqs_backends
 
-from continuum.devstack import faithful_moto
+from continuum._local.dev_stack import faithful_moto
 
 OPTIONS = {
     "region_name": "us-east-1",

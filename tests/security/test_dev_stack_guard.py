@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import boto3
 import pytest
 
-from continuum.devstack import DevStack
-from continuum.local import BUCKET, LocalRuntime
+from continuum._local.dev_stack import DevStack
+from continuum._local.runtime import BUCKET, LocalRuntime
 from tests.outside.processes import Command, base_env, cli
 from tests.timeline.tasks import timeline_app
 

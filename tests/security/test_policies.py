@@ -29,11 +29,11 @@ from moto.core import enable_iam_authentication
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
-from continuum.emulation import LocalLambdaContext
-from continuum.inspection import inspect_task
-from continuum.record import Status
+from continuum._local.lambda_emulation import LocalLambdaContext
+from continuum._ops.inspection import inspect_task
+from continuum._record.model import Status
+from continuum.backends.store import StoreError
 from continuum.scaffold import render_template
-from continuum.store import StoreError
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

@@ -10,11 +10,11 @@ import time
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
+from continuum._local.shutdown import Shutdown
+from continuum._local.standalone import QueueWorker, Source
+from continuum._ops.inspection import inspect_task
+from continuum._ops.prices import PRICES, money
 from continuum.cli.steer import cost_text
-from continuum.inspection import inspect_task
-from continuum.prices import PRICES, money
-from continuum.shutdown import Shutdown
-from continuum.standalone import QueueWorker, Source
 from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
 
 ARN = "arn:aws:sqs:us-east-1:123456789012:continuations"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from continuum._local.runtime import BUCKET
 from continuum.cli import main
 from continuum.cli.steer import render
-from continuum.local import BUCKET
 from continuum.timeline import timeline_page
 from samples import research_team
 from tests.support import inspect_task

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from continuum.tallies import Counters
-from continuum.waiters import Signal
+from continuum._record.counters import Counters
+from continuum._record.waiting_for import Signal
 
 README = Path(__file__).parents[2] / "README.md"
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from continuum.clocks import real_monotonic
+from continuum._base.clock import real_monotonic
 
 #: The machine's flags for headless Chromium (its background requests would be refused here).
 FLAGS = [

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
-from continuum.inspection import TaskView
-from continuum.local import waits_for_outside
+from continuum._local.runtime import waits_for_outside
+from continuum._ops.inspection import TaskView
 from tests.support import LocalRuntime, inspect_task
 
 #: The step that kills its worker the first time it runs.

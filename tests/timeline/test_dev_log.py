@@ -11,9 +11,9 @@ import time
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
+from continuum._local.shutdown import Shutdown
+from continuum._local.standalone import QueueWorker, Source
 from continuum.cli.worker import Progress
-from continuum.shutdown import Shutdown
-from continuum.standalone import QueueWorker, Source
 from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
 
 ARN = "arn:aws:sqs:us-east-1:123456789012:continuations"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from continuum._ops.prices import money
 from continuum.cli import main
-from continuum.prices import money
 from continuum.timeline import timeline_page
 from tests.support import BUCKET, REGION, LocalRuntime, moto_backend
 from tests.timeline.tasks import PUBLISH_ERROR, live_ask, timeline_app

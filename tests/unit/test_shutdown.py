@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from continuum.shutdown import EXIT_MARGIN_S, InvocationContext, Shutdown, stop_on_signals
+from continuum._local.shutdown import EXIT_MARGIN_S, InvocationContext, Shutdown, stop_on_signals
 from continuum.testing import ManualClock
 
 

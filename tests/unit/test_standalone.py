@@ -10,9 +10,9 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
-from continuum.queue import QueueError
-from continuum.shutdown import Shutdown
-from continuum.standalone import QueueWorker, Source
+from continuum._local.shutdown import Shutdown
+from continuum._local.standalone import QueueWorker, Source
+from continuum.backends.queue import QueueError
 from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
 
 ARN = "arn:aws:sqs:us-east-1:123456789012:continuations"

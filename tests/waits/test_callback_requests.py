@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import CallbackError, Continuum, ContinuumError, Status, TaskContext
-from continuum.record import TaskRecord
-from continuum.waiting import waiting_for
+from continuum._record.model import TaskRecord
+from continuum._worker.wake import waiting_for
 
 #: What an answer to the sample's callback must be: a decision, and a reason when it is no.
 EXPECTS = {

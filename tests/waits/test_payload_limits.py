@@ -45,7 +45,7 @@ def limited_app() -> tuple[Continuum, dict[str, Any]]:
 
 def bare_client(app: Continuum) -> Any:
     """A client as the CLI makes one: the stack's bucket and queue, none of the app's settings."""
-    from continuum.client import Client
+    from continuum._ops.client import Client
 
     return Client(Records(app.records.store, prefix=app.records.prefix), app.continuations)
 

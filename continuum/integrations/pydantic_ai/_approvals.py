@@ -36,11 +36,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 
-from continuum.callbacks import Callback
-from continuum.context import TaskContext
+from continuum._base.json_values import dump_json
+from continuum._define.callbacks import Callback
+from continuum._define.steps import as_step
+from continuum._turn.context import TaskContext
 from continuum.errors import CallbackFailedError, CallbackTimeoutError
-from continuum.steps import as_step
-from continuum.values import dump_json
 
 #: Refused answers (a wrong digest, a malformed answer) after which a call is denied.
 MAX_REFUSED_ANSWERS = 3
@@ -107,7 +107,7 @@ def callback_request(
     tool_name: str, args: dict[str, Any], tool_call_id: str, callback_id: str
 ) -> dict[str, Any]:
     """What an approval callback asks, as its request: the call, the ready answers, and the
-    shape an answer must have (``continuum.expects``), so a client refuses any other."""
+    shape an answer must have (``continuum._base.json_shapes``), so a client refuses any other."""
     digest = approval_digest(tool_name, args, callback_id)
     optional_text = {"type": ["string", "null"]}
     return {

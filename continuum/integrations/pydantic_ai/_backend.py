@@ -27,10 +27,10 @@ from pydantic_ai.exceptions import ToolFailed, UserError
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import ToolsetTool
 
-from continuum.context import current_context
+from continuum._define.steps import Step, StepOptions, active_runner
+from continuum._turn.context import current_context
 from continuum.errors import StepError
 from continuum.integrations.pydantic_ai._units import run_unit, unit_step
-from continuum.steps import Step, StepOptions, active_runner
 
 #: The tool metadata key of a tool's own step options: ``metadata={"continuum": {...}}``, or
 #: ``{"continuum": False}`` to run the tool inline, outside any step (a pure, cheap tool).

@@ -1,6 +1,6 @@
 """ContinuumDurability: the capability that makes a pydantic-ai agent durable in a continuum task.
 
-Inside a running task (``continuum.steps.active_runner`` is set, and no step is running), the
+Inside a running task (``active_runner`` is set, and no step is running), the
 capability routes the agent's durable operations through the task's journal; anywhere else
 (a test, a script, inside a step) it is transparent and the run is an ordinary agent run.
 """
@@ -39,8 +39,9 @@ from pydantic_ai.tools import AgentDepsT, DeferredToolRequests, DeferredToolResu
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionToolset, WrapperToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 
-from continuum.context import current_context
-from continuum.control import ControlFlow
+from continuum._define.steps import Runner, StepOptions, active_runner, as_step
+from continuum._steps.signals import ControlFlow
+from continuum._turn.context import current_context
 from continuum.errors import CallbackFailedError, CallbackTimeoutError, TaskCancelledError
 from continuum.integrations.pydantic_ai._approvals import Approvals, Notify, print_request
 from continuum.integrations.pydantic_ai._backend import (
@@ -50,7 +51,6 @@ from continuum.integrations.pydantic_ai._backend import (
     operation_config,
 )
 from continuum.integrations.pydantic_ai._units import run_unit, unit_step
-from continuum.steps import Runner, StepOptions, active_runner, as_step
 
 ENGINE_NAME = "continuum"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

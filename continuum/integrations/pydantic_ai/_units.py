@@ -34,9 +34,9 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from continuum.context import TaskContext
-from continuum.control import ControlFlow
-from continuum.steps import Runner, Step, StepOptions
+from continuum._define.steps import Runner, Step, StepOptions
+from continuum._steps.signals import ControlFlow
+from continuum._turn.context import TaskContext
 
 Body = Callable[[], Awaitable[object]]
 

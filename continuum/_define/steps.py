@@ -1,0 +1,330 @@
+"""Steps: decorated functions whose calls inside a task go through the journal.
+
+A :class:`Step` is an ordinary callable. Called inside a running task it is timed, checked
+against the budget, journaled, and on replay returns its recorded result without running.
+Called anywhere else (a test, a script) it simply runs.
+
+A step is journaled only in the thread that runs the task: the journal is ordered, and threads
+finish in any order. A step called from another thread while a task runs is refused with a
+clear error instead of running outside the journal (``ctx.map`` and ``ctx.parallel`` are the
+way to run steps side by side).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import inspect
+import threading
+import time
+import types
+import typing
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+
+from pydantic import TypeAdapter
+
+from continuum._base.plain import Frozen
+from continuum._define.callbacks import Callback
+from continuum._record.waiting_for import Duration, Signal
+from continuum.errors import ConfigurationError, ContinuumError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+# Methods by hand (plain.py; checks in __post_init__, which pydantic calls too): ~0.7 ms less.
+@dataclass(init=False, repr=False, eq=False, frozen=True)
+class StepOptions(Frozen):
+    """How a step is run.
+
+    Args:
+        name: the step's name in keys, statistics and logs (default: the function's name).
+        effect: the step changes the outside world; the journal is saved right after it, so a
+            crash after it does not run it again.
+        retries: how many times to run it again after it raises a retryable exception. The
+            attempts are counted in the journal, across invocations.
+        backoff_s: seconds to wait before the first retry; doubled for each next one.
+        retry_on: the exception types worth retrying.
+        preemptible: the step may be interrupted when it overruns and the deadline nears; its
+            partial work is discarded and it runs again in the next invocation. Only for
+            steps whose interruption harms nothing (a model call, a read).
+        at_most_once: a started-marker is saved before the step runs; if its worker dies
+            inside it, it is not run again: it fails with StepInterruptedError or, with
+            retries left, a new attempt is scheduled (after its backoff).
+    """
+
+    name: str
+    effect: bool = False
+    preemptible: bool = False
+    retries: int = 0
+    backoff_s: float = 0.5
+    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    at_most_once: bool = False
+
+    def __init__(
+        self,
+        name: str,
+        effect: bool = False,
+        preemptible: bool = False,
+        retries: int = 0,
+        backoff_s: float = 0.5,
+        retry_on: tuple[type[BaseException], ...] = (Exception,),
+        at_most_once: bool = False,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "name", name)
+        set_field(self, "effect", effect)
+        set_field(self, "preemptible", preemptible)
+        set_field(self, "retries", retries)
+        set_field(self, "backoff_s", backoff_s)
+        set_field(self, "retry_on", retry_on)
+        set_field(self, "at_most_once", at_most_once)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        if self.at_most_once and self.preemptible:
+            raise ConfigurationError(
+                f"step {self.name!r} cannot be both at_most_once and preemptible",
+                hint="a preempted step runs again; an at_most_once step never does",
+            )
+        if self.retries < 0:
+            raise ConfigurationError(f"step {self.name!r}: retries must be >= 0")
+        if self.backoff_s < 0:
+            raise ConfigurationError(f"step {self.name!r}: backoff_s must be >= 0")
+
+
+class Runner(Protocol):
+    """What a running task offers its steps and its context (the turn loop implements it)."""
+
+    thread_id: int
+    active_key: str | None
+    active_cursor: Any
+
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def turn(self) -> int: ...
+
+    def call_step(
+        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
+    ) -> Any: ...
+
+    def remaining(self) -> float: ...
+
+    def sleep(self, duration: Duration, name: str | None) -> None: ...
+
+    def create_callback(
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
+    ) -> Callback: ...
+
+    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None: ...
+
+    def refuse(self, error: ContinuumError) -> ContinuumError:
+        """Remember an error that must fail the turn even if user code catches it."""
+        ...
+
+
+#: The turn that is running in this thread, if any, so a step call can find its journal.
+active_runner: contextvars.ContextVar[Runner | None] = contextvars.ContextVar(
+    "continuum_active_runner", default=None
+)
+#: Every turn running in this process, by the thread that runs it.
+running: dict[int, Runner] = {}
+
+
+@dataclass
+class Step(Generic[P, R]):
+    """A decorated step. Keeps the wrapped function's signature for editors and mypy."""
+
+    fn: Callable[P, R]
+    options: StepOptions
+    _adapter: tuple[TypeAdapter[Any], bool] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.options.name
+
+    @property
+    def adapter(self) -> TypeAdapter[Any]:
+        """Converts results to JSON and back, following the return annotation."""
+        return self.typing()[0]
+
+    @property
+    def typed(self) -> bool:
+        """Whether the step declares its return type (else results must be plain JSON)."""
+        return self.typing()[1]
+
+    def typing(self) -> tuple[TypeAdapter[Any], bool]:
+        """``(adapter, typed)``, built at the first call."""
+        if self._adapter is None:
+            self._adapter = return_adapter(self.fn, what=f"step {self.name!r}")
+        return self._adapter
+
+    def run_nested(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Called inside another step: part of the outer step's work, not journaled on its
+        own, but its retries apply (their backoff slept in place)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self.fn(*args, **kwargs)
+            except Exception as exc:
+                if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
+                    raise
+                time.sleep(self.options.backoff_s * 2 ** (attempt - 1))
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        runner = active_runner.get()
+        if runner is None:
+            if running:
+                _refuse_foreign_thread(self.name)
+            return self.fn(*args, **kwargs)
+        if runner.thread_id != threading.get_ident():
+            raise runner.refuse(_thread_error(self.name, runner.task_id))
+        result: R = runner.call_step(self, args, kwargs, None)
+        return result
+
+
+def _thread_error(name: str, task_id: str | None) -> ContinuumError:
+    return ContinuumError(
+        f"step {name!r} was called from a thread other than the task's, where it would run "
+        "outside the journal (and again after a suspension)",
+        task_id=task_id,
+        step=name,
+        hint="call steps from the task function's own thread; to run steps side by side "
+        "use ctx.map or ctx.parallel",
+    )
+
+
+def _refuse_foreign_thread(name: str) -> None:
+    """A step called with no turn in this thread while turns run in others."""
+    if threading.get_ident() in running:
+        return
+    busy = [r for r in list(running.values()) if r.active_key is None]
+    if not busy:
+        return  # every running task is inside a step: this is that step's own work
+    error = _thread_error(name, busy[0].task_id if len(busy) == 1 else None)
+    if len(busy) == 1:
+        raise busy[0].refuse(error)
+    raise error
+
+
+def check_callable(fn: Callable[..., Any], *, what: str) -> None:
+    """Refuse generator and async functions: a task or step must return its value."""
+    target = _unwrap(fn)
+    call = type(target).__call__ if _is_instance(target) else target
+    if inspect.isasyncgenfunction(call) or inspect.iscoroutinefunction(call):
+        raise ConfigurationError(
+            f"{what} is an async function; continuum runs tasks and steps synchronously",
+            hint="make it a plain `def` (call async code with asyncio.run inside a step)",
+        )
+    if inspect.isgeneratorfunction(call):
+        raise ConfigurationError(
+            f"{what} is a generator function; its body would run outside the journal",
+            hint="return a value (a list, say) instead of yielding",
+        )
+
+
+#: Adapters of undecorated callables, so ``ctx.step(fn)`` does not rebuild one per call.
+_ADAPTERS: weakref.WeakKeyDictionary[Any, tuple[TypeAdapter[Any], bool]]
+_ADAPTERS = weakref.WeakKeyDictionary()
+
+
+def return_adapter(fn: Callable[..., Any], *, what: str) -> tuple[TypeAdapter[Any], bool]:
+    """A TypeAdapter for ``fn``'s return annotation, and whether there is one.
+
+    ``Annotated`` extras (serializers, validators) are kept. A callable without an annotation
+    gets ``Any``: its results must then be plain JSON (see ``values.to_json``).
+    """
+    target = _unwrap(fn)
+    if isinstance(target, Step):
+        return target.typing()
+    if _is_instance(target):
+        target = type(target).__call__
+    try:
+        cached = _ADAPTERS.get(target)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    try:
+        hints = _return_hint(target)
+    except NameError as exc:
+        raise ConfigurationError(
+            f"{what}: cannot resolve its return annotation ({exc})",
+            hint="define the types a step or task returns at module level",
+        ) from exc
+    except TypeError:
+        hints = {}  # builtins and C functions have no annotations
+    result = (TypeAdapter(hints["return"]), True) if "return" in hints else (_ANY, False)
+    with contextlib.suppress(TypeError):  # a builtin is not weakly referable: no cache
+        _ADAPTERS[target] = result
+    return result
+
+
+_ANY: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def _return_hint(fn: Any) -> dict[str, Any]:
+    """``{"return": type}`` for ``fn``'s return annotation, resolved alone: the parameters'
+    annotations (a task's ``TaskContext[LocalModel]``) need not resolve."""
+    annotations = getattr(fn, "__annotations__", None)
+    if not isinstance(annotations, dict):
+        raise TypeError("no annotations")
+    if "return" not in annotations:
+        return {}
+    only = types.SimpleNamespace(__annotations__={"return": annotations["return"]})
+    unwrapped = inspect.unwrap(fn)
+    globalns = getattr(unwrapped, "__globals__", {})
+    return typing.get_type_hints(only, globalns=globalns, include_extras=True)
+
+
+def as_step(fn: Callable[..., Any], *, name: str | None = None, **options: Any) -> Step[Any, Any]:
+    """The Step for ``fn``: itself if decorated (and no name or options are given), else an
+    ad-hoc step named ``name`` or, by default, by a name that is stable across processes.
+
+    The name must be the same in every process, since a replay matches it against the
+    journal: a function's qualified name, a partial's function, a callable object's class.
+    ``options`` are :class:`StepOptions` fields (``retries``, ``backoff_s``, ...).
+    """
+    if isinstance(fn, Step) and name is None and not options:
+        return fn
+    label = name or stable_name(fn)
+    check_callable(fn, what=f"step {label!r}")
+    step = Step(fn=fn, options=StepOptions(name=label, **options))
+    step._adapter = return_adapter(fn, what=f"step {label!r}")
+    return step
+
+
+def stable_name(fn: Callable[..., Any]) -> str:
+    """A name for ``fn`` that does not change between processes (no memory addresses)."""
+    target = _unwrap(fn)
+    if isinstance(target, Step):
+        return target.name
+    if _is_instance(target):
+        name = type(target).__qualname__
+    else:
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or ""
+    if not name or "0x" in name:
+        raise ConfigurationError(
+            f"cannot give {fn!r} a stable step name",
+            hint="decorate it with @app.step, or wrap it in a named function",
+        )
+    return str(name)
+
+
+def _unwrap(fn: Any) -> Any:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
+def _is_instance(target: Any) -> bool:
+    """A callable object (an instance whose class defines ``__call__``), not a function."""
+    routine = inspect.isroutine(target) or inspect.isclass(target) or isinstance(target, Step)
+    return not routine and callable(target)

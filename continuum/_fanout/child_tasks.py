@@ -1,0 +1,269 @@
+"""Parents and children: what links a child task to its parent, and what it reports.
+
+A child task (``ctx.invoke``, ``ctx.map_tasks``) has its own record and invocations. Its id
+derives from its parent's id and the call's place in the parent's journal, so a replayed call
+never starts it twice. When it finishes it reports to its parent with one small object in the
+parent's inbox (``children/{child_id}/{status}.json``, written If-None-Match) and one wake;
+the parent's record is not written once per child, and the parent waits with no compute.
+
+For ``map_tasks`` the parent creates every child's record at once (pending) and starts the
+first ``max_concurrency``; each child, when it finishes, starts the next one itself
+(``ParentLink.successor``), so that a slot freed needs no invocation of the parent. A wake
+from a child says which batch it belongs to (``Continuation.batch``), so the worker can judge
+from one LIST of the parent's inbox, without reading the parent's record, whether the batch
+can decide yet; and whether its report can be the deciding one at all (a child with a
+successor and no completion policy cannot: its successor reports after it), so that only
+those wakes LIST.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from continuum._base.threads import in_parallel
+from continuum._record.continuation import Continuations
+from continuum._record.model import ErrorInfo, Status, TaskRecord, check_task_id
+from continuum._record.storage import Records
+from continuum._record.waiting_for import BatchHint, ParentLink
+from continuum._steps.signals import Suspend
+from continuum.backends.queue import QueueError
+from continuum.backends.store import StoreError
+from continuum.errors import ContinuumError, RecordNotFoundError, TaskFinishedError
+
+if TYPE_CHECKING:
+    from continuum._define.completion import Completion
+
+#: Threads that create a chunk's child records, read reports, or cancel children.
+CHILD_THREADS = 8
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+#: Of a long parent id, the characters a digested child id keeps: 90 + 1 + 24 leaves room
+#: in the 128 of a task id for ``.{index}`` up to 12 digits.
+_KEPT_OF_PARENT = 90
+
+
+def child_id(parent_id: str, *, turn: int, path: str, key: str, index: int | None) -> str:
+    """The id of a parent's child: readable, a safe S3 key segment, the same on every replay.
+
+    ``{parent}.{turn}.{key}`` (``.{index}`` in a batch), with unsafe characters replaced;
+    longer than 100 characters, a digest stands in for the tail, short enough that the
+    ``.{index}`` of any batch a task can hold still fits in a task id.
+    """
+    place = _UNSAFE.sub("-", f"{path}{key}").strip("-.") or "child"
+    base = f"{parent_id}.{turn}.{place}"
+    if len(base) > 100:
+        digest = hashlib.sha256(base.encode()).hexdigest()[:24]
+        base = f"{parent_id[:_KEPT_OF_PARENT]}.{digest}"
+    return check_task_id(base if index is None else f"{base}.{index}")
+
+
+class ChildIdTakenError(ContinuumError):
+    """A child's id is held by a task that is not that child (started earlier under it)."""
+
+
+def names_slot(link: ParentLink | None, slot: ParentLink) -> bool:
+    """Whether a record's parent ``link`` is the parent, batch and place of ``slot``: a
+    parent adopts only a child whose record names it."""
+    return (
+        link is not None
+        and link.task_id == slot.task_id
+        and link.batch == slot.batch
+        and link.index == slot.index
+    )
+
+
+#: A retried child may leave more than one report: a failed child is the only one ``retry``
+#: takes, and a succeeded one never runs again, so the highest of these is its latest.
+_LATEST = {"failed": 0, "cancelled": 1, "succeeded": 2}
+
+
+def batch_counts(listing_keys: frozenset[str], prefix: str) -> dict[str, str]:
+    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``:
+    of a retried child's reports, its latest outcome (whatever order the listing is in)."""
+    found: dict[str, str] = {}
+    for key in listing_keys:
+        if not key.startswith("children/"):
+            continue
+        _, child, leaf = key.split("/", 2)
+        if child == prefix or child.startswith(f"{prefix}."):
+            status = leaf.removesuffix(".json")
+            known = found.get(child)
+            if known is None or _LATEST.get(status, -1) > _LATEST.get(known, -1):
+                found[child] = status
+    return found
+
+
+def decisive(
+    reports: dict[str, str], *, count: int, completion: Completion | dict[str, Any] | None
+) -> bool:
+    """Whether a batch with these reports can decide: all reported, or its policy says stop."""
+    if len(reports) >= count:
+        return True
+    if completion is None:
+        return False
+    if isinstance(completion, dict):
+        from continuum._define.completion import Completion  # loaded with the fan-out's first use
+
+        completion = Completion.model_validate(completion)
+    succeeded = sum(status == "succeeded" for status in reports.values())
+    failed = len(reports) - succeeded
+    return completion.verdict(succeeded=succeeded, failed=failed, total=count) is not None
+
+
+class ChildClient(Protocol):
+    """What starting and cancelling children takes of a client (``client.Client``)."""
+
+    continuations: Continuations
+    records: Records
+
+    def start_child(
+        self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
+    ) -> str: ...
+
+    def cancel(self, task_id: str, reason: str | None = None) -> None: ...
+
+
+class ChildTasks:
+    """What a turn needs to start its children: a client of the same app, made on first use
+    by ``make_client`` (most tasks start no child; a worker need not load the client)."""
+
+    def __init__(self, make_client: Callable[[], ChildClient]) -> None:
+        self._make_client = make_client
+        self._client: ChildClient | None = None
+
+    @property
+    def client(self) -> ChildClient:
+        # Two threads of a batch may both make one: either serves (a client holds no state).
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> bool:
+        """Create a child's record, pending (a second create of the same id is a no-op);
+        False if the id is held by a task whose record does not name this parent's slot.
+        Both this and ``start`` run in the parent's turn: a store or queue error suspends
+        it (the next invocation creates or starts again) instead of failing the parent."""
+        with _suspend_on_error():
+            try:
+                self.client.start_child(task_name, input, task_id, parent, send=False)
+            except ChildIdTakenError:
+                return False
+        return True
+
+    def report_taken(self, parent: ParentLink, task_id: str) -> ErrorInfo:
+        """Report a taken slot to the parent's own inbox, failed, as its child would have."""
+        from continuum._record.inbox_items import (
+            ChildReport,  # loaded with the first child's report
+        )
+
+        error = ErrorInfo(
+            type=ChildIdTakenError.__name__,
+            message=f"child task id {task_id} is taken by a task that is not a child of "
+            f"{parent.task_id}; that task was left alone",
+        )
+        report = ChildReport(child_id=task_id, index=parent.index, status="failed", error=error)
+        with _suspend_on_error():
+            self.client.records.inbox.put_child_report(parent.task_id, task_id, "failed", report)
+        return error
+
+    def relink(self, task_id: str, successor: str | None) -> None:
+        """Point a created child, not started yet, past its successor's taken slot."""
+        with _suspend_on_error():
+            records = self.client.records
+            record, etag = records.load(task_id)
+            if record.parent is None or record.parent.successor == successor:
+                return
+            record.parent = record.parent.model_copy(update={"successor": successor})
+            try:
+                records.replace(record, etag=etag)
+            except ContinuumError as exc:
+                raise Suspend(f"could not relink child {task_id} ({exc}); continuing") from exc
+
+    def start(self, task_id: str) -> None:
+        """Send a created child's first continuation (a duplicate is fenced like any)."""
+        with _suspend_on_error():
+            self.client.continuations.send(task_id, generation=0, reason="start")
+
+    def cancel(self, ids: list[str], reason: str) -> None:
+        """Cancel children that exist and have not finished (the rest are skipped)."""
+
+        def one(task_id: str) -> None:
+            with contextlib.suppress(TaskFinishedError, RecordNotFoundError):
+                self.client.cancel(task_id, reason)
+
+        in_parallel(one, ids, threads=CHILD_THREADS)
+
+
+@contextlib.contextmanager
+def _suspend_on_error() -> Iterator[None]:
+    try:
+        yield
+    except (StoreError, QueueError) as exc:
+        raise Suspend(f"could not start a child task ({exc}); continuing afresh") from exc
+
+
+def cancel_children(children: ChildTasks | None, record: TaskRecord) -> None:
+    """A cancelled parent cancels its children that have not finished. Idempotent: called
+    when it finishes and again for any message that finds it cancelled (a store or queue
+    error raises, so that the message comes back)."""
+    if record.status == Status.CANCELLED and record.children and children is not None:
+        ids = [child for batch in record.children for child in batch.ids()]
+        children.cancel(ids, f"its parent {record.task_id} was cancelled")
+
+
+def report_to_parent(
+    records: Records, continuations: Continuations, record: TaskRecord, *, again: bool = False
+) -> None:
+    """A finished child: write its report to its parent, wake the parent, start the next.
+
+    Idempotent; called when the child finishes and ``again`` for any message that finds it
+    finished (a worker may have died in between). Again, it starts the next child only if
+    that one is still pending: else every message a finished child gets (a cancel's wake, a
+    duplicate start) would be passed down the chain of finished successors, each passing on
+    all it got, so that a batch cut short sends messages quadratic in its size.
+    """
+    link = record.parent
+    if link is None or not record.status.finished:
+        return
+    status = {Status.SUCCEEDED: "succeeded", Status.FAILED: "failed"}.get(
+        record.status, "cancelled"
+    )
+    from continuum._record.inbox_items import ChildReport  # loaded by the first child's report
+
+    report = ChildReport(
+        child_id=record.task_id,
+        index=link.index,
+        status=status,
+        result=record.result,
+        error=record.error,
+    )
+    records.inbox.put_child_report(link.task_id, record.task_id, status, report)
+    hint = BatchHint(
+        prefix=link.batch,
+        count=link.count,
+        completion=link.completion,
+        # Its successor reports after it: unless a policy may stop the batch early, the
+        # decision is left to a later report's wake (no LIST for this one). A repeated
+        # report LISTs: its successor may have reported first (started out of order by an
+        # operator, or cancelled while pending), and is not started again.
+        decides=again or link.successor is None or link.completion is not None,
+    )
+    continuations.send(
+        link.task_id,
+        generation=0,
+        reason=f"child {record.task_id} {status}",
+        kind="wake",
+        batch=hint,
+    )
+    if link.successor is not None and (not again or _pending(records, link.successor)):
+        continuations.send(link.successor, generation=0, reason="start")
+
+
+def _pending(records: Records, task_id: str) -> bool:
+    try:
+        return records.load(task_id)[0].status == Status.PENDING
+    except RecordNotFoundError:
+        return False

@@ -1,0 +1,128 @@
+"""What a local run reports: each invocation, the summary at its end, and what changed.
+
+The local runtime (``local.py``) reads the task's record after an invocation only when that
+invocation may have changed what it decides on (the status, what the task waits for): not
+after a hop, a duplicate or an ignored wake, which a worker reports as it handles each
+message (``Handled``, an observer of the app).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from continuum._define.observers import MessageHandled, Observer
+from continuum._record.model import Status, TaskRecord
+from continuum._record.waiting_for import WaitKind
+from continuum._worker.endings import Outcome
+
+#: Outcomes of a message that leave the record's status and waiters as they were (a hop
+#: moves only the generation and the counters on).
+KEEPS_STATUS = frozenset({Outcome.HOPPED, Outcome.IGNORED, Outcome.DUPLICATE, Outcome.STALE})
+
+
+@dataclass
+class Invocation:
+    """What one emulated invocation did to the task."""
+
+    number: int
+    status: str
+    turn: int
+    steps_executed: int
+    steps_replayed: int
+    seconds: float
+    overran: bool
+    reason: str | None = None
+    #: the invocation only moved a long wait's timer on (no user code ran).
+    hop: bool = False
+    #: another task than the one followed ran (a child task): its id, name and batch index.
+    task_id: str | None = None
+    task_name: str | None = None
+    index: int | None = None
+
+
+@dataclass
+class RunSummary:
+    """The end of a local run: the task's fate and what it took."""
+
+    task_id: str
+    status: str
+    result: Any
+    error: str | None
+    invocations: int
+    continuations: int
+    steps: int
+    steps_replayed: int
+    turns: int
+    overruns: int
+    seconds: float
+    s3_calls: int
+    sqs_calls: int
+    aws_calls: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, default=str)
+
+
+class Handled(Observer):
+    """What the worker did with each message of the task being driven, since the last look."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.outcomes: list[tuple[str | None, str]] = []
+
+    def message_handled(self, event: MessageHandled) -> None:
+        with self.lock:
+            self.outcomes.append((event.task_id, event.outcome))
+
+    def take(self) -> list[tuple[str | None, str]]:
+        with self.lock:
+            taken, self.outcomes = self.outcomes, []
+        return taken
+
+
+_HANDLED: weakref.WeakKeyDictionary[Any, Handled] = weakref.WeakKeyDictionary()
+_HANDLED_LOCK = threading.Lock()
+
+
+def handled_on(app: Any) -> Handled:
+    """The app's one ``Handled`` observer, registered on it the first time: every local
+    runtime over the same app shares it, so the app does not gather one per runtime (and
+    each of them every outcome, for ever)."""
+    with _HANDLED_LOCK:
+        handled = _HANDLED.get(app)
+        if handled is None:
+            handled = _HANDLED[app] = app.observe(Handled())
+        return handled
+
+
+def kept_status(outcomes: list[tuple[str | None, str]], task_id: str) -> bool:
+    """Whether these outcomes left ``task_id``'s status and waiters unchanged."""
+    return all(outcome in KEEPS_STATUS for handled, outcome in outcomes if handled == task_id)
+
+
+def invocation_of(
+    number: int, before: TaskRecord, after: TaskRecord, seconds: float, overran: bool
+) -> Invocation:
+    parked = after.status in (Status.SUSPENDED, Status.WAITING)
+    return Invocation(
+        number=number,
+        status=after.status.value,
+        turn=after.turn,
+        steps_executed=after.counters.steps_executed - before.counters.steps_executed,
+        steps_replayed=after.counters.steps_replayed - before.counters.steps_replayed,
+        seconds=seconds,
+        overran=overran,
+        reason=after.suspend_reason if parked else None,
+        hop=after.counters.hops > before.counters.hops,
+    )
+
+
+def waits_for_outside(record: TaskRecord) -> bool:
+    """Whether the task waits for something other than time (a callback, a signal)."""
+    return record.status == Status.WAITING and any(
+        waiter.kind != WaitKind.TIME for waiter in record.waiting_for
+    )

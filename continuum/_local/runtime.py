@@ -1,0 +1,303 @@
+"""The local runtime: emulated Lambda invocations over moto's S3 and SQS, or the in-memory fakes.
+
+It points the app at a bucket and continuation queue (created on moto, or the in-memory pair),
+and then plays the part of Lambda's SQS event source: it receives messages, calls
+``app.handler`` with an SQS batch event and a Lambda context whose deadline is the chosen
+budget, and deletes the messages the handler did not report as failed. Delays and visibility
+timeouts apply, so continuations, retries and redeliveries really happen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+from continuum._app.app import Continuum
+from continuum._base.clock import now_s, real_monotonic
+from continuum._local.lambda_emulation import ACCOUNT, REGION, LocalLambdaContext, event_record
+from continuum._local.runs import (
+    Invocation,
+    RunSummary,
+    handled_on,
+    invocation_of,
+    kept_status,
+    waits_for_outside,
+)
+from continuum._local.virtual_time import DueTimes, RealTime, VirtualTime
+from continuum._record.model import Counters, TaskRecord
+from continuum._record.storage import Records
+from continuum._worker.metering import CallCounter, Uncounted
+from continuum.backends.queue import MAX_DELAY_S, ContinuationQueue
+from continuum.backends.store import RecordStore
+from continuum.errors import ContinuumError
+
+__all__ = [
+    "BUCKET",
+    "QUEUE",
+    "REGION",
+    "Invocation",
+    "LocalLambdaContext",
+    "LocalRuntime",
+    "RunSummary",
+    "event_record",
+    "moto_backend",
+    "waits_for_outside",
+]
+
+BUCKET = "continuum-local"
+QUEUE = "continuum-local"
+#: How long the emulated event source waits before polling an empty queue again.
+POLL_INTERVAL_S = 0.02
+
+Backend = Literal["moto", "memory"]
+
+
+@contextlib.contextmanager
+def moto_backend() -> Iterator[None]:
+    """Run the block with moto's in-process S3 and SQS, and fake credentials."""
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+class LocalRuntime:
+    """Runs an app's tasks end to end, invocation by invocation.
+
+    Args:
+        app: the app whose tasks to run; it is pointed at the runtime's bucket and queue.
+        budget_s: the deadline of each emulated invocation, in seconds.
+        batch_size: messages per emulated SQS batch.
+        backend: "moto" (use inside :func:`moto_backend`, or with ``endpoint_url``) or
+            "memory" (the in-memory fakes, ``continuum.backends.memory``).
+        endpoint_url: an S3/SQS endpoint (a moto server); None for in-process moto.
+        visibility_timeout_s: the queue's visibility timeout (default: six budgets).
+        virtual_time: run on a virtual clock that jumps to the next due message whenever
+            nothing can run (freezegun); False: the real clock.
+        max_delay_s: the longest delay of the in-memory queue (SQS's 900 s by default).
+    """
+
+    def __init__(
+        self,
+        app: Continuum,
+        *,
+        budget_s: float,
+        batch_size: int = 1,
+        backend: Backend = "moto",
+        endpoint_url: str | None = None,
+        visibility_timeout_s: int | None = None,
+        virtual_time: bool = False,
+        max_delay_s: int = MAX_DELAY_S,
+    ) -> None:
+        self.app = app
+        self.time: RealTime | VirtualTime = VirtualTime() if virtual_time else RealTime()
+        self.max_delay_s = max_delay_s
+        self.budget_s = budget_s
+        self.batch_size = batch_size
+        self.backend = backend
+        self.counter = CallCounter()
+        self._quiet = threading.local()
+        self.visibility_timeout_s = visibility_timeout_s or max(6, int(budget_s * 6))
+        self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE}"
+        if backend == "memory":
+            self._setup_memory()
+        else:
+            self._setup_moto(endpoint_url)
+        self.observer = Records(self.observer_store, prefix=app.records.prefix)
+        self.handled = handled_on(app)
+        self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
+        self.counter.calls.clear()
+        self.invocations = 0
+
+    def _setup_memory(self) -> None:
+        from continuum.backends.memory import InMemoryContinuationQueue, InMemoryRecordStore
+
+        quiet = self._quiet
+        store = InMemoryRecordStore(on_call=self.counter.hook("s3", quiet))
+        queue = InMemoryContinuationQueue(
+            visibility_timeout_s=self.visibility_timeout_s,
+            on_call=self.counter.hook("sqs", quiet),
+            max_delay_s=self.max_delay_s,
+        )
+        self.store, self.queue = store, queue
+        self.app.configure(store=store, queue=queue)
+        # The event source and the observer see the same objects without being counted.
+        self.source: ContinuationQueue = Uncounted(queue, quiet)
+        self.observer_store: RecordStore = Uncounted(store, quiet)
+        self.queue_url = "memory://continuum-local"
+
+    def _setup_moto(self, endpoint_url: str | None) -> None:
+        import boto3
+
+        from continuum.backends.s3 import S3RecordStore
+        from continuum.backends.sqs import SQSContinuationQueue
+
+        options: dict[str, Any] = {
+            "region_name": REGION,
+            "endpoint_url": endpoint_url,
+            "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing",
+        }
+        self.s3 = boto3.client("s3", **options)
+        self.sqs = boto3.client("sqs", **options)
+        self.counter.attach(self.s3)
+        self.counter.attach(self.sqs)
+        self.s3.create_bucket(Bucket=BUCKET)
+        self.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+        self.queue_url = self.sqs.create_queue(
+            QueueName=QUEUE, Attributes={"VisibilityTimeout": str(self.visibility_timeout_s)}
+        )["QueueUrl"]
+        # The app's queue remembers when what it sends becomes visible (for the virtual clock).
+        self.due = DueTimes(SQSContinuationQueue(self.sqs, self.queue_url))
+        self.app.configure(store=S3RecordStore(self.s3, BUCKET), queue=self.due)
+        # The event source and the observer use their own clients, so that the counter
+        # sees only the calls the framework makes.
+        self.source = SQSContinuationQueue(boto3.client("sqs", **options), self.queue_url)
+        self.observer_store = S3RecordStore(boto3.client("s3", **options), BUCKET)
+
+    def record(self, task_id: str) -> TaskRecord:
+        """Read a task's record without counting the call."""
+        return self.observer.load(task_id)[0]
+
+    def invoke_once(self, context: Any = None) -> dict[str, Any] | None:
+        """Receive one batch and run the handler on it, as Lambda would; None if none waits.
+
+        ``context`` replaces the Lambda context (default: one with this runtime's budget).
+        """
+        messages = self.source.receive(max_messages=self.batch_size)
+        if not messages:
+            return None
+        if self.backend != "memory":  # unless deleted, they come back after the visibility
+            self.due.note(now_s() + self.visibility_timeout_s)
+        event = {"Records": [event_record(m, self.queue_arn) for m in messages]}
+        self.invocations += 1
+        result = self.app.handler(event, context or LocalLambdaContext(self.budget_s))
+        failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
+        for message in messages:
+            if message.message_id not in failed:
+                self.source.delete(message.receipt_handle)
+        return result
+
+    def run(
+        self,
+        task_name: str,
+        input: Any,
+        *,
+        task_id: str | None = None,
+        on_invocation: Callable[[Invocation], None] | None = None,
+        timeout_s: float = 600.0,
+    ) -> RunSummary:
+        """Start a task and run invocations until it finishes, or waits for the outside
+        world with nothing else due; return the summary."""
+        with self.time.running():
+            task_id = self.app.client().start(task_name, input, task_id=task_id)
+            return self.drive(task_id, on_invocation=on_invocation, timeout_s=timeout_s)
+
+    def drive(
+        self,
+        task_id: str,
+        *,
+        on_invocation: Callable[[Invocation], None] | None = None,
+        timeout_s: float = 600.0,
+        stop_when_waiting: bool = True,
+        context: Callable[[], Any] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> RunSummary:
+        """Run invocations until the task finishes, or waits for the outside world.
+
+        Args:
+            task_id: the task.
+            on_invocation: called after each invocation with what it did.
+            timeout_s: give up after this long (wall time).
+            stop_when_waiting: return as soon as the task waits for something other than
+                time (a callback, a signal), before the virtual clock could jump to its
+                timeout: answer it, then drive again. False: go on (deadlines fire).
+            context: makes each invocation's Lambda context (default: this runtime's budget).
+            should_stop: return before the next invocation once this says so (Ctrl-C).
+        """
+        started = real_monotonic()
+        overruns, stale = 0, False  # stale: ``before`` lags only in generation and counters
+        with self.time.running():
+            before = self.record(task_id)
+            while not before.status.finished:
+                if should_stop is not None and should_stop():
+                    break
+                if real_monotonic() - started > timeout_s:
+                    raise ContinuumError(
+                        f"the task did not finish within {timeout_s:.0f}s", task_id=task_id
+                    )
+                t0 = real_monotonic()
+                self.handled.take()
+                result = self.invoke_once(context() if context is not None else None)
+                if result is None:
+                    due = self.next_due()
+                    if due is None or (stop_when_waiting and waits_for_outside(before)):
+                        break  # nothing will ever arrive unless the outside world sends it
+                    self.time.wait_until(due, poll_s=POLL_INTERVAL_S)
+                    continue
+                seconds = real_monotonic() - t0
+                overran = seconds > self.budget_s
+                overruns += int(overran)
+                handled = self.handled.take()
+                if on_invocation is None and not result.get("batchItemFailures"):
+                    # A hop or an ignored wake changes nothing the loop decides on.
+                    stale = kept_status(handled, task_id)
+                    if stale:
+                        continue
+                after = self.record(task_id)
+                if on_invocation is not None:
+                    on_invocation(
+                        self._other(handled, task_id, seconds, overran)
+                        or invocation_of(self.invocations, before, after, seconds, overran)
+                    )
+                before, stale = after, False
+            if stale:
+                before = self.record(task_id)
+            return self.summary(before, overruns=overruns, seconds=real_monotonic() - started)
+
+    def _other(
+        self, handled: list[tuple[str | None, str]], task_id: str, seconds: float, overran: bool
+    ) -> Invocation | None:
+        """The last invocation as a child task's, if it ran one and not ``task_id``."""
+        ran = [t for t, _ in handled if t]
+        if not ran or task_id in ran:
+            return None
+        try:
+            after = self.record(ran[0])
+        except ContinuumError:
+            return None
+        first = after.model_copy(update={"counters": Counters(), "turn": 0})
+        inv = invocation_of(
+            self.invocations, self._seen.get(ran[0], first), after, seconds, overran
+        )
+        self._seen[ran[0]] = after
+        inv.task_id, inv.task_name = ran[0], after.task_name
+        inv.index = after.parent.index if after.parent is not None else None
+        return inv
+
+    def next_due(self) -> float | None:
+        """When the next message becomes visible (epoch s); None if none is in the queue."""
+        if self.backend == "memory":
+            return self.queue.next_visible_at()
+        return self.due.next_due(now_s())
+
+    def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
+        """A run's summary from the task's record and the calls counted so far."""
+        return RunSummary(
+            task_id=record.task_id,
+            status=record.status.value,
+            result=record.result,
+            error=record.error.message if record.error else None,
+            invocations=record.counters.invocations,
+            continuations=record.counters.continuations,
+            steps=record.counters.steps_executed,
+            steps_replayed=record.counters.steps_replayed,
+            turns=record.counters.turns,
+            overruns=overruns,
+            seconds=round(seconds, 3),
+            s3_calls=self.counter.total("s3"),
+            sqs_calls=self.counter.total("sqs"),
+            aws_calls=dict(sorted(self.counter.calls.items())),
+        )

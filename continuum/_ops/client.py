@@ -1,0 +1,211 @@
+"""The client: start tasks and read their status and results from outside a task."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from continuum._base.clock import utcnow
+from continuum._base.json_values import dump_json, model_to_json
+from continuum._define.settings import Settings
+from continuum._fanout.child_tasks import ChildIdTakenError, names_slot
+from continuum._ops.steer import Steering
+from continuum._record.continuation import Continuations
+from continuum._record.model import Status, TaskRecord, check_task_id
+from continuum._record.storage import Records
+from continuum._record.waiting_for import ParentLink
+from continuum._turn.tasks import Registry, Task
+from continuum._waits.answers import Mail
+from continuum.errors import (
+    ConfigurationError,
+    ContinuumError,
+    InvalidInputError,
+    PayloadTooLargeError,
+    RecordExistsError,
+    TaskFailedError,
+    TaskNotFinishedError,
+    describe_errors,
+)
+
+if TYPE_CHECKING:
+    from continuum._ops.status import TaskStatus
+
+
+class Client(Mail, Steering):
+    """Starts tasks and reads them back.
+
+    Args:
+        records: where the records are.
+        continuations: where continuations are sent.
+        registry: the app's tasks (only ``start`` needs them).
+        settings: the app's limits.
+
+    Example:
+        >>> client = app.client()  # doctest: +SKIP
+        >>> task_id = client.start("research", {"topic": "tides"})  # doctest: +SKIP
+        >>> client.status(task_id).status  # doctest: +SKIP
+        <Status.SUSPENDED: 'suspended'>
+    """
+
+    def __init__(
+        self,
+        records: Records,
+        continuations: Continuations,
+        *,
+        registry: Registry | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.records = records
+        self.continuations = continuations
+        self.registry = registry
+        self.settings = settings or Settings()
+
+    def start_child(
+        self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
+    ) -> str:
+        """Start a child task (``ctx.invoke``, ``ctx.map_tasks``); ``send=False`` only creates
+        its record, pending (its predecessor or its parent starts it)."""
+        return self._start(task_name, input, task_id, parent=parent, send=send)
+
+    def start(self, task_name: str, input: Any, task_id: str | None = None) -> str:
+        """Start ``task_name`` with ``input`` as its initial state; return the task id.
+
+        Starting the same ``task_id`` again starts nothing new and returns the same id.
+
+        Raises:
+            UnknownTaskError: the app has no task of that name.
+            InvalidInputError: the input does not validate against the task's state model.
+            InvalidTaskIdError: the id is not a safe S3 key segment.
+            PayloadTooLargeError: the input is over the app's ``max_state_bytes``.
+        """
+        return self._start(task_name, input, task_id)
+
+    def _start(
+        self,
+        task_name: str,
+        input: Any,
+        task_id: str | None,
+        *,
+        parent: ParentLink | None = None,
+        send: bool = True,
+    ) -> str:
+        if self.registry is None:
+            raise ConfigurationError("this client has no task registry; use app.client()")
+        task = self.registry.task(task_name)
+        task_id = check_task_id(task_id) if task_id is not None else uuid.uuid4().hex
+        state = self._validate(task, input, task_id)
+        size = len(dump_json(state))
+        if size > self.settings.max_state_bytes:
+            raise PayloadTooLargeError(
+                f"input state is {size} bytes; the limit is {self.settings.max_state_bytes}",
+                task_id=task_id,
+            )
+        record = TaskRecord(
+            task_id=task_id,
+            task_name=task.name,
+            state=state,
+            state_version=task.version,
+            parent=parent,
+            max_value_bytes=self.settings.max_state_bytes,
+        )
+        try:
+            self.records.create(record)
+        except RecordExistsError:
+            existing, _ = self.records.load(task_id)
+            if existing.task_name != task.name:
+                raise InvalidInputError(
+                    f"task id is already used by task {existing.task_name!r}",
+                    task_id=task_id,
+                    hint="choose another task id",
+                ) from None
+            if parent is not None and not names_slot(existing.parent, parent):
+                raise ChildIdTakenError(
+                    f"child task id {task_id} is taken by a task that is not a child of "
+                    f"{parent.task_id} (it was started earlier under that id)",
+                    task_id=task_id,
+                ) from None
+            if existing.status != Status.PENDING or not send:
+                return task_id
+            # The first start may have died before sending: send again, harmlessly.
+        if send:
+            self.continuations.send(task_id, generation=0, reason="start")
+        return task_id
+
+    def status(self, task_id: str) -> TaskStatus:
+        """The task's status, counters, and its result or error once finished."""
+        # Loaded on first use: an operator's view, which a worker's cold start never needs.
+        from continuum._ops.status import task_status
+
+        record, _ = self.records.load(check_task_id(task_id))
+        return task_status(record, self.records.inbox)
+
+    def resume(self, task_id: str) -> int:
+        """Send the continuation of the task's current generation again; return it.
+
+        For an operator: after restoring a record by hand (bucket versioning keeps every
+        checkpoint), or whenever a task seems stuck. Always safe: the record fences the
+        message like any duplicate, so a task that is running or finished is not disturbed.
+        """
+        record, _ = self.records.load(check_task_id(task_id))
+        if not record.status.finished:
+            self.continuations.send(task_id, generation=record.generation, reason="resume")
+        return record.generation
+
+    def resume_pending(self, *, older_than_s: float = 600.0) -> list[str]:
+        """Resume every task still ``pending`` after ``older_than_s`` seconds; return their ids.
+
+        A ``start`` whose caller died between creating the record and sending the first
+        continuation leaves the task pending with no message; this sweep sends it. Tasks
+        that cannot be read are skipped. It reads every record under the prefix.
+        """
+        cutoff = utcnow() - timedelta(seconds=older_than_s)
+        resumed = []
+        for task_id in self.records.task_ids():
+            try:
+                record, _ = self.records.load(task_id)
+            except ContinuumError:
+                continue
+            if record.status == Status.PENDING and record.created_at < cutoff:
+                self.continuations.send(task_id, generation=record.generation, reason="sweep")
+                resumed.append(task_id)
+        return resumed
+
+    def result(self, task_id: str) -> Any:
+        """The result of a task that succeeded.
+
+        Raises:
+            TaskFailedError: the task failed or was cancelled (the error says why).
+            TaskNotFinishedError: the task is still going.
+        """
+        status = self.status(task_id)
+        if status.status == Status.SUCCEEDED:
+            return status.result
+        if status.status.finished:
+            reason = status.error.message if status.error else status.status.value
+            raise TaskFailedError(
+                f"task {status.status.value}: {reason}",
+                task_id=task_id,
+                step=status.error.step if status.error else None,
+            )
+        raise TaskNotFinishedError(
+            f"task is {status.status.value}", task_id=task_id, generation=status.generation
+        )
+
+    def _validate(self, task: Task[Any], input: Any, task_id: str) -> Any:
+        try:
+            if isinstance(input, task.state_model):
+                model = input
+            elif isinstance(input, str | bytes):
+                model = task.state_model.model_validate_json(input)
+            else:
+                model = task.state_model.model_validate(input)
+        except ValidationError as exc:
+            raise InvalidInputError(
+                f"input for task {task.name!r} does not validate against "
+                f"{task.state_model.__name__}: {describe_errors(exc)}",
+                task_id=task_id,
+            ) from exc
+        return model_to_json(model, what=f"the input of task {task.name!r}", task_id=task_id)

@@ -1,0 +1,244 @@
+"""What a task did, from its record and the record's earlier versions: ``continuum inspect``.
+
+The record holds the latest invocations (``record.history``) with their steps; each earlier
+version of the record (bucket versioning) holds the history as it was then, and the state and
+journal at that checkpoint. A :class:`TaskView` merges them: every invocation the versions
+still show (by number, the most complete copy), each checkpoint, what the task waits for,
+its error, its state and what it cost. Reading costs GETs only; nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from continuum._base.factories import new_list
+from continuum._ops.prices import dollars
+from continuum._record.codec import parse_record, unpack_blob
+from continuum._record.history import InvocationRun, RunOutcome, Usage
+from continuum._record.model import (
+    BlobRef,
+    Counters,
+    ErrorInfo,
+    JournalEntry,
+    Status,
+    TaskRecord,
+    check_task_id,
+)
+from continuum._record.storage import Records
+from continuum._record.waiting_for import Waiter
+from continuum._worker.wake import waiting_for
+from continuum.backends.store import NoSuchKey
+from continuum.errors import ContinuumError, RecordNotFoundError
+
+#: Earlier record versions read by default (one GET each): enough for a task's recent past.
+DEFAULT_VERSIONS = 200
+
+
+class Checkpoint(BaseModel):
+    """One stored version of the record: the task as a worker left it at that write."""
+
+    version_id: str | None
+    saved_at: datetime
+    status: Status
+    generation: int
+    turn: int
+    reason: str | None = None
+    state: Any = None
+    #: the state was in a blob that is gone (a superseded checkpoint's).
+    state_missing: bool = False
+    journal: list[JournalEntry] = Field(default_factory=new_list)
+    #: the invocation whose write this version is (its history's last run), if it says.
+    invocation: int | None = None
+
+
+class ParentView(BaseModel):
+    """The task a child task belongs to, and where it sits in that task's batch."""
+
+    task_id: str
+    #: the batch's id prefix (``ctx.invoke``: the child's own id) and the child's index in it.
+    batch: str
+    index: int = 0
+
+
+class ChildView(BaseModel):
+    """One child task a task started, as its own record says it is now."""
+
+    task_id: str
+    task_name: str
+    batch: str
+    index: int
+    #: None: no record yet (a batch with ``max_concurrency`` starts it when a sibling ends).
+    status: Status | None = None
+    cost: float | None = None
+
+
+class TaskView(BaseModel):
+    """Everything ``continuum inspect`` shows about one task."""
+
+    task_id: str
+    task_name: str
+    status: Status
+    generation: int
+    turn: int
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+    result: Any = None
+    error: ErrorInfo | None = None
+    waiting_for: list[Waiter] = Field(default_factory=new_list)
+    state: Any = None
+    counters: Counters
+    usage: Usage
+    cost: dict[str, float]
+    invocations: list[InvocationRun]
+    checkpoints: list[Checkpoint]
+    parent: ParentView | None = None
+    children: list[ChildView] = Field(default_factory=new_list)
+
+
+def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERSIONS) -> TaskView:
+    """The view of ``task_id`` from its record and up to ``versions`` earlier versions.
+
+    Raises:
+        RecordNotFoundError: no such task.
+    """
+    record, _ = records.load(check_task_id(task_id))
+    checkpoints, runs = _from_versions(records, record, versions)
+    for run in record.history:
+        _keep(runs, run)
+    return TaskView(
+        task_id=record.task_id,
+        task_name=record.task_name,
+        status=record.status,
+        generation=record.generation,
+        turn=record.turn,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        finished_at=record.finished_at,
+        result=record.result,
+        error=record.error,
+        waiting_for=waiting_for(record),
+        state=record.state,
+        counters=record.counters,
+        usage=record.usage,
+        cost={k: round(v, 8) for k, v in dollars(record.usage).items()},
+        invocations=[runs[n] for n in sorted(runs)],
+        checkpoints=checkpoints,
+        parent=_parent(record),
+        children=_children(records, record),
+    )
+
+
+def _parent(record: TaskRecord) -> ParentView | None:
+    link = record.parent
+    if link is None:
+        return None
+    return ParentView(task_id=link.task_id, batch=link.batch, index=link.index)
+
+
+def _children(records: Records, record: TaskRecord) -> list[ChildView]:
+    """Each child the record started, with its status and cost (one GET each)."""
+    children: list[ChildView] = []
+    for batch in record.children:
+        for index, child_id in enumerate(batch.ids()):
+            child = ChildView(
+                task_id=child_id, task_name=batch.task_name, batch=batch.prefix, index=index
+            )
+            try:
+                found, _ = records.load(child_id)
+            except RecordNotFoundError:
+                pass
+            else:
+                child.status = found.status
+                child.cost = round(dollars(found.usage)["total"], 8)
+            children.append(child)
+    return children
+
+
+def _keep(runs: dict[int, InvocationRun], run: InvocationRun) -> None:
+    """Keep the most complete copy of each run: finished over running, more steps over fewer."""
+    known = runs.get(run.number)
+    if known is None or _completeness(run) >= _completeness(known):
+        runs[run.number] = run
+
+
+def _completeness(run: InvocationRun) -> tuple[int, int, int]:
+    return (int(run.outcome != RunOutcome.RUNNING), len(run.steps) + run.steps_dropped, run.hops)
+
+
+def _from_versions(
+    records: Records, record: TaskRecord, most: int
+) -> tuple[list[Checkpoint], dict[int, InvocationRun]]:
+    key = records.record_key(record.task_id)
+    try:
+        found = [v for v in records.store.versions(key) if not v.is_delete_marker][:most]
+    except Exception:  # no versioning, or no permission to list versions: the current only
+        found = []
+    checkpoints: list[Checkpoint] = []
+    runs: dict[int, InvocationRun] = {}
+    for version in reversed(found):  # oldest first
+        try:
+            body = records.store.get(key, version_id=version.version_id).body
+            old = parse_record(body, task_id=record.task_id)
+        except (NoSuchKey, ContinuumError, ValueError):
+            continue
+        for run in old.history:
+            _keep(runs, run)
+        state, missing = old.state, False
+        if old.state_ref is not None:
+            try:
+                state = _blob(records, record.task_id, old.state_ref.sha256)
+            except (NoSuchKey, ContinuumError, ValueError):
+                state, missing = None, True
+        checkpoints.append(
+            Checkpoint(
+                version_id=version.version_id,
+                saved_at=version.last_modified,
+                status=old.status,
+                generation=old.generation,
+                turn=old.turn,
+                reason=_reason(old),
+                state=state,
+                state_missing=missing,
+                journal=old.journal,
+                invocation=old.history[-1].number if old.history else None,
+            )
+        )
+    return checkpoints, runs
+
+
+def _reason(record: TaskRecord) -> str | None:
+    """Why the task stopped at this write: its error, or what it suspended or waits for; a
+    task that went on keeps its last suspend reason in the record, which no longer holds."""
+    if record.error is not None:
+        return record.error.message
+    if record.status in (Status.SUSPENDED, Status.WAITING):
+        return record.suspend_reason
+    return None
+
+
+def _blob(records: Records, task_id: str, digest: str) -> Any:
+    key = records.blobs.key(task_id, digest)
+    packed = records.store.get(key).body
+    return unpack_blob(BlobRef(sha256=digest, size=0, stored=len(packed)), packed, task_id=task_id)
+
+
+def summary_line(record: TaskRecord) -> dict[str, Any]:
+    """One task as ``continuum list`` shows it."""
+    return {
+        "task_id": record.task_id,
+        "task": record.task_name,
+        "status": record.status.value,
+        "turn": record.turn,
+        "invocations": record.counters.invocations,
+        "updated_at": record.updated_at.isoformat(),
+        "cost": round(dollars(record.usage)["total"], 6),
+    }
+
+
+def to_json(view: TaskView) -> str:
+    return json.dumps(view.model_dump(mode="json"), indent=1)

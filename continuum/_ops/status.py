@@ -1,0 +1,96 @@
+"""What ``Client.status`` reports (a task's status, its counters, what it waits for, and its
+children) and how ``Client.tasks`` lists a task. An operator's view, imported on first use (a
+worker's cold start never needs it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from continuum._fanout.child_tasks import batch_counts
+from continuum._record.inbox import Inbox
+from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
+from continuum._record.waiting_for import Waiter
+from continuum._worker.wake import waiting_for
+
+
+class ChildrenSummary(BaseModel):
+    """A parent's child tasks, from their reports: how many ended how, and the failed ones."""
+
+    total: int
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    #: not reported yet: pending or running (or finished a moment ago).
+    unfinished: int = 0
+    failed_ids: list[str] = []
+
+
+class TaskStatus(BaseModel):
+    """What a task is doing, as ``Client.status`` reports it."""
+
+    task_id: str
+    task_name: str
+    status: Status
+    generation: int
+    turn: int
+    result: Any = None
+    error: ErrorInfo | None = None
+    suspend_reason: str | None = None
+    counters: Counters
+    #: what the task waits for now, and every callback it created and has not taken an
+    #: answer for (with the id to answer it by).
+    waiting_for: list[Waiter] = []
+    #: the task this one is a child of, and this one's own children.
+    parent: str | None = None
+    children: ChildrenSummary | None = None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+
+
+class TaskSummary(BaseModel):
+    """One task as ``Client.tasks`` (``continuum list``) lists it."""
+
+    task_id: str
+    task_name: str
+    status: Status
+    turn: int
+    invocations: int
+    created_at: datetime
+    updated_at: datetime
+    #: the task this one is a child of, and its index in that task's batch.
+    parent: str | None = None
+    index: int = 0
+
+
+def task_status(record: TaskRecord, inbox: Inbox) -> TaskStatus:
+    """The status of ``record``'s task; a parent's children are counted from its inbox."""
+    derived = {"waiting_for", "parent", "children"}
+    status = TaskStatus.model_validate(
+        record.model_dump(include=set(TaskStatus.model_fields) - derived)
+    )
+    status.waiting_for = waiting_for(record)
+    status.parent = record.parent.task_id if record.parent else None
+    if record.children:
+        status.children = children_summary(record, inbox)
+    return status
+
+
+def children_summary(record: TaskRecord, inbox: Inbox) -> ChildrenSummary:
+    keys = inbox.list(record.task_id).keys
+    summary = ChildrenSummary(total=sum(batch.count for batch in record.children))
+    for batch in record.children:
+        for child, state in batch_counts(keys, batch.prefix).items():
+            if state == "succeeded":
+                summary.succeeded += 1
+            elif state == "failed":
+                summary.failed += 1
+                summary.failed_ids.append(child)
+            else:
+                summary.cancelled += 1
+    reported = summary.succeeded + summary.failed + summary.cancelled
+    summary.unfinished = summary.total - reported
+    return summary

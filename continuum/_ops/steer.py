@@ -1,0 +1,191 @@
+"""Steering tasks from outside: retry a failed task, fork one from a past checkpoint, list.
+
+- **retry**: a failed task runs its failed turn again from its last good checkpoint, after a
+  fix is deployed. The journal's recorded steps are kept (they do not run again); the step
+  that failed the turn is dropped, so it runs again. The record goes ``suspended`` with
+  generation + 1 by compare-and-swap, and its continuation is sent.
+- **fork**: a new task starts from any stored version of a task's record (bucket versioning):
+  its state, the journal of the turn in progress, its learned step durations. For debugging
+  and what-if runs; the new task has its own id, inbox and history.
+
+Both are fenced like any write (a conditional write that loses changes nothing) and both
+refuse a task that is running now.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from continuum._base.clock import utcnow
+from continuum._ops.reopening import reopen_failed
+from continuum._record.continuation import Continuations
+from continuum._record.history import Usage
+from continuum._record.model import (
+    Counters,
+    EntryKind,
+    JournalEntry,
+    Status,
+    TaskRecord,
+    check_task_id,
+)
+from continuum._record.recovery import end_recovery
+from continuum._record.storage import Records
+from continuum.errors import ContinuumError, RecordExistsError
+
+if TYPE_CHECKING:
+    from continuum._ops.status import TaskSummary
+
+
+class Steering:
+    """The steering half of the client (``client.Client`` mixes it in)."""
+
+    records: Records
+    continuations: Continuations
+
+    def tasks(
+        self,
+        *,
+        status: Status | str | None = None,
+        task_name: str | None = None,
+        since: datetime | None = None,
+    ) -> list[TaskSummary]:
+        """The tasks under the prefix, newest first, filtered by status, task name and the
+        time they were last updated. One LIST per thousand tasks, one GET per task."""
+        from continuum._ops.status import TaskSummary  # an operator's view: loaded on first use
+
+        wanted = Status(status) if status is not None else None
+        found = []
+        for task_id in self.records.task_ids():
+            try:
+                record, _ = self.records.load(task_id)
+            except ContinuumError:
+                continue
+            if wanted is not None and record.status != wanted:
+                continue
+            if task_name is not None and record.task_name != task_name:
+                continue
+            if since is not None and record.updated_at < since:
+                continue
+            found.append(
+                TaskSummary(
+                    task_id=record.task_id,
+                    task_name=record.task_name,
+                    status=record.status,
+                    turn=record.turn,
+                    invocations=record.counters.invocations,
+                    created_at=record.created_at,
+                    updated_at=record.updated_at,
+                    parent=record.parent.task_id if record.parent else None,
+                    index=record.parent.index if record.parent else 0,
+                )
+            )
+        return sorted(found, key=lambda t: t.updated_at, reverse=True)
+
+    def retry(self, task_id: str) -> int:
+        """Run a failed task's failed turn again; return its new generation.
+
+        Raises:
+            ContinuumError: the task is not ``failed`` (a running one is refused).
+            RecordConflictError: the record moved meanwhile (nothing was written).
+        """
+        record, etag = self.records.load(check_task_id(task_id))
+        if record.status != Status.FAILED:
+            raise ContinuumError(
+                f"retry takes a failed task; this one is {record.status.value}",
+                task_id=task_id,
+                hint="`continuum resume` sends a suspended or waiting task's continuation",
+            )
+        failed = record.error.step if record.error else None
+        singles = {batch.prefix for batch in record.children if batch.single}
+        children = reopen_failed(record.journal, failed, singles)
+        # Its failed children first: the parent, running again, then waits for their ends.
+        self._retry_children(task_id, children)
+        record.status = Status.SUSPENDED
+        record.generation += 1
+        record.error = None
+        record.finished_at = None
+        record.lease = None
+        record.suspended_by = None
+        record.suspend_reason = "retry"
+        record.idle_suspensions = 0
+        end_recovery(record)
+        self.records.replace(record, etag=etag)
+        self.records.revive(task_id, record.blob_refs())
+        self.continuations.send(task_id, generation=record.generation, reason="retry")
+        return record.generation
+
+    def _retry_children(self, task_id: str, children: list[str]) -> None:
+        """Retry those of a retried parent's failed children that are its own and failed."""
+        for child in children:
+            try:
+                record, _ = self.records.load(child)
+            except ContinuumError:
+                continue
+            if record.parent is None or record.parent.task_id != task_id:
+                continue  # a slot another task held: not this parent's child
+            if record.status == Status.FAILED:
+                self.retry(child)
+
+    def fork(self, task_id: str, *, version: str, new_id: str) -> str:
+        """Start ``new_id`` from version ``version`` of ``task_id``'s record; return new_id.
+
+        ``version`` is a version id (``continuum inspect`` lists them), or ``latest``.
+
+        Raises:
+            ContinuumError: the task is running now, or ``new_id`` is taken.
+            RecordNotFoundError: no such task or version.
+        """
+        check_task_id(new_id)
+        current, _ = self.records.load(check_task_id(task_id))
+        lease = current.lease
+        if current.status == Status.RUNNING and lease is not None and lease.expires_at > utcnow():
+            raise ContinuumError(
+                "fork refuses a task that is running now", task_id=task_id, hint="try again later"
+            )
+        source = current if version == "latest" else self.records.load_version(task_id, version)
+        fork = _forked(source, new_id)
+        try:
+            self.records.create(fork)
+        except RecordExistsError:
+            raise ContinuumError(
+                f"task id {new_id!r} is taken", task_id=new_id, hint="choose another --as"
+            ) from None
+        self.continuations.send(new_id, generation=0, reason=f"fork of {task_id}")
+        return new_id
+
+
+def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
+    """A new task's record from a checkpoint: its state and turn in progress, nothing else."""
+    kept: dict[str, Any] = {
+        "task_name": source.task_name,
+        "state": source.state,
+        "state_version": source.state_version,
+        "turn": source.turn,
+        "journal": _own_children([entry for entry in source.journal if not entry.started]),
+        "step_stats": source.step_stats,
+        "save_stats": source.save_stats,
+        "send_stats": source.send_stats,
+        "callbacks": source.callbacks,
+    }
+    record = TaskRecord(task_id=new_id, **kept)
+    record.counters, record.usage = Counters(), Usage()
+    record.forked_from = source.task_id
+    return record
+
+
+def _own_children(entries: list[JournalEntry]) -> list[JournalEntry]:
+    """A journal for a fork: a call of child tasks that had not finished is dropped, so that
+    the fork starts children of its own (the original's report to the original); a finished
+    one keeps its result, as a step does."""
+    kept = []
+    for entry in entries:
+        if entry.kind == EntryKind.CHILDREN and entry.partial:
+            continue
+        if entry.children is not None:
+            inner = _own_children(entry.children)
+            entry = copy.copy(entry)
+            entry.children = inner
+        kept.append(entry)
+    return kept

@@ -1,0 +1,5 @@
+"""The turn loop: it runs a task's function with its ``TaskContext`` until the task returns,
+suspends, waits or fails; and the task definitions it runs.
+
+May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout.
+"""

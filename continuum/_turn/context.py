@@ -1,0 +1,314 @@
+"""TaskContext: what a task function, and through ``current_context()`` a step, sees.
+
+It is a thin view over the running turn (a :class:`~continuum._define.steps.Runner`, implemented by
+the turn loop in ``turns.py``), which does the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from continuum._define.callbacks import Callback
+from continuum._define.steps import Runner, active_runner, as_step, stable_name
+from continuum._record.waiting_for import Duration, Signal, derived_name
+from continuum._steps.signals import Paused
+from continuum.errors import ConditionNotMetError, ContinuumError
+
+if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
+    from continuum._define.completion import BatchResult, Completion
+
+S = TypeVar("S", bound=BaseModel)
+T = TypeVar("T")
+
+
+class TaskContext(Generic[S]):
+    """What a task function (and, through ``current_context()``, a step) sees.
+
+    Attributes:
+        state: the task's state; changes to it are kept when the turn completes.
+
+    Example:
+        >>> @app.task(state=Research)  # doctest: +SKIP
+        ... def research(ctx: TaskContext[Research]) -> str | None:
+        ...     ctx.state.notes.append(search(ctx.state.topic))
+        ...     return None if len(ctx.state.notes) < 3 else "done"
+    """
+
+    def __init__(self, runner: Runner, state: S) -> None:
+        self._runner = runner
+        self.state = state
+
+    @property
+    def task_id(self) -> str:
+        return self._runner.task_id
+
+    @property
+    def turn(self) -> int:
+        """The number of this turn, from 0."""
+        return self._runner.turn
+
+    def step(
+        self, fn: Callable[..., Any], *args: Any, key: str | None = None, **kwargs: Any
+    ) -> Any:
+        """Call ``fn`` as a step: journaled, timed, and replayed on re-entry.
+
+        ``fn`` may be a decorated step, a function, a ``functools.partial`` or a callable
+        object; its return annotation says what type a replay rebuilds. ``key`` names the call
+        in the journal; by default it is the step's name and its ordinal within the turn.
+        """
+        return self._runner.call_step(as_step(fn), args, kwargs, key)
+
+    def remaining(self) -> float:
+        """Seconds left in this invocation."""
+        return self._runner.remaining()
+
+    # -- waits ---------------------------------------------------------------------------------
+
+    def sleep(self, duration: Duration, *, name: str | None = None) -> None:
+        """Wait ``duration`` (seconds or a timedelta) without compute: hours or months.
+
+        The deadline is computed when the sleep is first reached and journaled; a sleep of a
+        second or less that fits in the invocation is slept in place.
+
+        Example:
+            >>> ctx.sleep(timedelta(days=3))  # doctest: +SKIP
+        """
+        self._runner.sleep(duration, name)
+
+    def create_callback(
+        self,
+        name: str | None = None,
+        *,
+        timeout: Duration | None = None,
+        heartbeat_timeout: Duration | None = None,
+        request: Any = None,
+    ) -> Callback:
+        """Create a callback: hand ``cb.id`` to a person or a service, then ``cb.result()``.
+
+        ``client.complete_callback(id, result)`` or ``fail_callback`` answers it;
+        ``heartbeat_callback`` keeps it alive when ``heartbeat_timeout`` is set. The id is
+        unguessable and saved in the record before it is returned.
+
+        ``request`` is JSON that says what the callback asks, shown wherever the callback is
+        (``continuum status``, ``inspect``, the dev UI); its ``"expects"`` (a JSON Schema) makes
+        the client refuse answers of another shape, and its ``"answers"`` names ready answers
+        (``continuum._base.json_shapes``). It may be a function of the callback id that returns it.
+        """
+        return self._runner.create_callback(name, timeout, heartbeat_timeout, request)
+
+    def wait_for_callback(
+        self,
+        submitter: Callable[[str], Any],
+        *,
+        name: str | None = None,
+        timeout: Duration | None = None,
+        heartbeat_timeout: Duration | None = None,
+        retries: int = 0,
+        backoff_s: float = 1.0,
+        request: Any = None,
+    ) -> Any:
+        """Create a callback (with its ``request``, as ``create_callback``), run
+        ``submitter(callback_id)`` as a step (with ``retries``), and wait for its result.
+
+        Example:
+            >>> approved = ctx.wait_for_callback(ask_a_person, timeout=3600)  # doctest: +SKIP
+        """
+        callback = self.create_callback(
+            name, timeout=timeout, heartbeat_timeout=heartbeat_timeout, request=request
+        )
+        submit = as_step(
+            submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
+        )
+        self._runner.call_step(submit, (callback.id,), {}, None)
+        return callback.result()
+
+    def wait_for_signal(self, name: str, *, timeout: Duration | None = None) -> Signal | None:
+        """Take the oldest signal ``name`` from the task's mailbox, waiting for one without
+        compute; None if ``timeout`` passes first. A signal sent before the wait is kept."""
+        return self._runner.wait_for_signal(name, timeout)
+
+    # -- fan-out ------------------------------------------------------------------------------
+
+    def child_context(self, fn: Callable[..., T], *args: Any, name: str | None = None) -> T:
+        """Run ``fn(child_ctx, *args)`` as a named block: its steps are journaled under its
+        name (``name#0/fetch#1``) and its result as one unit, so a finished block returns its
+        result on replay without running.
+
+        Example:
+            >>> summary = ctx.child_context(summarize, doc, name="summary")  # doctest: +SKIP
+        """
+        from continuum._fanout.branches import child_context
+
+        value: T = child_context(self._runner, fn, args, name)
+        return value
+
+    def parallel(
+        self,
+        branches: Sequence[Callable[[TaskContext[S]], Any]]
+        | Mapping[str, Callable[[TaskContext[S]], Any]],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """Run each branch ``fn(child_ctx)`` in its own child context, side by side on threads
+        of this invocation (at most ``max_concurrency`` at once); the results in order.
+
+        ``branches`` is a list, or a dict of name -> branch. A wait or a suspension inside a
+        branch suspends the task; on replay, finished branches return their results.
+        """
+        from continuum._fanout.batches import run_batch
+        from continuum._fanout.branches import Branch
+
+        named = branches.items() if isinstance(branches, Mapping) else ((None, b) for b in branches)
+        return run_batch(
+            self._runner,
+            [Branch(fn=fn, name=label) for label, fn in named],
+            label=name or "parallel",
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
+    def map(
+        self,
+        items: Iterable[Any],
+        fn: Callable[[TaskContext[S], Any, int], Any],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """Run ``fn(child_ctx, item, index)`` for each item, each in its own child context,
+        side by side on threads of this invocation; the results in index order.
+
+        Example:
+            >>> pages = ctx.map(urls, fetch_page, max_concurrency=10).values()  # doctest: +SKIP
+        """
+        from continuum._fanout.batches import run_batch
+        from continuum._fanout.branches import Branch
+
+        return run_batch(
+            self._runner,
+            [Branch(fn=fn, args=(item, i)) for i, item in enumerate(items)],
+            label=name or stable_name(fn),
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
+    def invoke(
+        self,
+        task_name: str,
+        input: Any,
+        *,
+        name: str | None = None,
+        timeout: Duration | None = None,
+    ) -> Any:
+        """Run ``task_name`` as a child task (its own record and invocations) and wait for its
+        result, without compute. Its id derives from this call's place in the journal, so a
+        replay never starts it twice.
+
+        Raises:
+            ChildTaskError: the child failed, was cancelled, or did not finish by ``timeout``.
+        """
+        from continuum._fanout.invoke import invoke
+
+        return invoke(self._runner, task_name, input, name, timeout)
+
+    def map_tasks(
+        self,
+        task_name: str,
+        inputs: Iterable[Any],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """One child task of ``task_name`` per input, in parallel Lambdas, at most
+        ``max_concurrency`` running at once; their results in index order, as a batch."""
+        from continuum._fanout.invoke import map_tasks
+
+        return map_tasks(self._runner, task_name, list(inputs), name, max_concurrency, completion)
+
+    def wait_for_condition(
+        self,
+        check: Callable[[T], T],
+        *,
+        initial: T,
+        done: Callable[[T], bool],
+        delay_s: float = 5.0,
+        max_attempts: int | None = None,
+        name: str | None = None,
+    ) -> T:
+        """Poll: ``state = check(state)`` as a step, until ``done(state)``, sleeping ``delay_s``
+        between checks without compute. Returns the last state.
+
+        Raises:
+            ConditionNotMetError: ``max_attempts`` checks ran and ``done`` never held.
+        """
+        if max_attempts is not None and max_attempts < 1:
+            raise ContinuumError("max_attempts must be at least 1", task_id=self.task_id)
+        label = name or stable_name(check)
+        step = as_step(check, name=label)
+        state, attempts = initial, 0
+        while True:
+            attempts += 1
+            state = self._runner.call_step(step, (state,), {}, None)
+            if done(state):
+                return state
+            if max_attempts is not None and attempts >= max_attempts:
+                raise ConditionNotMetError(
+                    f"condition {label!r} did not hold after {attempts} checks",
+                    task_id=self.task_id,
+                    step=label,
+                )
+            self.sleep(delay_s, name=derived_name(label, "delay"))
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key for the step running now, stable across its retries and re-executions.
+
+        Pass it to an external system so that it can deduplicate a step that ran twice
+        because a worker died before the journal recorded it.
+        """
+        return self._in_step("idempotency_key")
+
+    @property
+    def cursor(self) -> Any:
+        """Inside a cooperative step: the cursor it last paused with, or None."""
+        self._in_step("cursor")
+        return self._runner.active_cursor
+
+    def pause(self, cursor: Any) -> None:
+        """Inside a step: save ``cursor`` (JSON) and continue this step in a fresh invocation.
+
+        The step is called again with the same arguments and ``ctx.cursor == cursor``. Use it
+        in a step that loops (a paginated download, a long stream) when ``ctx.remaining()``
+        runs low, so one logical step can span several invocations.
+        """
+        self._in_step("pause()")
+        raise Paused(cursor)
+
+    def _in_step(self, what: str) -> str:
+        key = self._runner.active_key
+        if key is None:
+            raise ContinuumError(
+                f"{what} is only available while a step runs", task_id=self.task_id
+            )
+        return key
+
+
+def current_context() -> TaskContext[Any]:
+    """The context of the task running in this thread (for steps that need it).
+
+    Example:
+        >>> @app.step  # doctest: +SKIP
+        ... def charge(amount: int) -> str:
+        ...     return payments.charge(amount, idempotency_key=current_context().idempotency_key)
+    """
+    context = getattr(active_runner.get(), "ctx", None)
+    if not isinstance(context, TaskContext):
+        raise ContinuumError("no task is running in this thread")
+    return context

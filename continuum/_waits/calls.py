@@ -1,0 +1,296 @@
+"""Waits inside a turn: sleep, callbacks, signals, and the delivery of a cancel request.
+
+A wait is journaled like a step: its key is its name and its ordinal in the turn, and its
+deadline is computed once, when it is first reached, and kept in the entry, so a replayed wait
+uses the recorded deadline, never the clock at replay. A wait that can be answered now (the
+deadline passed, the callback's answer or a signal is in the inbox) records its outcome and
+returns; one that cannot leaves a ``partial`` entry and unwinds the turn with :class:`Wait`;
+the worker writes the record ``waiting`` and a continuation delayed to the deadline (or none),
+and what arrives earlier wakes it sooner.
+
+What a wait took is journaled (a callback's answer, the signal and its inbox key), so a replay
+takes the same; a signal's key also goes to ``record.signals_taken``, so no later wait takes it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from continuum._base.clock import now_s
+from continuum._define import callbacks
+from continuum._define.callbacks import Callback
+from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
+from continuum._record.waiting_for import (
+    Duration,
+    OpenCallback,
+    Signal,
+    Waiter,
+    WaitKind,
+    check_name,
+    epoch_to_datetime,
+    seconds_of,
+)
+from continuum._steps.signals import Suspend, Wait
+from continuum._steps.turn_state import TurnState
+from continuum.errors import (
+    CallbackFailedError,
+    CallbackTimeoutError,
+    ContinuumError,
+)
+
+#: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
+#: would cost more than the wait.
+INLINE_WAIT_S = 1.0
+#: Before deciding that a wait cannot be answered now, the inbox is listed again if the last
+#: listing is older than this (the worker lists once more after writing ``waiting`` anyway).
+INBOX_FRESH_S = 2.0
+
+
+class WaitCalls(TurnState):
+    """The waiting half of a turn loop (with ``calls.StepCalls``, mixed into ``TurnLoop``)."""
+
+    # -- the waits, each with the record to itself (branches of a batch share it) -----------------
+
+    def sleep(self, duration: Duration, name: str | None) -> None:
+        with self.lock:
+            self.halt_check()
+            self._sleep(duration, name)
+
+    def create_callback(
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
+    ) -> Callback:
+        with self.lock:
+            self.halt_check()
+            return self._create_callback(name, timeout, heartbeat, request)
+
+    def callback_result(self, callback: Callback) -> Any:
+        with self.lock:
+            self.halt_check()
+            return self._callback_result(callback)
+
+    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
+        with self.lock:
+            self.halt_check()
+            return self._wait_for_signal(name, timeout)
+
+    def _enter(self, name: str, kind: EntryKind) -> tuple[str, JournalEntry | None]:
+        """Start a wait: its key, and its entry (None: first reached; partial: not answered)."""
+        self.replay_cancel()
+        key = self.journal.key_for(name, None)
+        entry = self.journal.replay(name, key)
+        if entry is None or entry.partial:
+            self.boundary(reopen=entry is not None)  # a wait reached live is a boundary
+            if entry is not None:
+                self.journal.reopen()
+        elif entry.kind != kind:
+            raise ContinuumError(
+                f"turn {self.record.turn} reached a {kind.value} wait where the journal "
+                f"recorded a {entry.kind}",
+                task_id=self.record.task_id,
+                step=key,
+            )
+        return key, entry
+
+    def _done(self, entry: JournalEntry) -> None:
+        entry.partial = False
+        self.journal.append(entry)
+        self.progress = True
+
+    def _wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
+        """Leave the unanswered wait in the journal and unwind the turn to wait."""
+        entry.partial = True
+        self.journal.append(entry)
+        return self.unwind(Wait([waiter], reason))
+
+    def _listing_fresh(self) -> None:
+        if now_s() - self.inbox.listed_at > INBOX_FRESH_S:
+            self.note_inbox()
+
+    # -- sleep -------------------------------------------------------------------------------------
+
+    def _sleep(self, duration: Duration, name: str | None) -> None:
+        label = check_name(name or "sleep", what="sleep name", task_id=self.record.task_id)
+        seconds = seconds_of(duration, what="ctx.sleep", task_id=self.record.task_id)
+        key, entry = self._enter(label, EntryKind.SLEEP)
+        if entry is not None and not entry.partial:
+            return
+        now = now_s()
+        if entry is None:
+            assert seconds is not None
+            entry = JournalEntry(key, label, kind=EntryKind.SLEEP, deadline=now + seconds)
+        assert entry.deadline is not None
+        left = entry.deadline - now
+        if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.remaining():
+            with self.unlocked():
+                time.sleep(left)
+            left = 0
+        if left <= 0:
+            self._done(entry)
+            return
+        waiter = Waiter(kind=WaitKind.TIME, name=label, deadline=epoch_to_datetime(entry.deadline))
+        raise self._wait(entry, waiter, f"sleeping until {waiter.deadline:%Y-%m-%dT%H:%M:%SZ}")
+
+    # -- callbacks ---------------------------------------------------------------------------------
+
+    def _create_callback(
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
+    ) -> Callback:
+        task_id = self.record.task_id
+        label = check_name(name or "callback", what="callback name", task_id=task_id)
+        timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
+        heartbeat_s = seconds_of(heartbeat, what="heartbeat_timeout", task_id=task_id)
+        key, entry = self._enter(label, EntryKind.CALLBACK)
+        if entry is not None and not entry.partial:
+            assert entry.ref is not None
+            return Callback(self, entry.ref, label)
+        token = callbacks.new_token()  # unguessable; journaled, so a replay uses the same
+        asks = callbacks.request_json(request, f"{task_id}.{token}", label, task_id)
+        now = now_s()
+        created = epoch_to_datetime(now)
+        assert created is not None
+        self.record.callbacks[token] = OpenCallback(
+            key=key,
+            name=label,
+            created_at=created,
+            timeout_at=epoch_to_datetime(now + timeout_s) if timeout_s is not None else None,
+            heartbeat_timeout_s=heartbeat_s,
+            heartbeat_at=created,
+            request=asks,
+        )
+        self._done(JournalEntry(key, label, kind=EntryKind.CALLBACK, ref=token))
+        # The id must be in the stored record before anyone outside can hold it: a client
+        # refuses ids the record does not list.
+        try:
+            self.save_strict()
+        except Suspend as signal:
+            raise self.unwind(signal) from None
+        return Callback(self, token, label)
+
+    def _callback_result(self, callback: Callback) -> Any:
+        name = f"{callback.name}.result"
+        key, entry = self._enter(name, EntryKind.CALLBACK_RESULT)
+        if entry is not None and not entry.partial:
+            return self._callback_outcome(entry, callback)
+        token = callback.token
+        entry = entry or JournalEntry(key, name, kind=EntryKind.CALLBACK_RESULT, ref=token)
+        open_callback = self.record.callbacks.get(token)
+        if open_callback is None:  # awaited before in this task: the same outcome again
+            earlier = self._earlier_outcome(token)
+            self._done(earlier)
+            return self._callback_outcome(earlier, callback)
+        for attempt in range(2):
+            if self.inbox.listing.has_answer(token):
+                answer = self.inbox.answer(token)
+                if answer is not None:
+                    entry.ok, entry.result = answer.ok, answer.result
+                    if not answer.ok:
+                        entry.error = _failure(answer.error_type, answer.message)
+                    return self._close(entry, callback)
+            if open_callback.heartbeat_timeout_s is not None and self.inbox.listing.has_heartbeat(
+                token
+            ):
+                beat = self.inbox.heartbeat(token)
+                if beat is not None and (
+                    open_callback.heartbeat_at is None or beat > open_callback.heartbeat_at
+                ):
+                    open_callback.heartbeat_at = beat
+            deadline = open_callback.deadline()
+            if deadline is not None and now_s() >= deadline.timestamp():
+                # Closed in the inbox first: a sender's answer after this is refused.
+                answer = self.inbox.close_callback(token, _timeout(callback.name, open_callback))
+                entry.ok, entry.result = answer.ok, answer.result
+                if not answer.ok:
+                    entry.error = _failure(answer.error_type, answer.message)
+                return self._close(entry, callback)
+            if attempt == 0:
+                self._listing_fresh()
+        entry.deadline = deadline.timestamp() if deadline is not None else None
+        waiter = Waiter(
+            kind=WaitKind.CALLBACK,
+            name=callback.name,
+            id=callback.id,
+            deadline=deadline,
+            request=open_callback.request,
+        )
+        raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
+
+    def _close(self, entry: JournalEntry, callback: Callback) -> Any:
+        self.record.callbacks.pop(callback.token, None)
+        self._done(entry)
+        return self._callback_outcome(entry, callback)
+
+    def _earlier_outcome(self, token: str) -> JournalEntry:
+        for entry in reversed(self.journal.entries):
+            if entry.kind == EntryKind.CALLBACK_RESULT and entry.ref == token and not entry.partial:
+                return JournalEntry(
+                    entry.key,
+                    entry.name,
+                    ok=entry.ok,
+                    result=entry.result,
+                    error=entry.error,
+                    kind=EntryKind.CALLBACK_RESULT,
+                    ref=token,
+                )
+        raise ContinuumError(
+            "this callback was created in an earlier turn; await it in the turn that made it",
+            task_id=self.record.task_id,
+            hint="create the callback and call cb.result() in the same turn",
+        )
+
+    def _callback_outcome(self, entry: JournalEntry, callback: Callback) -> Any:
+        if entry.ok:
+            return entry.result
+        error = entry.error
+        assert error is not None
+        if error.type == "CallbackTimeoutError":
+            raise CallbackTimeoutError(error.message, task_id=self.record.task_id, step=entry.key)
+        raise CallbackFailedError(
+            error.message,
+            error_type=error.type,
+            task_id=self.record.task_id,
+            step=entry.key,
+        )
+
+    # -- signals -----------------------------------------------------------------------------------
+
+    def _wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
+        task_id = self.record.task_id
+        check_name(name, what="signal name", task_id=task_id)
+        timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
+        label = f"signal.{name}"
+        key, entry = self._enter(label, EntryKind.SIGNAL)
+        if entry is not None and not entry.partial:
+            return Signal.model_validate(entry.result) if entry.result is not None else None
+        if entry is None:
+            deadline = now_s() + timeout_s if timeout_s is not None else None
+            entry = JournalEntry(key, label, kind=EntryKind.SIGNAL, deadline=deadline)
+        taken = set(self.record.signals_taken)
+        for attempt in range(2):
+            found = self.inbox.oldest_signal(name, taken)
+            if found is not None:
+                relative, signal = found
+                self.record.signals_taken.append(relative)
+                entry.ref, entry.result = relative, signal.model_dump(mode="json")
+                self._done(entry)
+                return Signal.model_validate(entry.result)  # as a replay would rebuild it
+            if entry.deadline is not None and now_s() >= entry.deadline:
+                self._done(entry)
+                return None
+            if attempt == 0:
+                self._listing_fresh()
+        waiter = Waiter(kind=WaitKind.SIGNAL, name=name, deadline=epoch_to_datetime(entry.deadline))
+        raise self._wait(entry, waiter, f"waiting for signal {name!r}")
+
+
+def _failure(error_type: str | None, message: str | None) -> ErrorInfo:
+    return ErrorInfo(type=error_type or "CallbackFailed", message=message or "the callback failed")
+
+
+def _timeout(name: str, callback: OpenCallback) -> ErrorInfo:
+    now = now_s()
+    if callback.timeout_at is not None and now >= callback.timeout_at.timestamp():
+        message = f"callback {name!r} was not answered before its timeout"
+    else:
+        message = f"callback {name!r} had no heartbeat for {callback.heartbeat_timeout_s:g}s"
+    return ErrorInfo(type="CallbackTimeoutError", message=message)

@@ -1,0 +1,72 @@
+"""The continuation queue: where continuations wait, as bodies with delays and visibility.
+
+:class:`ContinuationQueue` is the one seam to the queue. Its semantics are those of an SQS
+standard queue: at-least-once delivery, a per-message delay of 0-900 s, a visibility timeout
+that hides a received message until it is deleted or the timeout passes, and a receive count.
+``sqs.SQSContinuationQueue`` implements it on SQS; ``continuum.testing.InMemoryContinuationQueue``
+in memory. What a body means (and its signature) is ``continuation.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from continuum._base.plain import Frozen
+
+#: SQS refuses DelaySeconds above 900 on a standard queue.
+MAX_DELAY_S = 900
+#: SQS refuses a visibility timeout above 12 hours.
+MAX_VISIBILITY_S = 12 * 60 * 60
+
+
+class QueueError(Exception):
+    """A queue operation failed (the SQS call raised, or the fake was told to fail)."""
+
+
+class QueueMessage(Frozen):
+    """A received message: its body, its id, the handle to delete it, how often it came.
+
+    Written by hand, not a frozen dataclass: see ``plain.py``.
+    """
+
+    __match_args__ = ("body", "message_id", "receipt_handle", "receive_count")
+    __slots__ = __match_args__
+    body: str
+    message_id: str
+    receipt_handle: str
+    receive_count: int
+
+    def __init__(
+        self, body: str, message_id: str, receipt_handle: str, receive_count: int = 1
+    ) -> None:
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "message_id", message_id)
+        object.__setattr__(self, "receipt_handle", receipt_handle)
+        object.__setattr__(self, "receive_count", receive_count)
+
+
+class ContinuationQueue(Protocol):
+    """Bodies in a standard queue.
+
+    Attributes:
+        max_delay_s: the longest delay ``send`` honours (SQS: 900 s; a wait longer than this
+            is a chain of timer hops).
+    """
+
+    max_delay_s: int
+
+    def send(self, body: str, *, delay_s: int = 0) -> str:
+        """Send a message, visible after ``delay_s`` seconds; return its id."""
+        ...
+
+    def set_visibility(self, receipt_handle: str, seconds: int) -> None:
+        """Hide a received message for ``seconds`` from now (0: visible again at once)."""
+        ...
+
+    def receive(self, *, max_messages: int = 1, wait_s: int = 0) -> list[QueueMessage]:
+        """Receive up to ``max_messages`` visible messages, long-polling ``wait_s`` seconds."""
+        ...
+
+    def delete(self, receipt_handle: str) -> None:
+        """Acknowledge a received message: it is never delivered again."""
+        ...
