@@ -10,7 +10,7 @@ The real ``TurnLoop`` and ``Budget`` decide; only time is virtual: continuum's o
 still between moves), which every clock continuum reads follows: ``time.monotonic``, by which a
 step is timed, as well as continuum's clock. A step moves it on by its drawn duration, and so
 does each load, write and save. Around the loop the driver does what
-``continuum/worker.py`` does: load the stored record, claim it (crash count, counters,
+``continuum/_worker/worker.py`` does: load the stored record, claim it (crash count, counters,
 ``invocation_budget_s``, a 0.1 s write observed in ``save_stats`` after storing), run the loop,
 and on suspension store the record (generation + 1) and send. The record is kept as JSON
 between invocations, so snapshot, journal and step statistics carry over as through S3. A

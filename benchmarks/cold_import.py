@@ -137,7 +137,7 @@ def contributors(runs: int) -> list[tuple[str, float]]:
 def main(quick: bool = False) -> None:
     repeats = 3 if quick else 9
     timed("import handlers.worker", "pass")  # write any missing .pyc files first
-    for module in ("continuum/worker.py", "handlers/worker.py"):
+    for module in ("continuum/_worker/worker.py", "handlers/worker.py"):
         cached = Path(importlib.util.cache_from_source(str(ROOT / module)))
         check(cached.exists(), f"no bytecode for {module}: the imports would compile it")
     results: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}

@@ -86,7 +86,8 @@ CATEGORIES = (
     ("powertools", ("aws_lambda_powertools",)),  # batch processing, logger, metrics
     ("pydantic_json", ("pydantic", "json")),  # the record's encode and decode
     ("fakes", ("continuum/testing",)),  # the in-memory S3 and SQS
-    ("local_runtime", ("continuum/local.py", "continuum/metering.py")),  # event source, counting
+    # the event source, and the counting of calls
+    ("local_runtime", ("continuum/_local/runtime.py", "continuum/_worker/metering.py")),
     ("continuum", ("continuum/",)),  # the worker, fence, records, waiting
 )
 OTHER = "stdlib_other"

@@ -290,7 +290,7 @@ def deliver(app: Continuum, runtime: LocalRuntime, context: Any) -> dict | None:
 
 #: The S3 operation behind each store operation.
 S3_OPERATIONS = {"get": "GetObject", "put": "PutObject"}
-#: What the store makes of an S3 error code (continuum/s3.py): the error on the memory backend.
+#: What the store makes of an S3 error code (backends/s3.py): the error on the memory backend.
 STORE_ERRORS: dict[str, type[StoreError]] = {
     "PreconditionFailed": PreconditionFailed,
     "InternalError": TransientStoreError,
@@ -363,7 +363,7 @@ def after_store_call(
 
 class StoreFaults:
     """Faults in one app's store calls, on either backend, as the library sees them after
-    botocore's own retries (``continuum/s3.py`` turns S3's 500 into TransientStoreError).
+    botocore's own retries (``continuum/backends/s3.py`` turns S3's 500 into TransientStoreError).
 
     The calls are the app's only (its worker's, dead-letter handler's and client's): the
     runtime's observer and event source do not meet the faults. Operations are the store's

@@ -10,7 +10,7 @@ invocation died after the write, if one S3 call of the sweep failed (after botoc
 retries), or if the write's reply was lost (so the worker never learnt the task finished),
 the blob stayed unreferenced and untagged for good. Now a sweep cut short leaves the record
 untagged and the message comes back; its next delivery finishes the sweep
-(``continuum/sweeping.py``; the details are specified in ``test_sweep.py``).
+(``continuum/_record/sweep.py``; the details are specified in ``test_sweep.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 When a task finishes, the blobs its final record uses and its inbox objects are tagged for the
 lifecycle rule, its other blobs deleted, and its record tagged last, so a tagged record means
-a complete sweep (``continuum/sweeping.py``). A sweep cut short (a worker killed right after
+a complete sweep (``continuum/_record/sweep.py``). A sweep cut short (a worker killed right after
 the finish write, a failed call) leaves the record untagged and the message comes back: the
 next delivery, or the dead letter, finishes it. A message of a swept task costs one
 GetObjectTagging more than before; a continuation of a running task, nothing more.

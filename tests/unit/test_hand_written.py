@@ -1,4 +1,4 @@
-"""The dataclasses whose methods are written by hand (``continuum/plain.py``, for import time)
+"""The dataclasses whose methods are written by hand (``continuum/_base/plain.py``, for import time)
 behave as the dataclasses ``@dataclass`` would have made of the same fields."""
 
 from __future__ import annotations
