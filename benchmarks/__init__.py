@@ -1,4 +1,4 @@
-"""continuum's benchmarks (issue 5): ``make bench`` runs them all through ``benchmarks.run``.
+"""continuum's benchmarks: ``make bench`` runs them all through ``benchmarks.run``.
 
 Each module has ``main(quick: bool)`` and prints ``name: value unit`` lines. Wall-clock figures
 come from a shared, noisy 2-core machine: compare the ratios measured side by side in one run

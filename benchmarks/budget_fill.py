@@ -1,6 +1,6 @@
 """Budget fill: how full continuum keeps the invocations that suspend, in virtual time.
 
-The workload (issue 5): 2,000 turns of one ``llm`` step (log-normal, median 8 s, sigma 0.5),
+The workload: 2,000 turns of one ``llm`` step (log-normal, median 8 s, sigma 0.5),
 0-4 ``tool`` steps (median 1.5 s, sigma 0.6) and, every 20th turn, a ``summarize`` step (median
 60 s, sigma 0.3), drawn from the seed per (turn, step index) so every rule sees the same work;
 900 s per invocation, 0.2 s to load (GET + claim) and 0.2 s to suspend (write + send).

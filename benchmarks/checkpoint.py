@@ -7,8 +7,8 @@ Each turn appends an assistant message with a tool call and the tool's result.
 
 Two stores side by side, on one ``ThreadedMotoServer`` in a process of its own (S3 over HTTP
 on loopback, as a Lambda talks to S3), in one run: **segmented** (the default: the state's
-large lists are cut into content-addressed segments, issue 14) and **whole**
-(``segmenting=None``: the state is one gzip blob, as before issue 14).
+large lists are cut into content-addressed segments) and **whole**
+(``segmenting=None``: the state is one gzip blob, as before segments).
 
 Size and time, through ``Records``, medians of interleaved repeats: bytes uploaded (the sum of
 the PUT bodies) and seconds of the first save (the whole history is new) and of a save after

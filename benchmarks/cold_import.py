@@ -12,7 +12,7 @@ repeats:
   first, then the handler, timed separately: what continuum brings beyond them, directly;
 - the same with Powertools' batch utilities also imported first: continuum's own code.
 
-continuum's part as the issue defines it = handler - baseline (target <= 50 ms). That figure
+continuum's part, as its target is defined = handler - baseline (target <= 50 ms). That figure
 flatters it: the handler does not import all of boto3 (the app imports boto3 when it makes
 its clients, on the first message), and ``import pydantic`` alone loads almost nothing. Also
 timed: creating the S3 and SQS clients, which the app does on its first message (not an

@@ -1,4 +1,4 @@
-"""A 30-day sleep in virtual time (issue 10): the wall time of the test that does it.
+"""A 30-day sleep in virtual time: the wall time of the test that does it.
 
 The task of ``wait_cost`` (a step, ``ctx.sleep(30 days)``, a step) runs through
 ``LocalRuntime(backend="memory", virtual_time=True)``, as ``tests/waits/test_sleep.py`` does:

@@ -1,5 +1,5 @@
-"""What a task costs in dollars: the sample research agent, beside Step Functions and durable
-functions on the same workload (issue 12, "Cost").
+"""What a task costs in dollars: the sample research agent, beside Step Functions and
+durable functions on the same workload.
 
 The research agent (``samples/research_agent.py``: a model call and its tool calls per turn,
 with the sample's latencies) runs on in-process moto through ``LocalRuntime`` with the

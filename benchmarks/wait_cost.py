@@ -1,4 +1,4 @@
-"""The cost of waiting (issue 10): invocations, AWS calls and dollars per day of durable sleep.
+"""The cost of waiting: invocations, AWS calls and dollars per day of durable sleep.
 
 A task runs one step, sleeps ``DAYS`` days (``ctx.sleep``) and runs one more step, through
 ``LocalRuntime`` on in-process moto with the virtual clock. SQS delays a message 900 s at most,

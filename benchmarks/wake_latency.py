@@ -1,4 +1,4 @@
-"""Wake latency (issue 10): from ``complete_callback`` to the waiting task running again.
+"""Wake latency: from ``complete_callback`` to the waiting task running again.
 
 Real clock, no virtual time. A task creates a callback (a one-hour timeout, so its timer sits
 in the queue), hands its id out in a step, waits for the answer and then runs one more step,
