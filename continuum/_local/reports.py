@@ -1,6 +1,6 @@
 """What a local run reports: each invocation, the summary at its end, and what changed.
 
-The local runtime (``local.py``) reads the task's record after an invocation only when that
+The local runtime (``runtime.py``) reads the task's record after an invocation only when that
 invocation may have changed what it decides on (the status, what the task waits for): not
 after a hop, a duplicate or an ignored wake, which a worker reports as it handles each
 message (``Handled``, an observer of the app).
@@ -25,7 +25,7 @@ KEEPS_STATUS = frozenset({Outcome.HOPPED, Outcome.IGNORED, Outcome.DUPLICATE, Ou
 
 
 @dataclass
-class Invocation:
+class InvocationReport:
     """What one emulated invocation did to the task."""
 
     number: int
@@ -106,9 +106,9 @@ def kept_status(outcomes: list[tuple[str | None, str]], task_id: str) -> bool:
 
 def invocation_of(
     number: int, before: TaskRecord, after: TaskRecord, seconds: float, overran: bool
-) -> Invocation:
+) -> InvocationReport:
     parked = after.status in (Status.SUSPENDED, Status.WAITING)
-    return Invocation(
+    return InvocationReport(
         number=number,
         status=after.status.value,
         turn=after.turn,
