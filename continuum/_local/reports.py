@@ -18,6 +18,7 @@ from continuum._define.observers import MessageHandled, Observer
 from continuum._record.model import Status, TaskRecord
 from continuum._record.waiting_for import WaitKind
 from continuum._worker.endings import Outcome
+from continuum._worker.metering import CallCounter
 
 #: Outcomes of a message that leave the record's status and waiters as they were (a hop
 #: moves only the generation and the counters on).
@@ -118,6 +119,28 @@ def invocation_of(
         overran=overran,
         reason=after.suspend_reason if parked else None,
         hop=after.counters.hops > before.counters.hops,
+    )
+
+
+def summary_of(
+    record: TaskRecord, counter: CallCounter, *, overruns: int, seconds: float
+) -> RunSummary:
+    """A run's summary from the task's record and the AWS calls ``counter`` counted."""
+    return RunSummary(
+        task_id=record.task_id,
+        status=record.status.value,
+        result=record.result,
+        error=record.error.message if record.error else None,
+        invocations=record.counters.invocations,
+        continuations=record.counters.continuations,
+        steps=record.counters.steps_executed,
+        steps_replayed=record.counters.steps_replayed,
+        turns=record.counters.turns,
+        overruns=overruns,
+        seconds=round(seconds, 3),
+        s3_calls=counter.total("s3"),
+        sqs_calls=counter.total("sqs"),
+        aws_calls=dict(sorted(counter.calls.items())),
     )
 
 

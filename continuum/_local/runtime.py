@@ -24,6 +24,7 @@ from continuum._local.reports import (
     handled_on,
     invocation_of,
     kept_status,
+    summary_of,
     waits_for_outside,
 )
 from continuum._local.virtual_time import DueTimes, RealTime, VirtualTime
@@ -319,19 +320,4 @@ class LocalRuntime:
 
     def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
         """A run's summary from the task's record and the calls counted so far."""
-        return RunSummary(
-            task_id=record.task_id,
-            status=record.status.value,
-            result=record.result,
-            error=record.error.message if record.error else None,
-            invocations=record.counters.invocations,
-            continuations=record.counters.continuations,
-            steps=record.counters.steps_executed,
-            steps_replayed=record.counters.steps_replayed,
-            turns=record.counters.turns,
-            overruns=overruns,
-            seconds=round(seconds, 3),
-            s3_calls=self.counter.total("s3"),
-            sqs_calls=self.counter.total("sqs"),
-            aws_calls=dict(sorted(self.counter.calls.items())),
-        )
+        return summary_of(record, self.counter, overruns=overruns, seconds=seconds)

@@ -14,7 +14,6 @@ Two places to run it:
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -29,10 +28,16 @@ from continuum.cli.common import (
     need_local_runtime,
     parse_input,
 )
+from continuum.cli.run_output import (
+    InvocationPrinter,
+    followed_json,
+    generation_line,
+    print_result,
+    show_summary,
+)
 
 if TYPE_CHECKING:
     from continuum._app.app import Continuum
-    from continuum._local.reports import InvocationReport, RunSummary
     from continuum._local.runtime import LocalRuntime
     from continuum._ops.client import Client
     from continuum._ops.status import TaskStatus
@@ -129,7 +134,7 @@ def _run_here(
             flush=True,
         )
         started = time.monotonic()
-        printer = _Printer(budget)
+        printer = InvocationPrinter(budget)
         record = _drive_here(runtime, task, payload, task_id, printer, answers)
         if isinstance(record, int):
             return record
@@ -145,8 +150,8 @@ def _run_here(
         summary = runtime.summary(
             record, overruns=printer.overruns, seconds=time.monotonic() - started
         )
-    _result(summary.status, summary.task_id, summary.result, summary.error)
-    _show_summary(summary, json_line=args.json)
+    print_result(summary.status, summary.task_id, summary.result, summary.error)
+    show_summary(summary, json_line=args.json)
     return 0 if summary.status == "succeeded" else 1
 
 
@@ -155,7 +160,7 @@ def _drive_here(
     task: Task[Any],
     payload: Any,
     task_id: str,
-    printer: _Printer,
+    printer: InvocationPrinter,
     answers: Answers,
 ) -> TaskRecord | int:
     """Start the task and drive it, answering what it waits for, until it ends or Ctrl-C:
@@ -187,52 +192,6 @@ def _drive_here(
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once, mid-step
             print(f"\ninterrupted: task {task_id} was stopped mid-invocation", flush=True)
             return 130
-
-
-def _show_summary(summary: RunSummary, *, json_line: bool) -> None:
-    """What the run took: invocations, turns, steps and AWS calls (and the JSON line)."""
-    calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
-    print(
-        f"\ninvocations {summary.invocations}  continuations {summary.continuations}  "
-        f"turns {summary.turns}  steps executed {summary.steps}  "
-        f"steps replayed {summary.steps_replayed}  overruns {summary.overruns}\n"
-        f"S3 calls {summary.s3_calls}  SQS calls {summary.sqs_calls}  ({calls})  "
-        f"{summary.seconds:.1f}s"
-    )
-    if json_line:
-        print(summary.to_json(), flush=True)
-
-
-class _Printer:
-    """One line per invocation; a run of timer hops (a long wait) as one line."""
-
-    def __init__(self, budget: float) -> None:
-        self.budget = budget
-        self.overruns = 0
-        self.hops = 0
-
-    def show(self, inv: InvocationReport) -> None:
-        self.overruns += inv.overran
-        if inv.hop:
-            self.hops += 1
-            return
-        self.flush()
-        why = _why(inv.status, inv.reason)
-        flag = "  OVERRAN" if inv.overran else ""
-        child = ""
-        if inv.task_id is not None:  # a child task ran in this invocation
-            index = f"[{inv.index}]" if inv.index is not None else ""
-            child = f"  child {inv.task_name}{index}"
-        print(
-            f"invocation {inv.number:>3}  turn {inv.turn:>3}  steps {inv.steps_executed:>3} run, "
-            f"{inv.steps_replayed:>2} replayed  {inv.seconds:5.2f}s  {why}{flag}{child}",
-            flush=True,
-        )
-
-    def flush(self) -> None:
-        if self.hops:
-            print(f"      ...  {self.hops} timer hops while it waited (no user code ran)")
-            self.hops = 0
 
 
 def _follow(
@@ -268,9 +227,9 @@ def _follow(
         )
         return 130
     error = status.error.message if status.error else None
-    _result(status.status.value, task_id, status.result, error)
+    print_result(status.status.value, task_id, status.result, error)
     if args.json:
-        print(_followed_json(task_id, status, error, time.monotonic() - started), flush=True)
+        print(followed_json(task_id, status, error, time.monotonic() - started), flush=True)
     return 0 if status.status == Status.SUCCEEDED else 1
 
 
@@ -285,7 +244,7 @@ def _watch(client: Client, task_id: str, started: float) -> TaskStatus:
         status = client.status(task_id)
         now = (status.status, status.generation, status.counters.invocations)
         if now != seen:
-            print(_generation(status), flush=True)
+            print(generation_line(status), flush=True)
             seen = now
         if status.status.finished:
             return status
@@ -294,48 +253,6 @@ def _watch(client: Client, task_id: str, started: float) -> TaskStatus:
             print(f"no worker has taken it in {waited:.0f}s: is `continuum dev` running?")
             hinted = True
         time.sleep(FOLLOW_EVERY_S)
-
-
-def _followed_json(task_id: str, status: TaskStatus, error: str | None, seconds: float) -> str:
-    """The JSON summary line of a followed task (the fields a local run's summary shares)."""
-    counters = status.counters
-    summary = {
-        "task_id": task_id,
-        "status": status.status.value,
-        "result": status.result,
-        "error": error,
-        "invocations": counters.invocations,
-        "continuations": counters.continuations,
-        "steps": counters.steps_executed,
-        "steps_replayed": counters.steps_replayed,
-        "turns": counters.turns,
-        "seconds": round(seconds, 3),
-    }
-    return json.dumps(summary, sort_keys=True, default=str)
-
-
-def _generation(status: TaskStatus) -> str:
-    """One line for what a server's workers did to the task so far."""
-    counters = status.counters
-    why = _why(status.status.value, status.suspend_reason)
-    return (
-        f"generation {status.generation:>3}  turn {status.turn:>3}  invocations "
-        f"{counters.invocations:>3}  steps {counters.steps_executed:>3} run, "
-        f"{counters.steps_replayed:>2} replayed  {why}"
-    )
-
-
-def _why(status: str, suspend_reason: str | None) -> str:
-    return f"{status}: {suspend_reason}" if status in ("suspended", "waiting") else status
-
-
-def _result(status: str, task_id: str, result: Any, error: str | None) -> None:
-    print(f"\n{status} task {task_id}")
-    if result is not None:
-        print(result if isinstance(result, str) else json.dumps(result))
-    if error:
-        print(f"error: {error}")
-    sys.stdout.flush()
 
 
 def _owner_app(task: Task[Any]) -> Continuum:

@@ -96,7 +96,7 @@ class Plan:
     clock: VirtualTime = field(init=False)
 
     def __post_init__(self) -> None:
-        # One clock for every run (starting freezegun costs tens of milliseconds), moved back
+        # One clock for every run (starting freezegun scans every loaded module), moved back
         # to the same start for each.
         self.clock = VirtualTime(self.start, tick=False)
 
