@@ -1,9 +1,9 @@
 """From outside a task: the client and what it reads and steers.
 
-``client`` (start, status, result, answers, cancel, the tasks list), ``status`` (what
-``Client.status`` reports), ``steering`` (retry and fork) with ``reopening`` (what a retry runs
-again), ``inspection`` (``continuum inspect``: what a task did, from its record's versions) and
-``prices`` (cost in dollars).
+``client`` (start, status, resume, result, answers, cancel), ``status`` (what
+``Client.status`` reports), ``steering`` (the tasks list, retry and fork) with ``reopening``
+(what a retry runs again), ``inspection`` (``continuum inspect``: what a task did, from its
+record's versions) and ``prices`` (cost in dollars).
 
 May import: errors, _base, backends, _record, _define, _waits, _fanout, _turn, _worker.
 """

@@ -4,7 +4,7 @@ The suite's own process has long imported every module by the time a test runs, 
 that loads lazily, for the first time inside the virtual clock, passes there and fails for a
 user. Each test here starts a fresh interpreter (the suite's, on the versions it installed) and
 runs what a user would: the README's commands, ``status()`` inside a ``TaskRunner``, a
-pydantic-ai agent as a task.
+pydantic-ai agent as a task, their own tests that freeze time with freezegun.
 """
 
 from __future__ import annotations
