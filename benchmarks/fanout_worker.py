@@ -29,7 +29,7 @@ import boto3
 
 from continuum import Observer
 from continuum._local.shutdown import Shutdown, stop_on_signals
-from continuum._local.standalone import QueueWorker, Source
+from continuum._local.standalone import QueueSource, QueueWorker
 from continuum.backends.sqs import SQSContinuationQueue
 
 #: A worker's long poll: short, so that a stop is quick.
@@ -157,7 +157,7 @@ def main(argv: list[str]) -> int:
     app.configure(bucket=args.bucket, queue_url=args.queue_url, s3_client=s3, sqs_client=sqs)
     app.observe(tally)
     source_queue = SQSContinuationQueue(boto3.client("sqs", **options), args.queue_url)
-    source = Source(
+    source = QueueSource(
         "continuations",
         source_queue,
         args.queue_arn,

@@ -42,7 +42,7 @@ from pydantic import BaseModel
 from benchmarks import check, emit, median, silence_worker_logs
 from continuum import Continuum, Status, TaskContext
 from continuum._base.clock import real_monotonic
-from continuum._local.runtime import Invocation, LocalRuntime, moto_backend
+from continuum._local.runtime import InvocationReport, LocalRuntime, moto_backend
 from continuum._ops.prices import PRICES
 from continuum.backends.queue import QueueMessage
 
@@ -164,7 +164,7 @@ def measure(days: float, *, backend: str = "moto") -> Measured:
         def everything() -> Counter[str]:
             return Counter(runtime.counter.calls) + Counter(poller)
 
-        def on_invocation(invocation: Invocation) -> None:
+        def on_invocation(invocation: InvocationReport) -> None:
             now = everything()
             delta = now - seen[0]
             seen[0] = now

@@ -12,17 +12,19 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from continuum._app.app import Continuum
 from continuum._base.clock import now_s, real_monotonic
 from continuum._local.lambda_emulation import ACCOUNT, REGION, LocalLambdaContext, event_record
-from continuum._local.runs import (
-    Invocation,
+from continuum._local.reports import (
+    InvocationReport,
     RunSummary,
     handled_on,
     invocation_of,
     kept_status,
+    summary_of,
     waits_for_outside,
 )
 from continuum._local.virtual_time import DueTimes, RealTime, VirtualTime
@@ -37,7 +39,7 @@ __all__ = [
     "BUCKET",
     "QUEUE",
     "REGION",
-    "Invocation",
+    "InvocationReport",
     "LocalLambdaContext",
     "LocalRuntime",
     "RunSummary",
@@ -52,6 +54,22 @@ QUEUE = "continuum-local"
 POLL_INTERVAL_S = 0.02
 
 Backend = Literal["moto", "memory"]
+
+
+@dataclass(slots=True)
+class _Driven:
+    """What :meth:`LocalRuntime.drive` knows of its task between invocations.
+
+    Attributes:
+        before: the record as last read.
+        overruns: the invocations that ran past their budget.
+        stale: ``before`` lags only in generation and counters (a hop, an ignored wake).
+    """
+
+    task_id: str
+    before: TaskRecord
+    overruns: int = 0
+    stale: bool = False
 
 
 @contextlib.contextmanager
@@ -186,7 +204,7 @@ class LocalRuntime:
         input: Any,
         *,
         task_id: str | None = None,
-        on_invocation: Callable[[Invocation], None] | None = None,
+        on_invocation: Callable[[InvocationReport], None] | None = None,
         timeout_s: float = 600.0,
     ) -> RunSummary:
         """Start a task and run invocations until it finishes, or waits for the outside
@@ -199,7 +217,7 @@ class LocalRuntime:
         self,
         task_id: str,
         *,
-        on_invocation: Callable[[Invocation], None] | None = None,
+        on_invocation: Callable[[InvocationReport], None] | None = None,
         timeout_s: float = 600.0,
         stop_when_waiting: bool = True,
         context: Callable[[], Any] | None = None,
@@ -218,10 +236,9 @@ class LocalRuntime:
             should_stop: return before the next invocation once this says so (Ctrl-C).
         """
         started = real_monotonic()
-        overruns, stale = 0, False  # stale: ``before`` lags only in generation and counters
         with self.time.running():
-            before = self.record(task_id)
-            while not before.status.finished:
+            run = _Driven(task_id, self.record(task_id))
+            while not run.before.status.finished:
                 if should_stop is not None and should_stop():
                     break
                 if real_monotonic() - started > timeout_s:
@@ -232,34 +249,52 @@ class LocalRuntime:
                 self.handled.take()
                 result = self.invoke_once(context() if context is not None else None)
                 if result is None:
-                    due = self.next_due()
-                    if due is None or (stop_when_waiting and waits_for_outside(before)):
+                    if not self._wait_for_next(run.before, stop_when_waiting):
                         break  # nothing will ever arrive unless the outside world sends it
-                    self.time.wait_until(due, poll_s=POLL_INTERVAL_S)
                     continue
-                seconds = real_monotonic() - t0
-                overran = seconds > self.budget_s
-                overruns += int(overran)
-                handled = self.handled.take()
-                if on_invocation is None and not result.get("batchItemFailures"):
-                    # A hop or an ignored wake changes nothing the loop decides on.
-                    stale = kept_status(handled, task_id)
-                    if stale:
-                        continue
-                after = self.record(task_id)
-                if on_invocation is not None:
-                    on_invocation(
-                        self._other(handled, task_id, seconds, overran)
-                        or invocation_of(self.invocations, before, after, seconds, overran)
-                    )
-                before, stale = after, False
-            if stale:
-                before = self.record(task_id)
-            return self.summary(before, overruns=overruns, seconds=real_monotonic() - started)
+                self._look_after(run, result, real_monotonic() - t0, on_invocation)
+            if run.stale:
+                run.before = self.record(task_id)
+            return self.summary(
+                run.before, overruns=run.overruns, seconds=real_monotonic() - started
+            )
+
+    def _wait_for_next(self, record: TaskRecord, stop_when_waiting: bool) -> bool:
+        """Wait until the next message is due; False if none is, or none will be until the
+        outside world answers what the task waits for (and ``stop_when_waiting``)."""
+        due = self.next_due()
+        if due is None or (stop_when_waiting and waits_for_outside(record)):
+            return False
+        self.time.wait_until(due, poll_s=POLL_INTERVAL_S)
+        return True
+
+    def _look_after(
+        self,
+        run: _Driven,
+        result: dict[str, Any],
+        seconds: float,
+        on_invocation: Callable[[InvocationReport], None] | None,
+    ) -> None:
+        """Note what an invocation did: its overrun, the record it left, its report."""
+        overran = seconds > self.budget_s
+        run.overruns += int(overran)
+        handled = self.handled.take()
+        if on_invocation is None and not result.get("batchItemFailures"):
+            # A hop or an ignored wake changes nothing the loop decides on.
+            run.stale = kept_status(handled, run.task_id)
+            if run.stale:
+                return
+        after = self.record(run.task_id)
+        if on_invocation is not None:
+            on_invocation(
+                self._other(handled, run.task_id, seconds, overran)
+                or invocation_of(self.invocations, run.before, after, seconds, overran)
+            )
+        run.before, run.stale = after, False
 
     def _other(
         self, handled: list[tuple[str | None, str]], task_id: str, seconds: float, overran: bool
-    ) -> Invocation | None:
+    ) -> InvocationReport | None:
         """The last invocation as a child task's, if it ran one and not ``task_id``."""
         ran = [t for t, _ in handled if t]
         if not ran or task_id in ran:
@@ -285,19 +320,4 @@ class LocalRuntime:
 
     def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
         """A run's summary from the task's record and the calls counted so far."""
-        return RunSummary(
-            task_id=record.task_id,
-            status=record.status.value,
-            result=record.result,
-            error=record.error.message if record.error else None,
-            invocations=record.counters.invocations,
-            continuations=record.counters.continuations,
-            steps=record.counters.steps_executed,
-            steps_replayed=record.counters.steps_replayed,
-            turns=record.counters.turns,
-            overruns=overruns,
-            seconds=round(seconds, 3),
-            s3_calls=self.counter.total("s3"),
-            sqs_calls=self.counter.total("sqs"),
-            aws_calls=dict(sorted(self.counter.calls.items())),
-        )
+        return summary_of(record, self.counter, overruns=overruns, seconds=seconds)

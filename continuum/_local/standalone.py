@@ -70,7 +70,7 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class Source:
+class QueueSource:
     """A queue, the handler its messages go to, and the budget of each invocation.
 
     Attributes:
@@ -113,14 +113,14 @@ class QueueWorker:
             the parent gone).
 
     Example:
-        >>> source = Source("continuations", queue, arn, app.handler, 900)  # doctest: +SKIP
+        >>> source = QueueSource("continuations", queue, arn, app.handler, 900)  # doctest: +SKIP
         >>> with stop_on_signals(shutdown, grace_s=25):  # doctest: +SKIP
         ...     code = QueueWorker([source], shutdown=shutdown).run()
     """
 
     def __init__(
         self,
-        sources: list[Source],
+        sources: list[QueueSource],
         *,
         shutdown: Shutdown,
         poll_wait_s: int = POLL_WAIT_S,
@@ -177,7 +177,7 @@ class QueueWorker:
 
     # -- one slot ----------------------------------------------------------------------------
 
-    def _slot(self, source: Source, index: int) -> None:
+    def _slot(self, source: QueueSource, index: int) -> None:
         backoff_s = RECEIVE_BACKOFF_S
         while not self.shutdown.requested:
             try:
@@ -201,7 +201,7 @@ class QueueWorker:
                 else:
                     self._invoke(source, index, message)
 
-    def _invoke(self, source: Source, index: int, message: QueueMessage) -> None:
+    def _invoke(self, source: QueueSource, index: int, message: QueueMessage) -> None:
         started = time.monotonic()
         task_id = peek_task_id(message.body)
         self._running[source.name, index] = task_id or message.message_id
@@ -225,7 +225,7 @@ class QueueWorker:
         if self.on_processed is not None:
             self.on_processed(Processed(source.name, task_id, failed, time.monotonic() - started))
 
-    def _release(self, source: Source, message: QueueMessage) -> None:
+    def _release(self, source: QueueSource, message: QueueMessage) -> None:
         """Give back a message received after the stop: visible again at once."""
         try:
             source.queue.set_visibility(message.receipt_handle, 0)

@@ -29,8 +29,7 @@ JUMP_PAST_S = 0.001
 #: timing, so that a test that runs tasks on the virtual clock still gets true durations
 #: (``--durations``, junit); and Powertools' parser models, which continuum does not use but
 #: its batch utilities import: freezegun's scan of every loaded module reads each attribute,
-#: and the parser's lazy ``models`` package then imports all of its ~100 pydantic event
-#: models (0.9 s, on the first virtual-time run of a process).
+#: and the parser's lazy ``models`` package would then import all of its pydantic event models.
 KEEP_REAL_TIME = ("_pytest.timing", "aws_lambda_powertools.utilities.parser")
 
 

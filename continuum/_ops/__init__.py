@@ -1,5 +1,9 @@
-"""From outside a task: the client (start, status, result, answers, cancel), inspect, retry,
-fork and cost.
+"""From outside a task: the client and what it reads and steers.
 
-May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout, _turn, _worker.
+``client`` (start, status, resume, result, answers, cancel), ``status`` (what
+``Client.status`` reports), ``steering`` (the tasks list, retry and fork) with ``reopening``
+(what a retry runs again), ``inspection`` (``continuum inspect``: what a task did, from its
+record's versions) and ``prices`` (cost in dollars).
+
+May import: errors, _base, backends, _record, _define, _waits, _fanout, _turn, _worker.
 """

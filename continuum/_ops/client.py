@@ -12,7 +12,7 @@ from continuum._base.clock import utcnow
 from continuum._base.json_values import dump_json, model_to_json
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildIdTakenError, names_slot
-from continuum._ops.steer import Steering
+from continuum._ops.steering import Steering
 from continuum._record.continuation import Continuations
 from continuum._record.model import Status, TaskRecord, check_task_id
 from continuum._record.storage import Records

@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from continuum._base.factories import new_list
 from continuum._ops.prices import dollars
 from continuum._record.codec import parse_record, unpack_blob
 from continuum._record.history import InvocationRun, RunOutcome, Usage
@@ -50,7 +49,7 @@ class Checkpoint(BaseModel):
     state: Any = None
     #: the state was in a blob that is gone (a superseded checkpoint's).
     state_missing: bool = False
-    journal: list[JournalEntry] = Field(default_factory=new_list)
+    journal: list[JournalEntry] = Field(default_factory=list)
     #: the invocation whose write this version is (its history's last run), if it says.
     invocation: int | None = None
 
@@ -89,7 +88,7 @@ class TaskView(BaseModel):
     finished_at: datetime | None = None
     result: Any = None
     error: ErrorInfo | None = None
-    waiting_for: list[Waiter] = Field(default_factory=new_list)
+    waiting_for: list[Waiter] = Field(default_factory=list)
     state: Any = None
     counters: Counters
     usage: Usage
@@ -97,7 +96,7 @@ class TaskView(BaseModel):
     invocations: list[InvocationRun]
     checkpoints: list[Checkpoint]
     parent: ParentView | None = None
-    children: list[ChildView] = Field(default_factory=new_list)
+    children: list[ChildView] = Field(default_factory=list)
 
 
 def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERSIONS) -> TaskView:

@@ -5,11 +5,15 @@ adds its subcommands to the ``continuum`` parser; :data:`GROUPS` lists them in t
 ``continuum --help`` shows them. To add a group (``waits``: signal, cancel, callback), write
 ``continuum/cli/waits.py`` with ``register`` and add it to :data:`GROUPS`. Its commands use
 ``continuum.cli.common``: ``add_stack_options`` and ``Stack.from_args(args).client()`` for a
-client that needs no app, ``CliError`` for a one-line error.
+client that needs no app, ``CliError`` for a one-line error. Beside the groups, ``answers``
+answers a local run's waits and ``run_output`` is what ``run`` prints.
 
 A command module imports what only it needs inside its functions, so ``continuum --help`` and
 the commands that talk to AWS work from a plain ``pip install continuum-lambda``; the local
 runtime (``run``, ``dev``) says to install ``continuum-lambda[local]`` when moto is missing.
+
+May import: errors, _base, backends, _record, _define, _turn, _worker, _ops, _app, _local,
+timeline, scaffold.
 """
 
 from __future__ import annotations

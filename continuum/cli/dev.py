@@ -106,8 +106,8 @@ def register(commands: Any) -> None:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     """``continuum dev MODULE:APP``: serve until Ctrl-C; 0 when stopped cleanly."""
-    from continuum._local.reload import SourceWatcher, source_roots
     from continuum._local.shutdown import Shutdown, stop_on_signals
+    from continuum._local.source_watch import SourceWatcher, source_roots
 
     need_local_runtime()
     from continuum._local.dev_stack import DevStack

@@ -14,7 +14,6 @@ Two places to run it:
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -29,12 +28,22 @@ from continuum.cli.common import (
     need_local_runtime,
     parse_input,
 )
+from continuum.cli.run_output import (
+    InvocationPrinter,
+    followed_json,
+    generation_line,
+    print_result,
+    show_summary,
+)
 
 if TYPE_CHECKING:
     from continuum._app.app import Continuum
-    from continuum._local.runtime import Invocation
+    from continuum._local.runtime import LocalRuntime
+    from continuum._ops.client import Client
     from continuum._ops.status import TaskStatus
+    from continuum._record.model import TaskRecord
     from continuum._turn.tasks import Task
+    from continuum.cli.answers import Answers
 
 #: The budget of an invocation in this process unless --budget says otherwise.
 DEFAULT_RUN_BUDGET_S = 5.0
@@ -112,11 +121,9 @@ def _run_here(
     args: argparse.Namespace, app: Continuum, task: Task[Any], payload: Any, task_id: str
 ) -> int:
     from continuum._local.runtime import LocalRuntime, moto_backend
-    from continuum._local.shutdown import InvocationContext, Shutdown, stop_on_signals
     from continuum.cli.answers import Answers
 
     budget = args.budget or DEFAULT_RUN_BUDGET_S
-    shutdown = Shutdown()
     answers = Answers.from_args(args)
     with moto_backend():
         runtime = LocalRuntime(app, budget_s=budget, virtual_time=not args.real_time)
@@ -127,31 +134,10 @@ def _run_here(
             flush=True,
         )
         started = time.monotonic()
-        printer = _Printer(budget)
-        with (
-            runtime.time.running(),
-            stop_on_signals(shutdown, grace_s=0, signals=(signal.SIGINT,), again=_interrupt),
-        ):
-            try:
-                client = app.client()
-                client.start(task.name, payload, task_id=task_id)
-                answers.send_signals(client, task_id)
-                while True:
-                    summary = runtime.drive(
-                        task_id,
-                        on_invocation=printer.show,
-                        context=lambda: InvocationContext(budget, shutdown),
-                        should_stop=lambda: shutdown.requested,
-                    )
-                    printer.flush()
-                    record = runtime.record(task_id)
-                    if record.status.finished or shutdown.requested:
-                        break
-                    if not answers.answer(client, record):
-                        return answers.stranded(record)
-            except KeyboardInterrupt:  # a second Ctrl-C: stop at once, mid-step
-                print(f"\ninterrupted: task {task_id} was stopped mid-invocation", flush=True)
-                return 130
+        printer = InvocationPrinter(budget)
+        record = _drive_here(runtime, task, payload, task_id, printer, answers)
+        if isinstance(record, int):
+            return record
         if not record.status.finished:
             print(
                 f"\ninterrupted: task {task_id} is {record.status.value} at turn {record.turn} "
@@ -164,50 +150,48 @@ def _run_here(
         summary = runtime.summary(
             record, overruns=printer.overruns, seconds=time.monotonic() - started
         )
-    _result(summary.status, summary.task_id, summary.result, summary.error)
-    calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
-    print(
-        f"\ninvocations {summary.invocations}  continuations {summary.continuations}  "
-        f"turns {summary.turns}  steps executed {summary.steps}  "
-        f"steps replayed {summary.steps_replayed}  overruns {summary.overruns}\n"
-        f"S3 calls {summary.s3_calls}  SQS calls {summary.sqs_calls}  ({calls})  "
-        f"{summary.seconds:.1f}s"
-    )
-    if args.json:
-        print(summary.to_json(), flush=True)
+    print_result(summary.status, summary.task_id, summary.result, summary.error)
+    show_summary(summary, json_line=args.json)
     return 0 if summary.status == "succeeded" else 1
 
 
-class _Printer:
-    """One line per invocation; a run of timer hops (a long wait) as one line."""
+def _drive_here(
+    runtime: LocalRuntime,
+    task: Task[Any],
+    payload: Any,
+    task_id: str,
+    printer: InvocationPrinter,
+    answers: Answers,
+) -> TaskRecord | int:
+    """Start the task and drive it, answering what it waits for, until it ends or Ctrl-C:
+    its record then, or the exit code of a run that cannot go on."""
+    from continuum._local.shutdown import InvocationContext, Shutdown, stop_on_signals
 
-    def __init__(self, budget: float) -> None:
-        self.budget = budget
-        self.overruns = 0
-        self.hops = 0
-
-    def show(self, inv: Invocation) -> None:
-        self.overruns += inv.overran
-        if inv.hop:
-            self.hops += 1
-            return
-        self.flush()
-        why = _why(inv.status, inv.reason)
-        flag = "  OVERRAN" if inv.overran else ""
-        child = ""
-        if inv.task_id is not None:  # a child task ran in this invocation
-            index = f"[{inv.index}]" if inv.index is not None else ""
-            child = f"  child {inv.task_name}{index}"
-        print(
-            f"invocation {inv.number:>3}  turn {inv.turn:>3}  steps {inv.steps_executed:>3} run, "
-            f"{inv.steps_replayed:>2} replayed  {inv.seconds:5.2f}s  {why}{flag}{child}",
-            flush=True,
-        )
-
-    def flush(self) -> None:
-        if self.hops:
-            print(f"      ...  {self.hops} timer hops while it waited (no user code ran)")
-            self.hops = 0
+    shutdown = Shutdown()
+    with (
+        runtime.time.running(),
+        stop_on_signals(shutdown, grace_s=0, signals=(signal.SIGINT,), again=_interrupt),
+    ):
+        try:
+            client = runtime.app.client()
+            client.start(task.name, payload, task_id=task_id)
+            answers.send_signals(client, task_id)
+            while True:
+                runtime.drive(
+                    task_id,
+                    on_invocation=printer.show,
+                    context=lambda: InvocationContext(runtime.budget_s, shutdown),
+                    should_stop=lambda: shutdown.requested,
+                )
+                printer.flush()
+                record = runtime.record(task_id)
+                if record.status.finished or shutdown.requested:
+                    return record
+                if not answers.answer(client, record):
+                    return answers.stranded(record)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop at once, mid-step
+            print(f"\ninterrupted: task {task_id} was stopped mid-invocation", flush=True)
+            return 130
 
 
 def _follow(
@@ -233,22 +217,8 @@ def _follow(
     )
     if args.budget is not None:
         print("note: --budget applies in this process only; the server's workers use theirs")
-    seen: tuple[Any, ...] | None = None
-    hinted = False
     try:
-        while True:
-            status = client.status(task_id)
-            now = (status.status, status.generation, status.counters.invocations)
-            if now != seen:
-                print(_generation(status), flush=True)
-                seen = now
-            if status.status.finished:
-                break
-            waited = time.monotonic() - started
-            if not hinted and status.status == Status.PENDING and waited > NO_WORKER_HINT_S:
-                print(f"no worker has taken it in {waited:.0f}s: is `continuum dev` running?")
-                hinted = True
-            time.sleep(FOLLOW_EVERY_S)
+        status = _watch(client, task_id, started)
     except KeyboardInterrupt:
         print(
             f"\nstopped following task {task_id}; it goes on at {stack.endpoint_url}: "
@@ -257,47 +227,32 @@ def _follow(
         )
         return 130
     error = status.error.message if status.error else None
-    _result(status.status.value, task_id, status.result, error)
+    print_result(status.status.value, task_id, status.result, error)
     if args.json:
-        counters = status.counters
-        summary = {
-            "task_id": task_id,
-            "status": status.status.value,
-            "result": status.result,
-            "error": error,
-            "invocations": counters.invocations,
-            "continuations": counters.continuations,
-            "steps": counters.steps_executed,
-            "steps_replayed": counters.steps_replayed,
-            "turns": counters.turns,
-            "seconds": round(time.monotonic() - started, 3),
-        }
-        print(json.dumps(summary, sort_keys=True, default=str), flush=True)
+        print(followed_json(task_id, status, error, time.monotonic() - started), flush=True)
     return 0 if status.status == Status.SUCCEEDED else 1
 
 
-def _generation(status: TaskStatus) -> str:
-    """One line for what a server's workers did to the task so far."""
-    counters = status.counters
-    why = _why(status.status.value, status.suspend_reason)
-    return (
-        f"generation {status.generation:>3}  turn {status.turn:>3}  invocations "
-        f"{counters.invocations:>3}  steps {counters.steps_executed:>3} run, "
-        f"{counters.steps_replayed:>2} replayed  {why}"
-    )
+def _watch(client: Client, task_id: str, started: float) -> TaskStatus:
+    """Print a line for each generation the server's workers make, until the task finishes;
+    return its last status."""
+    from continuum._record.model import Status
 
-
-def _why(status: str, suspend_reason: str | None) -> str:
-    return f"{status}: {suspend_reason}" if status in ("suspended", "waiting") else status
-
-
-def _result(status: str, task_id: str, result: Any, error: str | None) -> None:
-    print(f"\n{status} task {task_id}")
-    if result is not None:
-        print(result if isinstance(result, str) else json.dumps(result))
-    if error:
-        print(f"error: {error}")
-    sys.stdout.flush()
+    seen: tuple[Any, ...] | None = None
+    hinted = False
+    while True:
+        status = client.status(task_id)
+        now = (status.status, status.generation, status.counters.invocations)
+        if now != seen:
+            print(generation_line(status), flush=True)
+            seen = now
+        if status.status.finished:
+            return status
+        waited = time.monotonic() - started
+        if not hinted and status.status == Status.PENDING and waited > NO_WORKER_HINT_S:
+            print(f"no worker has taken it in {waited:.0f}s: is `continuum dev` running?")
+            hinted = True
+        time.sleep(FOLLOW_EVERY_S)
 
 
 def _owner_app(task: Task[Any]) -> Continuum:

@@ -193,6 +193,21 @@ def _since(text: str) -> datetime:
 
 def render(view: TaskView) -> str:
     """``continuum inspect`` as text."""
+    lines = [*_head_lines(view), "", *_invocation_lines(view), *_children_lines(view)]
+    lines.append("")
+    lines.append(f"checkpoints: {len(view.checkpoints)} stored versions of the record")
+    lines.append(cost_text(view))
+    state = json.dumps(view.state, indent=1)
+    if len(state) > STATE_CHARS:
+        state = state[:STATE_CHARS] + f"\n... ({len(state)} characters; --json shows all)"
+    lines.append("")
+    lines.append("state:")
+    lines.append(state)
+    return "\n".join(lines)
+
+
+def _head_lines(view: TaskView) -> list[str]:
+    """The task, its parent, its error and what it waits for."""
     lines = [
         f"task {view.task_id} ({view.task_name}): {view.status.value}, turn {view.turn}, "
         f"generation {view.generation}",
@@ -216,8 +231,12 @@ def render(view: TaskView) -> str:
         ident = f" (id {waiter.id})" if waiter.id else ""
         lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
         lines.extend(_request_lines(waiter.id, waiter.request))
-    lines.append("")
-    lines.append(f"invocations ({len(view.invocations)} shown):")
+    return lines
+
+
+def _invocation_lines(view: TaskView) -> list[str]:
+    """Each invocation shown, with its steps."""
+    lines = [f"invocations ({len(view.invocations)} shown):"]
     for run in view.invocations:
         took = f"{run.duration_s:.2f}s" if run.duration_s is not None else "?"
         hops = f", then {run.hops} timer hops" if run.hops else ""
@@ -235,27 +254,21 @@ def render(view: TaskView) -> str:
             )
         if run.steps_dropped:
             lines.append(f"        ... {run.steps_dropped} earlier steps (in older versions)")
-    if view.children:
-        from continuum._ops.prices import money
+    return lines
 
-        lines.append("")
-        lines.append(f"children ({len(view.children)}):")
-        for child in view.children:
-            status = child.status.value if child.status else "not started"
-            cost = money(child.cost) if child.cost is not None else ""
-            lines.append(
-                f"  {child.index:>4}  {child.task_id}  {child.task_name}  {status}  {cost}"
-            )
-    lines.append("")
-    lines.append(f"checkpoints: {len(view.checkpoints)} stored versions of the record")
-    lines.append(cost_text(view))
-    state = json.dumps(view.state, indent=1)
-    if len(state) > STATE_CHARS:
-        state = state[:STATE_CHARS] + f"\n... ({len(state)} characters; --json shows all)"
-    lines.append("")
-    lines.append("state:")
-    lines.append(state)
-    return "\n".join(lines)
+
+def _children_lines(view: TaskView) -> list[str]:
+    """The child tasks, each with its status and cost (none: no lines)."""
+    if not view.children:
+        return []
+    from continuum._ops.prices import money
+
+    lines = ["", f"children ({len(view.children)}):"]
+    for child in view.children:
+        status = child.status.value if child.status else "not started"
+        cost = money(child.cost) if child.cost is not None else ""
+        lines.append(f"  {child.index:>4}  {child.task_id}  {child.task_name}  {status}  {cost}")
+    return lines
 
 
 def _request_lines(callback_id: str | None, request: Any) -> list[str]:

@@ -134,10 +134,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _source(stack: Stack, sqs: Any, url: str, name: str) -> Any:
-    """Check that the queue exists; return a maker of its Source."""
+    """Check that the queue exists; return a maker of its QueueSource."""
     from botocore.exceptions import ClientError
 
-    from continuum._local.standalone import Source, queue_arn_and_visibility
+    from continuum._local.standalone import QueueSource, queue_arn_and_visibility
     from continuum.backends.sqs import SQSContinuationQueue
     from continuum.cli.common import explain
 
@@ -150,14 +150,14 @@ def _source(stack: Stack, sqs: Any, url: str, name: str) -> Any:
         raise CliError(explain(exc, stack) or str(exc)) from None
     queue = SQSContinuationQueue(sqs, url)
 
-    def make(handler: Any, budget_s: float, slots: int) -> Source:
+    def make(handler: Any, budget_s: float, slots: int) -> QueueSource:
         if visibility_s < budget_s:
             _say(
                 f"warning: the {name} queue's visibility timeout ({visibility_s}s) is shorter "
                 f"than --budget ({budget_s:g}s): a message may come back while it runs "
                 "(the record fences it); the stack sets 6 x the budget"
             )
-        return Source(name, queue, arn, handler, budget_s, slots=slots)
+        return QueueSource(name, queue, arn, handler, budget_s, slots=slots)
 
     return make
 

@@ -1,1 +1,8 @@
-"""Integrations with other libraries, each behind an optional extra (the core imports none)."""
+"""Integrations with other libraries, each behind an optional extra (the core imports none).
+
+``pydantic_ai``: pydantic-ai agents as durable tasks (``continuum-lambda[pydantic-ai]``): each of
+pydantic-ai's durable operations (a model request, a tool call) is a step, and a tool that needs
+a person's yes waits on a callback.
+
+May import: errors, _base, _define, _steps, _turn.
+"""

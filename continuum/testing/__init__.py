@@ -8,7 +8,8 @@
 - :func:`check_replay_safe` suspends a task after each of its live steps in turn and asserts
   it ends the same, with each step run once.
 - The pytest plugin (``continuum.testing.pytest_plugin``, loaded through an entry point) has
-  the fixtures ``continuum_app``, ``continuum_runner`` and ``continuum_runner_factory``.
+  the fixtures ``continuum_app``, ``continuum_runner`` and ``continuum_runner_factory``, and
+  gives freezegun's fake dates pydantic schemas, for tests that freeze time themselves.
 - ``Continuum(store=InMemoryRecordStore(), queue=InMemoryContinuationQueue())`` runs tasks with
   no AWS and no moto. The fakes keep the semantics the protocol relies on, as S3 and SQS (and
   moto) show them; the functional tests run against both to prove it. The store has
@@ -28,6 +29,9 @@ Example:
     ...     assert task.result == "shipped kayak"
     >>> answers = {"manager": {"approved": True}}
     >>> check_replay_safe(app, "approve", {"item": "kayak"}, callbacks=answers)  # doctest: +SKIP
+
+May import: errors, _base, backends, _record, _define, _turn, _worker, _ops, _app, _local,
+continuum.
 """
 
 from continuum.backends.memory.clock import ManualClock

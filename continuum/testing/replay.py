@@ -29,9 +29,9 @@ from typing import Any
 
 from continuum._app.app import Continuum
 from continuum._record.model import Status
-from continuum.testing.observe import StepRun
+from continuum.testing.observe import StandIn, StepRun
 from continuum.testing.replay_diff import divergence, pinned
-from continuum.testing.replay_run import Failure, Plan, ReadyAnswer
+from continuum.testing.replay_run import Failure, Plan, ReadyAnswer, RunEnding
 from continuum.testing.runner import TaskRef
 
 __all__ = [
@@ -175,17 +175,7 @@ def check_replay_safe(
     try:
         with plan.clock.running():
             reference = plan.run(k=None)
-            stand_in = pinned(reference.steps, task_id)
-            runs = []
-            for k in range(1, len(reference.steps) + 1):
-                outcome = plan.run(k=k, stand_in=stand_in)
-                after = reference.steps[k - 1]
-                reason = divergence(reference, outcome, task_id)
-                if reason is not None:
-                    raise ReplayDivergence(
-                        reference.name, k, after, reason, suspended=outcome.suspended
-                    ) from outcome.failure
-                runs.append(ReplayRun(k, after, outcome.suspended, outcome.invocations))
+            runs = _suspended_runs(plan, reference)
     finally:
         random.setstate(kept)
     return ReplayReport(
@@ -195,6 +185,31 @@ def check_replay_safe(
         steps=reference.steps,
         runs=runs,
     )
+
+
+def _suspended_runs(plan: Plan, reference: RunEnding) -> list[ReplayRun]:
+    """Run the task again suspended after each of the reference's live steps in turn, each
+    step answered with the reference's outcome."""
+    stand_in = pinned(reference.steps, plan.task_id)
+    return [
+        _suspended_run(plan, reference, stand_in, k) for k in range(1, len(reference.steps) + 1)
+    ]
+
+
+def _suspended_run(plan: Plan, reference: RunEnding, stand_in: StandIn, k: int) -> ReplayRun:
+    """The run suspended after its k-th live step, which must end and step as the reference.
+
+    Raises:
+        ReplayDivergence: it did not; the message says what differed first.
+    """
+    run = plan.run(k=k, stand_in=stand_in)
+    after = reference.steps[k - 1]
+    reason = divergence(reference, run, plan.task_id)
+    if reason is not None:
+        raise ReplayDivergence(
+            reference.name, k, after, reason, suspended=run.suspended
+        ) from run.failure
+    return ReplayRun(k, after, run.suspended, run.invocations)
 
 
 def _ordinal(n: int) -> str:

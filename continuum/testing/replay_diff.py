@@ -16,7 +16,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from continuum._record.model import Status
 from continuum._record.waiting_for import Signal
 from continuum.testing.observe import StandIn, StandInAnswer, StepRun
-from continuum.testing.replay_run import Outcome
+from continuum.testing.replay_run import RunEnding
 
 #: The longest argument or result a message quotes.
 MAX_QUOTE_CHARS = 200
@@ -36,7 +36,7 @@ def pinned(reference: list[StepRun], task_id: str) -> StandIn:
     return stand_in
 
 
-def divergence(reference: Outcome, run: Outcome, task_id: str) -> str | None:
+def divergence(reference: RunEnding, run: RunEnding, task_id: str) -> str | None:
     """What differed between a run and the reference, in words; None if nothing did.
 
     A failure the reference did not have comes first (a NonDeterminismError says best what
@@ -50,7 +50,7 @@ def divergence(reference: Outcome, run: Outcome, task_id: str) -> str | None:
     return _step_difference(reference, run, task_id) or ending
 
 
-def _step_difference(reference: Outcome, run: Outcome, task_id: str) -> str | None:
+def _step_difference(reference: RunEnding, run: RunEnding, task_id: str) -> str | None:
     expected: dict[tuple[int, str], list[StepRun]] = defaultdict(list)
     for ref in reference.steps:
         expected[ref.turn, ref.key].append(ref)
@@ -77,12 +77,12 @@ def _step_difference(reference: Outcome, run: Outcome, task_id: str) -> str | No
     return None
 
 
-def _ending(outcome: Outcome) -> tuple[Any, ...]:
+def _ending(outcome: RunEnding) -> tuple[Any, ...]:
     error = outcome.error
     return (outcome.status, outcome.result, error and (error.type, error.message))
 
 
-def _describe(outcome: Outcome) -> str:
+def _describe(outcome: RunEnding) -> str:
     if outcome.status == Status.SUCCEEDED:
         return f"returned {_quote(outcome.result)}"
     error = outcome.error

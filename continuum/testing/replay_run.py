@@ -67,7 +67,7 @@ class ReadyAnswer:
 
 
 @dataclass
-class Outcome:
+class RunEnding:
     """How one run ended, and the live steps it ran."""
 
     name: str
@@ -96,11 +96,11 @@ class Plan:
     clock: VirtualTime = field(init=False)
 
     def __post_init__(self) -> None:
-        # One clock for every run (starting freezegun costs tens of milliseconds), moved back
+        # One clock for every run (starting freezegun scans every loaded module), moved back
         # to the same start for each.
         self.clock = VirtualTime(self.start, tick=False)
 
-    def run(self, *, k: int | None, stand_in: StandIn | None = None) -> Outcome:
+    def run(self, *, k: int | None, stand_in: StandIn | None = None) -> RunEnding:
         """Run the task from the start to its end, suspended after its k-th live step (if k
         is given), with ``stand_in`` answering its steps (if given)."""
         self.clock.move_to(self.start)
@@ -113,7 +113,7 @@ class Plan:
             trip = _Trip(k, lambda: runner.log.finished(self.task_id))
             self._drain(runner, handle, trip)
             record = handle.record
-            return Outcome(
+            return RunEnding(
                 name=record.task_name,
                 status=record.status,
                 result=record.result,

@@ -3,6 +3,8 @@
 ``continuum inspect TASK_ID --html FILE`` writes :func:`timeline_page`; ``continuum dev``
 serves the same page per task, a task list, and forms that answer callbacks, send signals
 and cancel (``continuum.timeline.server``).
+
+May import: errors, _record, _ops.
 """
 
 from continuum.timeline.model import timeline_data

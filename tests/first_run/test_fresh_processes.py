@@ -4,7 +4,7 @@ The suite's own process has long imported every module by the time a test runs, 
 that loads lazily, for the first time inside the virtual clock, passes there and fails for a
 user. Each test here starts a fresh interpreter (the suite's, on the versions it installed) and
 runs what a user would: the README's commands, ``status()`` inside a ``TaskRunner``, a
-pydantic-ai agent as a task.
+pydantic-ai agent as a task, their own tests that freeze time with freezegun.
 """
 
 from __future__ import annotations
@@ -178,3 +178,70 @@ def test_a_schema_first_built_inside_the_virtual_clock_keeps_real_datetimes() ->
     assert lines[0].startswith('{"at":"2030-01-02T03:04:05')
     assert '"on":"2030-01-02"' in lines[0]
     assert lines[1] == "True datetime"
+
+
+#: A user's own test file: it freezes time with freezegun, not through continuum's clock.
+FREEZING_USER_TESTS = """
+import datetime as dt
+
+import freezegun
+from pydantic import BaseModel
+
+from continuum import Continuum, TaskContext
+from continuum.testing import TaskRunner
+
+
+def test_a_model_with_a_datetime_field_builds_under_freeze_time():
+    with freezegun.freeze_time("2030-01-02 03:04:05"):
+
+        class Entry(BaseModel):
+            at: dt.datetime
+
+        entry = Entry(at=dt.datetime.now())
+    assert entry.at == dt.datetime(2030, 1, 2, 3, 4, 5)
+
+
+def test_a_task_whose_state_model_was_built_under_freeze_time_runs():
+    with freezegun.freeze_time("2030-01-02 03:04:05"):
+
+        class Stamped(BaseModel):
+            at: dt.datetime | None = None
+
+    app = Continuum()
+
+    def noon() -> dt.datetime:
+        return dt.datetime(2030, 1, 2, 12)
+
+    @app.task(state=Stamped)
+    def stamp(ctx: TaskContext[Stamped]) -> str:
+        ctx.state.at = ctx.step(noon)
+        return ctx.state.at.isoformat()
+
+    with TaskRunner(app) as runner:
+        assert runner.run("stamp", {}).result == "2030-01-02T12:00:00"
+"""
+
+
+def pytest_in_a_project(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest`` in a fresh process, in a project whose one test file freezes time."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_frozen.py").write_text(FREEZING_USER_TESTS)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
+        cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+
+
+def test_the_pytest_plugin_lets_a_users_own_freeze_time_build_models(tmp_path: Path) -> None:
+    assert "2 passed" in succeeded(pytest_in_a_project(tmp_path))
+
+
+def test_without_the_pytest_plugin_freeze_time_breaks_a_models_datetime(tmp_path: Path) -> None:
+    # What the plugin prevents, on the pydantic that refuses freezegun's fake datetime.
+    import pydantic
+
+    if tuple(int(part) for part in pydantic.VERSION.split(".")[:2]) < (2, 14):
+        pytest.skip("pydantic before 2.14 accepts freezegun's FakeDatetime")
+    result = pytest_in_a_project(tmp_path, "-p", "no:continuum")
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "2 failed" in result.stdout, result.stdout[-2000:]

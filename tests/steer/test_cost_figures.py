@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
 from continuum._local.shutdown import Shutdown
-from continuum._local.standalone import QueueWorker, Source
+from continuum._local.standalone import QueueSource, QueueWorker
 from continuum._ops.inspection import inspect_task
 from continuum._ops.prices import PRICES, money
 from continuum.cli.steer import cost_text
@@ -42,7 +42,7 @@ def worked_task() -> tuple[Continuum, str]:
 
     task_id = app.client().start("naps", {})
     shutdown = Shutdown()
-    source = Source("continuations", queue, ARN, app.handler, 60, slots=1)
+    source = QueueSource("continuations", queue, ARN, app.handler, 60, slots=1)
     worker = QueueWorker([source], shutdown=shutdown, poll_wait_s=0)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
 from continuum._local.shutdown import Shutdown
-from continuum._local.standalone import QueueWorker, Source
+from continuum._local.standalone import QueueSource, QueueWorker
 from continuum.cli.worker import Progress
 from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
 
@@ -48,7 +48,7 @@ def test_a_late_message_for_a_finished_task_prints_nothing(capsys):
         progress.show(done)
         processed.append(done)
 
-    source = Source("continuations", queue, ARN, app.handler, 60, slots=1)
+    source = QueueSource("continuations", queue, ARN, app.handler, 60, slots=1)
     worker = QueueWorker([source], shutdown=shutdown, poll_wait_s=0, on_processed=show)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from continuum._local.reload import SourceWatcher, source_roots
+from continuum._local.source_watch import SourceWatcher, source_roots
 
 
 def test_a_module_is_watched_in_its_directory_and_a_package_in_its_own(tmp_path, monkeypatch):

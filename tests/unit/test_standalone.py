@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
 from continuum._local.shutdown import Shutdown
-from continuum._local.standalone import QueueWorker, Source
+from continuum._local.standalone import QueueSource, QueueWorker
 from continuum.backends.queue import QueueError
 from continuum.testing import InMemoryContinuationQueue, InMemoryRecordStore
 
@@ -62,7 +62,7 @@ def test_tasks_run_to_their_end_and_their_messages_are_deleted():
     ids = [app.client().start("steps", {"n": 5}, task_id=f"t{i}") for i in range(3)]
     shutdown = Shutdown()
     seen = []
-    source = Source("continuations", queue, ARN, app.handler, 60, slots=2)
+    source = QueueSource("continuations", queue, ARN, app.handler, 60, slots=2)
     worker = QueueWorker([source], shutdown=shutdown, poll_wait_s=1, on_processed=seen.append)
     thread, codes = in_background(worker)
     wait_for(lambda: all(app.client().status(t).status.finished for t in ids))
@@ -86,7 +86,7 @@ def test_a_message_received_after_the_stop_is_made_visible_again_at_once():
             shutdown.begin(grace_s=1, reason="test")
 
     queue.on_call = stop_on_receive
-    source = Source("continuations", queue, ARN, lambda e, c: handled.append(e) or {}, 60)
+    source = QueueSource("continuations", queue, ARN, lambda e, c: handled.append(e) or {}, 60)
     assert QueueWorker([source], shutdown=shutdown, poll_wait_s=0).run() == 0
     assert handled == []
     assert len(queue) == 1
@@ -102,7 +102,7 @@ def test_a_handler_that_raises_leaves_its_message_for_the_visibility_timeout():
     def broken(event, context):
         raise RuntimeError("the handler itself broke")
 
-    source = Source("continuations", queue, ARN, broken, 60)
+    source = QueueSource("continuations", queue, ARN, broken, 60)
     worker = QueueWorker([source], shutdown=shutdown, poll_wait_s=0, on_processed=seen.append)
     thread, codes = in_background(worker)
     wait_for(lambda: seen)
@@ -128,7 +128,7 @@ def test_a_queue_that_does_not_exist_stops_the_worker_with_1():
 
     queue.on_call = gone
     shutdown = Shutdown()
-    source = Source("continuations", queue, ARN, lambda e, c: {}, 60)
+    source = QueueSource("continuations", queue, ARN, lambda e, c: {}, 60)
     worker = QueueWorker([source], shutdown=shutdown, grace_s=1)
     assert worker.run() == 1
     assert "cannot receive from the continuations queue" in (worker.error or "")
@@ -145,7 +145,7 @@ def test_a_task_still_running_when_the_grace_ends_is_named_and_the_exit_is_1():
         release.wait(5)
         return {}
 
-    source = Source("continuations", queue, ARN, slow, 60)
+    source = QueueSource("continuations", queue, ARN, slow, 60)
     worker = QueueWorker([source], shutdown=shutdown, poll_wait_s=0)
     thread, codes = in_background(worker)
     wait_for(lambda: worker.running() == ["slow-1"])

@@ -1,6 +1,6 @@
 """What a local run reports: each invocation, the summary at its end, and what changed.
 
-The local runtime (``local.py``) reads the task's record after an invocation only when that
+The local runtime (``runtime.py``) reads the task's record after an invocation only when that
 invocation may have changed what it decides on (the status, what the task waits for): not
 after a hop, a duplicate or an ignored wake, which a worker reports as it handles each
 message (``Handled``, an observer of the app).
@@ -18,6 +18,7 @@ from continuum._define.observers import MessageHandled, Observer
 from continuum._record.model import Status, TaskRecord
 from continuum._record.waiting_for import WaitKind
 from continuum._worker.endings import Outcome
+from continuum._worker.metering import CallCounter
 
 #: Outcomes of a message that leave the record's status and waiters as they were (a hop
 #: moves only the generation and the counters on).
@@ -25,7 +26,7 @@ KEEPS_STATUS = frozenset({Outcome.HOPPED, Outcome.IGNORED, Outcome.DUPLICATE, Ou
 
 
 @dataclass
-class Invocation:
+class InvocationReport:
     """What one emulated invocation did to the task."""
 
     number: int
@@ -106,9 +107,9 @@ def kept_status(outcomes: list[tuple[str | None, str]], task_id: str) -> bool:
 
 def invocation_of(
     number: int, before: TaskRecord, after: TaskRecord, seconds: float, overran: bool
-) -> Invocation:
+) -> InvocationReport:
     parked = after.status in (Status.SUSPENDED, Status.WAITING)
-    return Invocation(
+    return InvocationReport(
         number=number,
         status=after.status.value,
         turn=after.turn,
@@ -118,6 +119,28 @@ def invocation_of(
         overran=overran,
         reason=after.suspend_reason if parked else None,
         hop=after.counters.hops > before.counters.hops,
+    )
+
+
+def summary_of(
+    record: TaskRecord, counter: CallCounter, *, overruns: int, seconds: float
+) -> RunSummary:
+    """A run's summary from the task's record and the AWS calls ``counter`` counted."""
+    return RunSummary(
+        task_id=record.task_id,
+        status=record.status.value,
+        result=record.result,
+        error=record.error.message if record.error else None,
+        invocations=record.counters.invocations,
+        continuations=record.counters.continuations,
+        steps=record.counters.steps_executed,
+        steps_replayed=record.counters.steps_replayed,
+        turns=record.counters.turns,
+        overruns=overruns,
+        seconds=round(seconds, 3),
+        s3_calls=counter.total("s3"),
+        sqs_calls=counter.total("sqs"),
+        aws_calls=dict(sorted(counter.calls.items())),
     )
 
 

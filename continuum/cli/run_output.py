@@ -1,0 +1,103 @@
+"""What ``continuum run`` prints: a line per invocation (in this process) or per generation
+(on a server), the task's result, and what the run took.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from continuum._local.reports import InvocationReport, RunSummary
+    from continuum._ops.status import TaskStatus
+
+
+def show_summary(summary: RunSummary, *, json_line: bool) -> None:
+    """What the run took: invocations, turns, steps and AWS calls (and the JSON line)."""
+    calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
+    print(
+        f"\ninvocations {summary.invocations}  continuations {summary.continuations}  "
+        f"turns {summary.turns}  steps executed {summary.steps}  "
+        f"steps replayed {summary.steps_replayed}  overruns {summary.overruns}\n"
+        f"S3 calls {summary.s3_calls}  SQS calls {summary.sqs_calls}  ({calls})  "
+        f"{summary.seconds:.1f}s"
+    )
+    if json_line:
+        print(summary.to_json(), flush=True)
+
+
+class InvocationPrinter:
+    """One line per invocation; a run of timer hops (a long wait) as one line."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.overruns = 0
+        self.hops = 0
+
+    def show(self, inv: InvocationReport) -> None:
+        self.overruns += inv.overran
+        if inv.hop:
+            self.hops += 1
+            return
+        self.flush()
+        why = status_words(inv.status, inv.reason)
+        flag = "  OVERRAN" if inv.overran else ""
+        child = ""
+        if inv.task_id is not None:  # a child task ran in this invocation
+            index = f"[{inv.index}]" if inv.index is not None else ""
+            child = f"  child {inv.task_name}{index}"
+        print(
+            f"invocation {inv.number:>3}  turn {inv.turn:>3}  steps {inv.steps_executed:>3} run, "
+            f"{inv.steps_replayed:>2} replayed  {inv.seconds:5.2f}s  {why}{flag}{child}",
+            flush=True,
+        )
+
+    def flush(self) -> None:
+        if self.hops:
+            print(f"      ...  {self.hops} timer hops while it waited (no user code ran)")
+            self.hops = 0
+
+
+def followed_json(task_id: str, status: TaskStatus, error: str | None, seconds: float) -> str:
+    """The JSON summary line of a followed task (the fields a local run's summary shares)."""
+    counters = status.counters
+    summary = {
+        "task_id": task_id,
+        "status": status.status.value,
+        "result": status.result,
+        "error": error,
+        "invocations": counters.invocations,
+        "continuations": counters.continuations,
+        "steps": counters.steps_executed,
+        "steps_replayed": counters.steps_replayed,
+        "turns": counters.turns,
+        "seconds": round(seconds, 3),
+    }
+    return json.dumps(summary, sort_keys=True, default=str)
+
+
+def generation_line(status: TaskStatus) -> str:
+    """One line for what a server's workers did to the task so far."""
+    counters = status.counters
+    why = status_words(status.status.value, status.suspend_reason)
+    return (
+        f"generation {status.generation:>3}  turn {status.turn:>3}  invocations "
+        f"{counters.invocations:>3}  steps {counters.steps_executed:>3} run, "
+        f"{counters.steps_replayed:>2} replayed  {why}"
+    )
+
+
+def status_words(status: str, suspend_reason: str | None) -> str:
+    """The status, and why a parked task is parked."""
+    return f"{status}: {suspend_reason}" if status in ("suspended", "waiting") else status
+
+
+def print_result(status: str, task_id: str, result: Any, error: str | None) -> None:
+    """How the task ended: its status, then its result or error."""
+    print(f"\n{status} task {task_id}")
+    if result is not None:
+        print(result if isinstance(result, str) else json.dumps(result))
+    if error:
+        print(f"error: {error}")
+    sys.stdout.flush()
