@@ -1,4 +1,4 @@
-"""Every Python example of the README and infra/DEPLOY.md runs (pytest-examples).
+"""Every Python example of the README and of docs/ runs (pytest-examples).
 
 A complete example runs as it is; the test functions an example defines are then called, as
 pytest would. A *sketch* leaves some names to the reader ("``payments`` stands for your own
@@ -19,7 +19,7 @@ from continuum import Continuum, TaskContext
 from continuum.testing import TaskRunner
 from tests.fresh import ROOT
 
-DOCS = [ROOT / "README.md", ROOT / "infra" / "DEPLOY.md", *sorted(ROOT.glob("docs/**/*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(ROOT.glob("docs/**/*.md"))]
 
 
 class _Payments:
