@@ -44,6 +44,7 @@ NOT_RUN_BLOCKS = {
     'eval "$(aws cloudformation describe-stacks': "needs a deployed stack on AWS; the same "
     "continuum commands run against continuum dev here (test_your_own_project_...)",
     "aws ssm put-parameter": "needs an AWS account",
+    "sam ": "the AWS SAM CLI is no dependency of continuum, and sam deploy needs an AWS account",
     "make chaos": "minutes long: make chaos and make bench are their own targets (make bench's "
     "quick mode runs in tests/test_benchmarks_smoke.py); benchmarks.versus checks out old "
     "revisions",
