@@ -8,7 +8,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # pytest's workers (pytest-xdist): one per core by default.
 WORKERS ?= auto
 
-.PHONY: demo test lint typecheck pytest pytest-slow oldest sam-tools bench chaos clean requirements template
+.PHONY: demo test docs lint typecheck pytest pytest-slow oldest sam-tools bench chaos clean requirements template
 
 # `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction).
 include infra/build.mk
@@ -77,8 +77,12 @@ oldest: $(OLDEST_VENV)/.installed $(OLDEST_AI_VENV)/.installed
 demo: $(STAMP_RUN)
 	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 2.5
 
-## test: lint, type-check, the whole suite on the newest versions, key suites on the oldest (CI)
-test: lint typecheck pytest pytest-slow oldest
+## test: lint, type-check, build the docs, the whole suite on the newest versions, key suites on the oldest (CI)
+test: lint typecheck docs pytest pytest-slow oldest
+
+## docs: build the docs site into site/, strictly (a warning fails), with no network
+docs: $(STAMP_DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check .
@@ -115,4 +119,4 @@ template: $(STAMP_RUN)
 	$(BIN)/python infra/gen_template.py
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(OLDEST_VENV) $(OLDEST_AI_VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+	rm -rf site $(VENV) $(SAM_VENV) $(OLDEST_VENV) $(OLDEST_AI_VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

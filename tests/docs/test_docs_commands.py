@@ -1,4 +1,5 @@
-"""Every shell command the README and infra/DEPLOY.md show runs, as shown, on the installed wheel.
+"""Every shell command the README, CONTRIBUTING.md and docs/ show runs, as shown, on the installed
+wheel.
 
 Each command runs in a fresh process (bash), in the copy of the checkout where the README's
 install block built and installed the wheel (tests/fresh.py), with that venv activated. A
@@ -28,11 +29,12 @@ from tests.fresh import (
     ROOT,
     Installed,
     fenced_blocks,
+    readme_install_block,
 )
 
 pytestmark = pytest.mark.slow
 
-DOCS = [README, ROOT / "infra" / "DEPLOY.md", *sorted(ROOT.glob("docs/**/*.md"))]
+DOCS = [README, ROOT / "CONTRIBUTING.md", *sorted(ROOT.glob("docs/**/*.md"))]
 
 #: A block of the docs (by its first line) that cannot run here, and why.
 NOT_RUN_BLOCKS = {
@@ -42,9 +44,11 @@ NOT_RUN_BLOCKS = {
     'eval "$(aws cloudformation describe-stacks': "needs a deployed stack on AWS; the same "
     "continuum commands run against continuum dev here (test_your_own_project_...)",
     "aws ssm put-parameter": "needs an AWS account",
+    "sam ": "the AWS SAM CLI is no dependency of continuum, and sam deploy needs an AWS account",
     "make chaos": "minutes long: make chaos and make bench are their own targets (make bench's "
     "quick mode runs in tests/test_benchmarks_smoke.py); benchmarks.versus checks out old "
     "revisions",
+    "make bench": "minutes long, as make chaos above; benchmarks.versus checks out old revisions",
 }
 #: A command of a block run here that cannot run here itself, and why.
 NOT_RUN_COMMANDS = {
@@ -106,6 +110,11 @@ def test_every_shell_command_of_the_docs_runs_or_is_listed_as_not_run() -> None:
     assert not unaccounted, unaccounted
     listed = [c for _, _, cmds in all_blocks() for c in cmds]
     assert [c for c in NOT_RUN_COMMANDS if not any(x.startswith(c) for x in listed)] == []
+
+
+def test_the_install_block_is_the_readmes_wherever_the_docs_show_it() -> None:
+    # tests/fresh.py runs the README's; a page showing another would show what no test ran.
+    assert block(INSTALL) == commands(readme_install_block())
 
 
 def ok(result: subprocess.CompletedProcess[str], command: str) -> str:

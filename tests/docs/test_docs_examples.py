@@ -1,4 +1,4 @@
-"""Every Python example of the README and infra/DEPLOY.md runs (pytest-examples).
+"""Every Python example of the README and of docs/ runs (pytest-examples).
 
 A complete example runs as it is; the test functions an example defines are then called, as
 pytest would. A *sketch* leaves some names to the reader ("``payments`` stands for your own
@@ -17,9 +17,10 @@ from pytest_examples import CodeExample, EvalExample, find_examples
 
 from continuum import Continuum, TaskContext
 from continuum.testing import TaskRunner
+from tests.conftest import BACKENDS, on_backend
 from tests.fresh import ROOT
 
-DOCS = [ROOT / "README.md", ROOT / "infra" / "DEPLOY.md", *sorted(ROOT.glob("docs/**/*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted(ROOT.glob("docs/**/*.md"))]
 
 
 class _Payments:
@@ -99,15 +100,21 @@ def _aws_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def call_its_tests(namespace: dict[str, Any], app: Continuum | None) -> list[str]:
     """Call each ``test_*`` function an example defined, as pytest would: a test that names
-    ``continuum_runner`` gets a fresh TaskRunner over ``app`` (the plugin's fixture)."""
+    ``continuum_runner`` gets a fresh TaskRunner over ``app`` (the plugin's fixture), one that
+    names ``aws`` runs once on each backend (the suite's fixture, tests/conftest.py)."""
     called = []
     for name, function in list(namespace.items()):
         if not (name.startswith("test_") and callable(function)):
             continue
-        if "continuum_runner" in inspect.signature(function).parameters:
+        parameters = inspect.signature(function).parameters
+        if "continuum_runner" in parameters:
             assert app is not None, f"{name} needs continuum_runner, but no app is known"
             with TaskRunner(app, budget_s=5) as runner:  # the example's marker: budget_s=5
                 function(continuum_runner=runner)
+        elif "aws" in parameters:  # the suite's fixture: the test runs on each backend
+            for backend in BACKENDS:
+                with on_backend(backend) as aws:
+                    function(aws=aws)
         else:
             function()
         called.append(name)

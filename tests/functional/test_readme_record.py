@@ -1,4 +1,5 @@
-"""The record the README shows is the record continuum writes: every key it names is a field."""
+"""The record the docs show (docs/record.md) is the record continuum writes: every key it names
+is a field."""
 
 from __future__ import annotations
 
@@ -23,14 +24,13 @@ from tests.support import (
     Usage,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGES = Path(__file__).resolve().parents[2] / "docs"
 
 
 def section(title: str) -> str:
-    text = README.read_text()
-    start = text.index(f"## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end]
+    """The docs page whose title is ``title``."""
+    (page,) = [p for p in PAGES.glob("*.md") if p.read_text().startswith(f"# {title}\n")]
+    return page.read_text()
 
 
 def fields(model: Any) -> set[str]:

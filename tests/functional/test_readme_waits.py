@@ -1,4 +1,4 @@
-"""The README's waiting example runs as shown: an hour's sleep, then a person's answer."""
+"""The docs' waiting and fan-out examples run as shown: an hour's sleep, then a person's answer."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from pathlib import Path
 
 from continuum.testing import TaskRunner
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGES = Path(__file__).resolve().parents[2] / "docs"
 
 
 def load_example(tmp_path, monkeypatch, heading: str, name: str):
-    code = re.search(rf"## {heading}.*?\n```python\n(.*?)```", README.read_text(), re.S)
+    (page,) = [p for p in PAGES.glob("*.md") if p.read_text().startswith(f"# {heading}")]
+    code = re.search(r"```python\n(.*?)```", page.read_text(), re.S)
     assert code is not None
     (tmp_path / f"{name}.py").write_text(code.group(1))
     monkeypatch.syspath_prepend(str(tmp_path))

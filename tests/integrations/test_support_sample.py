@@ -39,7 +39,7 @@ def test_the_documented_answer_approves_the_refund_the_agent_asks_for(make_runti
             {"order_id": "A-1001", "cents": 4599},
         )
         [waiter] = runtime.app.client().status(waiting.task_id).waiting_for
-        for doc in (Path(sample.__file__), ROOT / "README.md"):
+        for doc in (Path(sample.__file__), ROOT / "docs" / "pydantic-ai.md"):
             documented = ANSWER.findall(doc.read_text())
             assert documented, doc
             assert all(waiter.request["answers"][name] == request.approve() for name in documented)

@@ -114,13 +114,13 @@ def test_init_dev_start_status_reload_run_resume_and_ctrl_c(tmp_path):
 
 
 def test_the_readmes_own_project_commands_parse_as_written():
-    """Every `continuum` line of the README's "Your own project" is a valid command line."""
+    """Every `continuum` line of the docs' "Your own project" is a valid command line."""
     from pathlib import Path
 
     from continuum.cli import build_parser
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Your own project", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "your-project.md").read_text()
+    section = page.split("# Your own project", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("continuum ")]
     assert {line.split()[1] for line in lines} >= {"init", "dev", "start", "status", "run"}
     for line in lines:

@@ -1,4 +1,4 @@
-"""The README says what ``ctx.wait_for_signal`` returns and what ``status().counters`` is, and
+"""The docs say what ``ctx.wait_for_signal`` returns and what ``status().counters`` is, and
 every attribute it names is there."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ from pathlib import Path
 from continuum._record.counters import Counters
 from continuum._record.waiting_for import Signal
 
-README = Path(__file__).parents[2] / "README.md"
+WAITING = Path(__file__).parents[2] / "docs" / "waiting.md"
 
 
 def bullet(starting: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = WAITING.read_text(encoding="utf-8")
     start = text.index(f"- {starting}")
     end = text.find("\n- ", start + 1)
     return text[start:end]
 
 
-def test_the_readme_says_wait_for_signal_returns_a_signal_and_names_its_fields():
+def test_the_docs_say_wait_for_signal_returns_a_signal_and_names_its_fields():
     said = bullet("`ctx.wait_for_signal(")
     assert "returns it as a `Signal`" in said
     named = re.findall(r"`\.(\w+)`", said)
@@ -28,7 +28,7 @@ def test_the_readme_says_wait_for_signal_returns_a_signal_and_names_its_fields()
         assert name in Signal.model_fields, name
 
 
-def test_the_readme_says_counters_is_an_object_and_names_real_attributes():
+def test_the_docs_say_counters_is_an_object_and_names_real_attributes():
     said = " ".join(bullet("`client.status(task_id).waiting_for`").split())
     said = said[said.index("`counters`") :]
     assert said.startswith("`counters` is an object with attributes, not a dict")
