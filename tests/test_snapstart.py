@@ -13,6 +13,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,7 @@ class FakeClient:
 
 
 @pytest.fixture
-def made(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+def made(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[Any]]]:
     """boto3.client, counted: "clients" made (by service) and the SSM "reads"."""
     import boto3
 
