@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import importlib
 import random
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from continuum._base.signing import clear_cache
 
-if TYPE_CHECKING:
-    from continuum._app.app import Continuum
+
+class App(Protocol):
+    """What the hooks use of a ``Continuum`` app (it imports this module, not the reverse)."""
+
+    def _forget_environment(self) -> None: ...
+
 
 #: Modules the first message imports on first use (the S3 and SQS backends, boto3).
 FIRST_USE_MODULES = (
@@ -46,7 +50,7 @@ FIRST_USE_MODULES = (
 FIRST_USE_SERVICES = ("s3", "sqs")
 
 
-def register(app: Continuum) -> bool:
+def register(app: App) -> bool:
     """Register ``app``'s before-snapshot and after-restore hooks with Lambda's runtime.
 
     Returns:
@@ -65,7 +69,7 @@ def register(app: Continuum) -> bool:
     return True
 
 
-def before_snapshot(app: Continuum) -> None:
+def before_snapshot(app: App) -> None:
     """Load what the first message would (modules, service models), for the snapshot to hold.
 
     The app itself is left as it is: it makes its clients and reads its keys on the first
@@ -79,7 +83,7 @@ def before_snapshot(app: Continuum) -> None:
         boto3.client(service)  # type: ignore[call-overload]
 
 
-def after_restore(app: Continuum) -> None:
+def after_restore(app: App) -> None:
     """Make this environment its own: reseed ``random``, and have the app forget its clients,
     its worker's warm records and the signing keys it read (the next message remakes them)."""
     random.seed()  # from os.urandom
