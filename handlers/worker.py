@@ -2,7 +2,8 @@
 
 The app is found by ``CONTINUUM_APP`` (``module:attribute``); its bucket and queue come from
 ``CONTINUUM_BUCKET`` and ``CONTINUUM_QUEUE_URL``. Importing this module imports only what a
-worker needs: no moto, no CLI.
+worker needs: no moto, no CLI. With SnapStart, it registers the app's hooks: a restored
+snapshot reseeds ``random`` and remakes the app's clients (docs/snapstart.md).
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from typing import Any
 
 # What the import makes (modules, classes, pydantic's schemas, the app) lives as long as the
 # environment, yet CPython would collect while it is made, a full collection scanning all of
-# it (about 20 ms of the import). The collector is paused until the app is loaded, and what
-# was made is then frozen (gc.freeze): later collections, on messages, skip it too (a full
-# one over it takes about 40 ms). It is never garbage: about 900 objects of it are.
+# it. The collector is paused until the app is loaded, and what was made is then frozen
+# (gc.freeze): later collections, on messages, skip it too. Little of it is ever garbage.
 collecting = gc.isenabled()
 gc.disable()
 try:
@@ -44,6 +44,8 @@ finally:
     gc.freeze()
     if collecting:
         gc.enable()
+
+app.register_snapstart_hooks()  # only where Lambda's runtime has snapshot_restore_py
 
 
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

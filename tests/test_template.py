@@ -52,10 +52,16 @@ def sam_tool(name: str) -> Path:
     return path
 
 
+#: The parameter that turns SnapStart on, as `sam deploy --parameter-overrides` gives it.
+SNAPSTART_ON = "SnapStart=true"
+
+
 @functools.cache
 def sam_read(*paths: Path) -> dict[Path, dict[str, Any]]:
-    """Each template -> {"sam": as SAM reads it, "translated": its CloudFormation, offline}."""
-    command = [str(sam_tool("python")), str(ROOT / "tests" / "sam_tools.py"), *map(str, paths)]
+    """Each template -> {"sam": as SAM reads it, "translated": its CloudFormation, offline,
+    "translated_with": {SNAPSTART_ON: its CloudFormation with SnapStart on}}."""
+    script = str(ROOT / "tests" / "sam_tools.py")
+    command = [str(sam_tool("python")), script, "--with", SNAPSTART_ON, *map(str, paths)]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     return {Path(path): read for path, read in json.loads(result.stdout).items()}
@@ -154,6 +160,12 @@ def translated(sam_reads: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]
     return {flavor: read["translated"] for flavor, read in sam_reads.items()}
 
 
+@pytest.fixture(scope="module")
+def translated_snapstart(sam_reads: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each flavor's CloudFormation as translated with SnapStart on."""
+    return {flavor: read["translated_with"][SNAPSTART_ON] for flavor, read in sam_reads.items()}
+
+
 @pytest.fixture(scope="module", params=FLAVORS)
 def stack(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
     return stacks[request.param]
@@ -169,15 +181,21 @@ def cfn(stack: Stack, translated: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def lint_reports(
     stacks: dict[str, Stack],
     translated: dict[str, dict[str, Any]],
+    translated_snapstart: dict[str, dict[str, Any]],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[tuple[str, str], list[str]]:
-    """(flavor, "sam" | "translated") -> cfn-lint's findings, from one cfn-lint run for all."""
+    """(flavor, "sam" | "translated" | "translated-snapstart") -> cfn-lint's findings, from one
+    cfn-lint run for all (cfn-lint checks both branches of each Fn::If: SnapStart on and off)."""
     out = tmp_path_factory.mktemp("lint")
     files = {}
     for flavor, found in stacks.items():
         files[flavor, "sam"] = found.path
-        files[flavor, "translated"] = out / f"{flavor}.json"
-        files[flavor, "translated"].write_text(json.dumps(translated[flavor], indent=1))
+        for which, cloudformation in [
+            ("translated", translated[flavor]),
+            ("translated-snapstart", translated_snapstart[flavor]),
+        ]:
+            files[flavor, which] = out / f"{flavor}-{which}.json"
+            files[flavor, which].write_text(json.dumps(cloudformation, indent=1))
     result = subprocess.run(
         [str(sam_tool("cfn-lint")), "--format", "json", *map(str, files.values())],
         capture_output=True, text=True, check=False,
@@ -264,9 +282,58 @@ def grants(template: dict[str, Any], owner: str) -> dict[str, set[str]]:
 
 
 def event_sources(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Function id -> the properties of its event source mapping."""
-    mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
-    return {m["Properties"]["FunctionName"]["Ref"]: m["Properties"] for m in mappings}
+    """Function id -> the properties of its event source mapping (which may invoke the
+    function or, with SnapStart on, its alias)."""
+    functions = {k: k for k in resources(template, "AWS::Lambda::Function")}
+    for name, alias in resources(template, "AWS::Lambda::Alias").items():
+        functions[name] = alias["Properties"]["FunctionName"]["Ref"]
+    out = {}
+    for mapping in resources(template, "AWS::Lambda::EventSourceMapping").values():
+        (function,) = {functions[b["Ref"]] for b in branches(mapping["Properties"]["FunctionName"])}
+        out[function] = mapping["Properties"]
+    return out
+
+
+def evaluate(node: Any, template: dict[str, Any], params: dict[str, Any]) -> Any:
+    """``node`` as CloudFormation would deploy it with ``params`` (else the defaults): its
+    Fn::If decided by the template's conditions, parameter Refs resolved; NoValue as None."""
+    if isinstance(node, list):
+        return [evaluate(item, template, params) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "Fn::If" in node:
+        name, then, otherwise = node["Fn::If"]
+        chosen = condition(template["Conditions"][name], template, params)
+        return evaluate(then if chosen else otherwise, template, params)
+    if node == NO_VALUE:
+        return None
+    if "Fn::Split" in node:
+        separator, text = node["Fn::Split"]
+        return str(evaluate(text, template, params)).split(separator)
+    if "Fn::Select" in node:
+        index, items = node["Fn::Select"]
+        return evaluate(items, template, params)[int(index)]
+    if node.get("Ref") in template["Parameters"]:
+        return value(node, template, params)
+    return {k: evaluate(v, template, params) for k, v in node.items()}
+
+
+def condition(node: dict[str, Any], template: dict[str, Any], params: dict[str, Any]) -> bool:
+    """A condition of the template, decided with ``params`` (else the defaults)."""
+    ((fn, args),) = node.items()
+    if fn == "Condition":
+        return condition(template["Conditions"][args], template, params)
+    if fn == "Fn::Equals":
+        left, right = (str(evaluate(a, template, params)) for a in args)
+        return left == right
+    decided = [condition(a, template, params) for a in args]
+    if fn == "Fn::Not":
+        return not decided[0]
+    if fn == "Fn::And":
+        return all(decided)
+    if fn == "Fn::Or":
+        return any(decided)
+    raise AssertionError(f"cannot decide {node}")
 
 
 def test_infra_template_is_generated_from_the_one_source() -> None:
@@ -291,12 +358,16 @@ def test_the_flavors_differ_only_in_packaging_and_the_app(stacks: dict[str, Stac
     for name, resource in reference["Resources"].items():
         other = project["Resources"][name]
         if resource["Type"] == SERVERLESS_FUNCTION:  # Handler and Metadata differ
-            resource, other = resource["Properties"], other["Properties"]
+            resource, other = copy.deepcopy(resource["Properties"]), other["Properties"]
             resource, other = {**resource, "Handler": None}, {**other, "Handler": None}
+            if "VersionDescription" in resource:  # the reference's names the app too
+                reference_text = resource["VersionDescription"]["Fn::If"][1]
+                text = reference_text["Fn::Sub"][0]
+                reference_text["Fn::Sub"][0] = text.replace("${AppSpec} ", "", 1)
         assert resource == other, name
 
 
-@pytest.mark.parametrize("which", ["sam", "translated"])
+@pytest.mark.parametrize("which", ["sam", "translated", "translated-snapstart"])
 def test_cfn_lint_reports_nothing(
     stack: Stack, which: str, lint_reports: dict[tuple[str, str], list[str]]
 ) -> None:
@@ -325,6 +396,114 @@ def test_visibility_timeout_is_six_function_timeouts(cfn: dict[str, Any], timeou
         function_timeout = value(cfn["Resources"][function]["Properties"]["Timeout"], cfn, params)
         visibility = value(queue["VisibilityTimeout"], cfn, params)
         assert int(visibility) >= 6 * int(function_timeout), function
+
+
+#: The parameters `sam deploy --parameter-overrides` gives for each SnapStart setting.
+SNAPSTART = {"on": {"SnapStart": "true"}, "off": {}}
+# Long but plausible values of the parameters the worker's version description names.
+LONG_VALUES = {
+    "AppSpec": "my_company.agents.research_agent:app",
+    "TaskPrefix": "research-tasks",
+    "FunctionMemory": 10240,
+    "LogLevel": "CRITICAL",
+    "MetricsNamespace": "Continuum/Production",
+    "SigningKeySecretArn": (
+        "arn:aws:secretsmanager:ap-southeast-2:123456789012:secret:continuum/production/"
+        "signing-key-AbCdEf"
+    ),
+    "SigningKeyRevision": "2026-12-03",
+    "BedrockModelId": "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+}
+
+
+def test_snapstart_is_a_parameter_off_unless_asked_on_a_runtime_that_has_it(stack: Stack) -> None:
+    parameter = stack.sam["Parameters"]["SnapStart"]
+    assert (parameter["Default"], parameter["AllowedValues"]) == ("false", ["true", "false"])
+    assert stack.sam["Conditions"]["UseSnapStart"] == {"Fn::Equals": [{"Ref": "SnapStart"}, "true"]}
+    runtime = stack.globals["Runtime"]  # SnapStart for Python starts at python3.12
+    assert tuple(map(int, runtime.removeprefix("python").split("."))) >= (3, 12), runtime
+
+
+@pytest.mark.parametrize("setting", SNAPSTART)
+def test_with_snapstart_the_queue_invokes_the_workers_published_version_without_it_latest(
+    cfn: dict[str, Any], setting: str
+) -> None:
+    params = SNAPSTART[setting]
+    worker = cfn["Resources"]["WorkerFunction"]["Properties"]
+    ((alias_id, alias),) = resources(cfn, "AWS::Lambda::Alias").items()
+    ((version_id, version),) = resources(cfn, "AWS::Lambda::Version").items()
+    assert alias["Properties"] == {
+        "Name": "live",
+        "FunctionName": {"Ref": "WorkerFunction"},
+        "FunctionVersion": {"Fn::GetAtt": [version_id, "Version"]},
+    }
+    assert version["Properties"]["FunctionName"] == {"Ref": "WorkerFunction"}
+    assert version["DeletionPolicy"] == "Retain"  # a version the alias left may still run
+    source = event_sources(cfn)["WorkerFunction"]
+    invoked = evaluate(source["FunctionName"], cfn, params)
+    snapstart = evaluate(worker["SnapStart"], cfn, params)
+    if setting == "on":
+        assert (snapstart, invoked) == ({"ApplyOn": "PublishedVersions"}, {"Ref": alias_id})
+    else:
+        assert (snapstart, invoked) == ({"ApplyOn": "None"}, {"Ref": "WorkerFunction"})
+    # The dead-letter function runs seldom, off any task's path: no snapshot to pay for.
+    assert "SnapStart" not in cfn["Resources"]["DeadLetterFunction"]["Properties"]
+    dead_letters = event_sources(cfn)["DeadLetterFunction"]["FunctionName"]
+    assert dead_letters == {"Ref": "DeadLetterFunction"}
+
+
+def test_the_snapstart_setting_is_decided_at_deploy_not_by_the_translation(
+    stack: Stack,
+    translated: dict[str, dict[str, Any]],
+    translated_snapstart: dict[str, dict[str, Any]],
+) -> None:
+    """CloudFormation translates the template with the stack's parameters: the same text."""
+    assert translated[stack.flavor] == translated_snapstart[stack.flavor]
+
+
+def parameter_refs(node: Any, template: dict[str, Any]) -> set[str]:
+    """The parameters a node names (Ref, Fn::Sub's ${...}, and through the conditions of its
+    Fn::If), at any depth."""
+    parameters, conditions = template["Parameters"], template["Conditions"]
+    if isinstance(node, list):
+        return set().union(set(), *(parameter_refs(n, template) for n in node))
+    if not isinstance(node, dict):
+        return set()
+    found = {node["Ref"]} if node.get("Ref") in parameters else set()
+    if isinstance(sub := node.get("Fn::Sub"), (str, list)):
+        text = sub if isinstance(sub, str) else sub[0]
+        found |= set(re.findall(r"\$\{([^}.!]+)\}", text)) & set(parameters)
+    for name in [node["Fn::If"][0]] if "Fn::If" in node else [node.get("Condition")]:
+        if name in conditions:
+            found |= parameter_refs(conditions[name], template)
+    return found.union(*(parameter_refs(v, template) for v in node.values()))
+
+
+def test_with_snapstart_a_change_of_any_parameter_the_worker_reads_publishes_a_version(
+    stack: Stack, cfn: dict[str, Any]
+) -> None:
+    """SAM publishes a version when the code changes; the version's description, made of
+    every parameter the worker's configuration reads, is replaced when any of them changes."""
+    worker = {
+        name: node
+        for name, node in stack.function("WorkerFunction").items()
+        if name not in {"VersionDescription", "SnapStart", "Events", "Environment"}
+    }
+    read = parameter_refs([worker, stack.environment("WorkerFunction")], stack.sam)
+    assert {"FunctionTimeout", "FunctionMemory", "TaskPrefix", "SigningKeyRevision"} <= read
+    props = cfn["Resources"]["WorkerFunction"]["Properties"]
+    (version,) = resources(cfn, "AWS::Lambda::Version").values()
+    description = version["Properties"]["Description"]
+    assert evaluate(description, cfn, SNAPSTART["off"]) is None
+    assert parameter_refs(description["Fn::If"][1], stack.sam) == read
+    text, names = evaluate(description, cfn, {**SNAPSTART["on"], **LONG_VALUES})["Fn::Sub"]
+    text = re.sub(
+        r"\$\{([^}]+)\}",
+        lambda m: str(names[m[1]] if m[1] in names else value({"Ref": m[1]}, cfn, LONG_VALUES)),
+        text,
+    )
+    assert len(text) <= 256, text  # Lambda's longest version description
+    assert props["Description"] == "continuum worker (continuations from the queue)"
 
 
 def test_state_bucket_is_versioned_encrypted_private_and_tls_only(cfn: dict[str, Any]) -> None:

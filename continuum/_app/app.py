@@ -120,6 +120,7 @@ class Continuum(Decorators):
             signing_keys=parse_keys(signing_key),
         )
         self._keys_given = signing_key is not None
+        self._keys_read = False  # read from the environment (signing.load_signing_keys)
         self._backends = Backends(
             bucket=bucket,
             queue_url=queue_url,
@@ -158,12 +159,37 @@ class Continuum(Decorators):
             keys = load_signing_keys()
             if keys:
                 self._settings = dataclasses.replace(self._settings, signing_keys=keys)
-            self._keys_given = True
+            self._keys_given = self._keys_read = True
         return self._settings
 
     def update_settings(self, **changes: Any) -> None:
         """Change settings (validated as at construction); the next message uses them."""
         self._settings = dataclasses.replace(self.settings, **changes)
+        self._records = self._continuations = self._worker = None
+
+    def register_snapstart_hooks(self) -> bool:
+        """Register this app's Lambda SnapStart hooks (see ``continuum._app.snapstart``).
+
+        Before the snapshot, they load what the first message would; after a restore, they
+        reseed ``random`` and have the app remake its clients, worker and keys. The handler
+        module calls it once the app is loaded.
+
+        Returns:
+            Whether they were registered: False outside Lambda's python3.12+ runtimes, which
+            alone ship ``snapshot_restore_py``.
+        """
+        from continuum._app.snapstart import register
+
+        return register(self)
+
+    def _forget_environment(self) -> None:
+        """Forget what was made for this execution environment: the boto3 clients the app
+        made, the worker with its warm records, and the signing keys read from the environment
+        (``continuum._app.snapstart``: a restored snapshot is another environment)."""
+        self._backends.forget_made_clients()
+        if self._keys_read:
+            self._settings = dataclasses.replace(self._settings, signing_keys=())
+            self._keys_given = self._keys_read = False
         self._records = self._continuations = self._worker = None
 
     def configure(

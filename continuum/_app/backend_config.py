@@ -41,6 +41,8 @@ class Backends:
         self.bucket, self.queue_url, self._prefix = bucket, queue_url, prefix
         self.s3_client, self.sqs_client = s3_client, sqs_client
         self._store, self._queue = store, queue
+        #: the clients made here on first use, not given: "s3", "sqs".
+        self._made: set[str] = set()
 
     def configure(
         self,
@@ -64,8 +66,10 @@ class Backends:
         self._prefix = prefix or self._prefix
         if s3_client is not None:
             self.s3_client = s3_client
+            self._made.discard("s3")
         if sqs_client is not None:
             self.sqs_client = sqs_client
+            self._made.discard("sqs")
         if store is not None:
             self._store = store
         if queue is not None:
@@ -95,6 +99,7 @@ class Backends:
             import boto3
 
             self.s3_client = boto3.client("s3")
+            self._made.add("s3")
         return S3RecordStore(self.s3_client, bucket)
 
     def queue(self) -> ContinuationQueue:
@@ -117,4 +122,13 @@ class Backends:
             import boto3
 
             self.sqs_client = boto3.client("sqs")
+            self._made.add("sqs")
         return SQSContinuationQueue(self.sqs_client, queue_url)
+
+    def forget_made_clients(self) -> None:
+        """Drop the boto3 clients made here (not those given): the next use makes new ones."""
+        if "s3" in self._made:
+            self.s3_client = None
+        if "sqs" in self._made:
+            self.sqs_client = None
+        self._made.clear()
