@@ -10,6 +10,9 @@ client that needs no app, ``CliError`` for a one-line error.
 A command module imports what only it needs inside its functions, so ``continuum --help`` and
 the commands that talk to AWS work from a plain ``pip install continuum-lambda``; the local
 runtime (``run``, ``dev``) says to install ``continuum-lambda[local]`` when moto is missing.
+
+May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout, _turn, _worker,
+_ops, _app, _local, continuum, timeline, scaffold.
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ Example:
     ...     assert task.result == "shipped kayak"
     >>> answers = {"manager": {"approved": True}}
     >>> check_replay_safe(app, "approve", {"item": "kayak"}, callbacks=answers)  # doctest: +SKIP
+
+May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout, _turn, _worker,
+_ops, _app, _local, continuum.
 """
 
 from continuum.backends.memory.clock import ManualClock
