@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
 from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record, set_visibility_timeout
-from tests.hardening.test_blobs import current_blobs, digest_of, digests, tagged_finished
+from tests.record.test_blobs import current_blobs, digest_of, digests, tagged_finished
 from tests.support import LocalRuntime, PreconditionFailed
 
 
