@@ -67,10 +67,9 @@ def check_all_cancelled(runtime: Any, task_id: str, ran: Counter[str]) -> None:
     assert runtime.next_due() is None  # nothing left to run, nothing stranded
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
-def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(where):
+def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(backend):
     app, ran = family_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("parent", Parent())
         run_visible(runtime)
         assert runtime.record(task_id).status == Status.WAITING
