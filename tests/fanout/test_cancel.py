@@ -132,7 +132,7 @@ def held_app() -> tuple[Continuum, Counter[str]]:
 
 @pytest.mark.parametrize("calls", ["map_tasks", "invoke"])
 def test_children_a_dead_worker_started_are_cancelled_with_their_parent(calls):
-    """Seed 1, issue 9's last stop (cancellable-1-0119): the parent's worker created its
+    """Seed 1 (cancellable-1-0119): the parent's worker created its
     children and started the first, and died before the parent's record said so. A cancel
     then reached the parent: its next worker ran the step before the children again (it had
     not been saved), met the cancel there, and ended the parent cancelled without knowing of
