@@ -45,8 +45,17 @@ PACKAGES = (
 )
 DOOR, ERRORS = "continuum", "errors"
 #: What an invocation on Lambda loads: these packages and handlers/.
-LAMBDA_PATH = ("_base", "backends", "_record", "_define", "_steps", "_waits", "_fanout")
-LAMBDA_PATH += ("_turn", "_worker")
+LAMBDA_PATH = (
+    "_base",
+    "backends",
+    "_record",
+    "_define",
+    "_steps",
+    "_waits",
+    "_fanout",
+    "_turn",
+    "_worker",
+)
 #: What the Lambda path never imports: the local and operator side, and the public door.
 NOT_ON_LAMBDA = ("_local", "_ops", "cli", "timeline", "testing", "integrations")
 #: Extras a plain install does not have, so the Lambda path imports them only where used.
