@@ -48,8 +48,8 @@ sam-tools: $(STAMP_SAM)
 # extra raises some of those floors, so it has a venv of its own.
 OLDEST_VENV ?= .venv-oldest
 OLDEST_AI_VENV ?= .venv-oldest-ai
-OLDEST_SUITES := tests/waits tests/fanout tests/hardening tests/functional tests/samples \
-	tests/first_run
+OLDEST_SUITES := tests/waits tests/fanout tests/steps tests/budget tests/record tests/worker \
+	tests/local tests/testing tests/samples tests/first_run
 OLDEST_AI_SUITES := tests/integrations tests/first_run
 # A venv ($(1)) with the lowest versions for the extras ($(2)), and the test extra's tools.
 define oldest_venv

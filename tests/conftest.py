@@ -2,9 +2,16 @@
 Lambda contexts whose deadline a test controls, and backend-neutral looks at the stored objects
 and faults to inject.
 
-A test that takes ``aws`` (or ``backend``) runs twice, ``[memory]`` and ``[moto]``: the same
-protocol on both proves the fakes faithful. ``@pytest.mark.moto_only(reason)`` keeps a test on
-moto where it needs boto3 itself.
+One way runs a test on both backends: take the ``backend`` fixture, directly or through one
+that needs it, and the test runs twice, ``[memory]`` and ``[moto]`` (the same protocol on
+both proves the fakes faithful). ``@pytest.mark.moto_only(reason)`` keeps it on moto where it
+needs boto3 itself. Built on ``backend``:
+
+- ``aws``: the backend's S3 and SQS for the whole test:
+  ``LocalRuntime(app, budget_s=..., backend=aws)``;
+- ``make_runtime``: ``make_runtime(app, budget_s=5)``, a local runtime on a virtual clock;
+- ``on_backend(backend)``: a context manager, for a test that makes a fresh bucket and queue
+  per block (``tests/fanout/kit.py``'s ``runtime_on`` is it, with a virtual-clock runtime).
 """
 
 from __future__ import annotations
@@ -93,6 +100,16 @@ def aws(backend: str) -> Iterator[str]:
     """The backend's S3 and SQS for the test: ``LocalRuntime(app, budget_s=..., backend=aws)``."""
     with on_backend(backend):
         yield backend
+
+
+@pytest.fixture
+def make_runtime(aws: str) -> Callable[..., LocalRuntime]:
+    """``make_runtime(app, budget_s=5)``: a local runtime on a virtual clock, on the backend."""
+
+    def make(app: Continuum, budget_s: float = 5.0, **options: Any) -> LocalRuntime:
+        return LocalRuntime(app, budget_s=budget_s, backend=aws, virtual_time=True, **options)
+
+    return make
 
 
 class ScriptedContext:

@@ -1,10 +1,16 @@
-"""A user's machine, for the tests that run the docs, the samples and ``continuum init``'s project.
+"""A user's first run, in processes of their own: the suite's venv in a fresh interpreter, or
+a user's machine with the wheel installed.
 
-The README's install block runs once per session, as a user would run it: in a copy of this
-checkout's files (what a fresh clone holds), ``python3 -m venv .venv``, then ``pip wheel`` and
-``pip install`` of the wheel with the venv's own pip, never upgraded. Everything after runs as a
-new process in that venv, with nothing of this test process on its path: no editable install,
-no ``PYTHONPATH``, the dependency versions the wheel's ranges give today.
+``fresh(*args)`` runs ``python ARGS`` in a new interpreter of the suite's own venv, which has
+imported nothing yet (the suite's process has long imported every module by the time a test
+runs, so a module that loads lazily passes there and may fail for a user): tests/first_run.
+
+For the tests that run the docs, the samples and ``continuum init``'s project, the README's install
+block runs once per session, as a user would run it: in a copy of this checkout's files (what a
+fresh clone holds), ``python3 -m venv .venv``, then ``pip wheel`` and ``pip install`` of the wheel
+with the venv's own pip, never upgraded. Everything after runs as a new process in that venv, with
+nothing of this test process on its path: no editable install, no ``PYTHONPATH``, the dependency
+versions the wheel's ranges give today.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 #: The README's install block is the one that starts with this line.
 INSTALL_BLOCK_START = "python3 -m venv .venv && . .venv/bin/activate"
+#: Seconds one fresh process may take: an import of everything plus a sample's short run.
+FRESH_TIMEOUT_S = 120
 #: pip's patience for the index, per command (a cold cache downloads every dependency).
 INSTALL_TIMEOUT_S = 900
 
@@ -129,3 +138,24 @@ def install_once(factory: pytest.TempPathFactory) -> Installed:
     assert result.returncode == 0, f"README's install block failed:\n{result.stdout}{result.stderr}"
     _installed.append(Installed(checkout, checkout / ".venv"))
     return _installed[0]
+
+
+def fresh(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in a new interpreter of the suite's venv, from the repository root (so
+    that the samples import)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=FRESH_TIMEOUT_S, check=False,
+    )  # fmt: skip
+
+
+def fresh_program(source: str) -> subprocess.CompletedProcess[str]:
+    """A program's source run by :func:`fresh`."""
+    return fresh("-c", textwrap.dedent(source))
+
+
+def succeeded(result: subprocess.CompletedProcess[str]) -> str:
+    """The process's output, once it is known to have exited 0."""
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return result.stdout

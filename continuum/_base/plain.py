@@ -13,7 +13,7 @@ public, or that pydantic reads inside a model (it reads a dataclass's fields), s
 dataclass declared ``@dataclass(init=False, repr=False, eq=False)`` over one of these bases
 (``slots=True`` where it had slots): the decorator then only collects the fields and sets
 ``__match_args__`` (about 0.1 ms), and generates nothing; ``dataclasses.fields``, ``asdict``
-and ``replace`` work as before. ``tests/unit/test_hand_written.py`` checks each against what
+and ``replace`` work as before. ``tests/package/test_hand_written.py`` checks each against what
 ``@dataclass`` would have made of its fields.
 """
 

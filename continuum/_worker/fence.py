@@ -2,7 +2,7 @@
 
 SQS delivers at least once, late and out of order; the record decides. The verdict depends only
 on the record, the message, the message's SQS id and the time, so a table test covers every
-case (``tests/unit/test_fence.py``):
+case (``tests/worker/test_fence.py``):
 
 - a finished task's message is acknowledged (FINISHED);
 - a message for a generation the record never reached is refused (FUTURE);

@@ -9,6 +9,9 @@ Example:
     >>> written = init_project(Path("tides"), "tides")  # doctest: +SKIP
     >>> [str(p) for p in written][:2]  # doctest: +SKIP
     ['tides/src/tides.py', 'tides/src/handlers.py']
+
+May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout, _turn, _worker,
+_ops, _app, _local, continuum.
 """
 
 from continuum.scaffold.project import init_project

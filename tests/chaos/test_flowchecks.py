@@ -61,7 +61,7 @@ def test_an_answer_that_landed_just_before_the_deadline_is_the_one_the_task_took
 
 
 def test_an_answer_whose_wake_failed_landed_all_the_same():
-    """Seed 1, issue 9's last stop (callback-1-0073): the first answer's inbox write landed and
+    """Seed 1 (callback-1-0073): the first answer's inbox write landed and
     its wake's SendMessage failed; the running task took the answer at its wait and finished
     before the retry, which was refused as closed. That too is the answer's doing."""
     wake_failed = (

@@ -1,5 +1,5 @@
-"""The fan-out suite shares the waits suite's runtime fixture (virtual clock, both backends)."""
+"""The fanout suite keeps the worker's logs to errors, as the waits suite does."""
 
-from tests.waits.conftest import _quiet_worker_logs, make_runtime
+from tests.waits.conftest import _quiet_worker_logs
 
-__all__ = ["_quiet_worker_logs", "make_runtime"]
+__all__ = ["_quiet_worker_logs"]

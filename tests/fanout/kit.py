@@ -11,12 +11,12 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tests.conftest import StoreFaults
-from tests.support import LocalRuntime, TaskRecord, moto_backend
+from tests.conftest import StoreFaults, on_backend
+from tests.support import LocalRuntime, TaskRecord
 
 
 class WorkerDied(BaseException):
@@ -93,9 +93,10 @@ def children_of(runtime: LocalRuntime, parent_id: str) -> list[TaskRecord]:
 def runtime_on(
     where: str, app: Any, budget_s: float = 5.0, **options: Any
 ) -> Iterator[LocalRuntime]:
-    """A local runtime on a virtual clock on backend ``where`` ("memory" or "moto"), for tests
-    that choose per case which backends to run (moto is slow per call)."""
-    with moto_backend() if where == "moto" else nullcontext():
+    """A local runtime on a virtual clock on backend ``where`` ("memory" or "moto"), on a fresh
+    bucket and queue: ``runtime_on(backend, app)`` in a test that takes ``backend``, or a
+    backend named per case where moto is slow per call."""
+    with on_backend(where):
         yield LocalRuntime(app, budget_s=budget_s, backend=where, virtual_time=True, **options)
 
 

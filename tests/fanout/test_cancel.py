@@ -67,10 +67,9 @@ def check_all_cancelled(runtime: Any, task_id: str, ran: Counter[str]) -> None:
     assert runtime.next_due() is None  # nothing left to run, nothing stranded
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
-def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(where):
+def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(backend):
     app, ran = family_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("parent", Parent())
         run_visible(runtime)
         assert runtime.record(task_id).status == Status.WAITING
@@ -133,7 +132,7 @@ def held_app() -> tuple[Continuum, Counter[str]]:
 
 @pytest.mark.parametrize("calls", ["map_tasks", "invoke"])
 def test_children_a_dead_worker_started_are_cancelled_with_their_parent(calls):
-    """Seed 1, issue 9's last stop (cancellable-1-0119): the parent's worker created its
+    """Seed 1 (cancellable-1-0119): the parent's worker created its
     children and started the first, and died before the parent's record said so. A cancel
     then reached the parent: its next worker ran the step before the children again (it had
     not been saved), met the cancel there, and ended the parent cancelled without knowing of

@@ -257,11 +257,10 @@ def test_a_max_concurrency_that_is_not_a_positive_int_fails_the_task_before_any_
     assert {key.split("/")[1] for key in created} == {task_id, caught}
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
 @pytest.mark.parametrize("api", APIS)
-def test_an_empty_batch_is_an_empty_succeeded_batch(where, api):
+def test_an_empty_batch_is_an_empty_succeeded_batch(backend, api):
     app, ran = strict_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("strict", Bad(api=api, max_concurrency=4, items=0))
         settle(runtime)
         done = runtime.record(task_id)

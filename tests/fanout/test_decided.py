@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from continuum import Completion, Continuum, Status, TaskContext
@@ -38,10 +37,9 @@ def waiting_item_app() -> Continuum:
     return app
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
-def test_a_map_that_reached_min_successful_does_not_wait_for_an_item_that_waits(where):
+def test_a_map_that_reached_min_successful_does_not_wait_for_an_item_that_waits(backend):
     app = waiting_item_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("decide", Three())
         settle(runtime)
         done = runtime.record(task_id)

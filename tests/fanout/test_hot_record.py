@@ -95,7 +95,7 @@ def fan_in(where: str, plan: Wide) -> dict[str, Any]:
     }
 
 
-SIZES = {"memory": (20, 60), "moto": (4, 12)}  # moto: ~25 ms a call
+SIZES = {"memory": (20, 60), "moto": (4, 12)}  # fewer on moto: each call is slow there
 
 
 @pytest.mark.parametrize("max_concurrency", [None, 4])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from continuum import ChildTaskError, Completion, Continuum, Status, TaskContext
@@ -19,7 +18,8 @@ class One(BaseModel):
     i: int
 
 
-def many_app() -> Continuum:
+def leaf_app() -> Continuum:
+    """An app with the child task ``leaf``: the square of its ``i``, in a step."""
     app = Continuum()
 
     @app.step
@@ -29,6 +29,12 @@ def many_app() -> Continuum:
     @app.task(state=One)
     def leaf(ctx: TaskContext[One]) -> int:
         return square(ctx.state.i)
+
+    return app
+
+
+def many_app() -> Continuum:
+    app = leaf_app()
 
     @app.task(state=Many)
     def fan(ctx: TaskContext[Many]) -> Any:
@@ -73,15 +79,7 @@ class Squat(BaseModel):
 
 
 def squat_app() -> Continuum:
-    app = Continuum()
-
-    @app.step
-    def square(i: int) -> int:
-        return i * i
-
-    @app.task(state=One)
-    def leaf(ctx: TaskContext[One]) -> int:
-        return square(ctx.state.i)
+    app = leaf_app()
 
     @app.task(state=Squat)
     def adopt(ctx: TaskContext[Squat]) -> Any:
@@ -105,12 +103,11 @@ def squat_app() -> Continuum:
     return app
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
-def test_a_parent_does_not_adopt_a_task_started_earlier_under_its_childs_id(where):
+def test_a_parent_does_not_adopt_a_task_started_earlier_under_its_childs_id(backend):
     app = squat_app()
     parent = "job"
     squatted = f"{parent}.0.invoke.leaf-0"  # predictable: derived from the parent's id
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         app.client().start("leaf", One(i=99), task_id=squatted)
         settle(runtime)
         app.client().start("adopt", Squat(api="invoke"), task_id=parent)
@@ -123,14 +120,13 @@ def test_a_parent_does_not_adopt_a_task_started_earlier_under_its_childs_id(wher
     assert (squatter.status, squatter.result, squatter.parent) == (Status.SUCCEEDED, 9801, None)
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
-def test_squatted_ids_in_a_batch_fail_their_slots_and_the_rest_of_the_batch_runs(where):
+def test_squatted_ids_in_a_batch_fail_their_slots_and_the_rest_of_the_batch_runs(backend):
     app = squat_app()
     parent = "job"
     prefix = f"{parent}.0.map_tasks.leaf-0"
     # Index 1 would start in the first wave, index 2 after index 0 (its predecessor).
     taken = {1: f"{prefix}.1", 2: f"{prefix}.2"}
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         for i, task_id in taken.items():
             app.client().start("leaf", One(i=100 + i), task_id=task_id)
         settle(runtime)

@@ -14,14 +14,11 @@ import time
 from collections import Counter
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext, current_context
 from tests.conftest import ScriptedContext
 from tests.fanout.kit import runtime_on, settle
-
-BACKENDS = ["memory", "moto"]
 
 
 class Shape(BaseModel):
@@ -87,11 +84,10 @@ def _bind(fn: Any, *args: Any) -> Any:
     return lambda ctx: fn(*args, ctx)
 
 
-@pytest.mark.parametrize("where", BACKENDS)
-def test_parallel_in_parallel_map_and_invoke_in_a_child_context_each_step_once(where):
+def test_parallel_in_parallel_map_and_invoke_in_a_child_context_each_step_once(backend):
     app, ran = nested_app()
     steps = lambda: sum(ran.values())  # noqa: E731
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("nested", Shape())
         settle(runtime, context=lambda: ScriptedContext(2, steps))
         done = runtime.record(task_id)
@@ -158,13 +154,12 @@ def waiting_app() -> tuple[Continuum, Counter[str]]:
     return app, ran
 
 
-@pytest.mark.parametrize("where", BACKENDS)
 def test_sleeps_in_map_items_and_a_short_budget_suspend_the_task_and_no_finished_item_reruns(
-    where,
+    backend,
 ):
     app, ran = waiting_app()
     steps = lambda: sum(ran.values())  # noqa: E731
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("waits", Waits())
         started = time.time()
         settle(runtime, context=lambda: ScriptedContext(3, steps))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
@@ -54,10 +53,9 @@ def readable_app() -> Continuum:
     return app
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
-def test_the_record_json_shows_which_items_finished_and_which_are_running(where):
+def test_the_record_json_shows_which_items_finished_and_which_are_running(backend):
     app = readable_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("items", Four())
         runtime.invoke_once()
         raw = raw_record(runtime, task_id)

@@ -59,11 +59,10 @@ def writing_app() -> Continuum:
     return app
 
 
-@pytest.mark.parametrize("where", ["memory", "moto"])
 @pytest.mark.parametrize("api", ["map", "parallel", "child_context"])
-def test_a_state_change_inside_an_item_or_block_is_refused_naming_it(where, api):
+def test_a_state_change_inside_an_item_or_block_is_refused_naming_it(backend, api):
     app = writing_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("gather", Seen(api=api))
         settle(runtime)
         done = runtime.record(task_id)

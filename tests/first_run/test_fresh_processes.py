@@ -2,43 +2,21 @@
 
 The suite's own process has long imported every module by the time a test runs, so a module
 that loads lazily, for the first time inside the virtual clock, passes there and fails for a
-user. Each test here starts a fresh interpreter (the suite's, on the versions it installed) and
-runs what a user would: the README's commands, ``status()`` inside a ``TaskRunner``, a
-pydantic-ai agent as a task, their own tests that freeze time with freezegun.
+user. Each test here starts a fresh interpreter (``tests/fresh.py``'s ``fresh``: the suite's,
+on the versions it installed) and runs what a user would: the README's commands, ``status()``
+inside a ``TaskRunner``, a pydantic-ai agent as a task, their own tests that freeze time with
+freezegun.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-#: Seconds one fresh process may take: an import of everything plus a sample's short run.
-TIMEOUT_S = 120
-
-
-def fresh(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python ARGS`` in a new interpreter, from the repository root (samples import)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
-
-
-def fresh_program(source: str) -> subprocess.CompletedProcess[str]:
-    return fresh("-c", textwrap.dedent(source))
-
-
-def succeeded(result: subprocess.CompletedProcess[str]) -> str:
-    """The process's output, once it is known to have exited 0."""
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
-    return result.stdout
+from tests.fresh import TIMEOUT_S, fresh, fresh_program, succeeded
 
 
 def test_the_readme_approval_command_runs_to_its_published_post() -> None:

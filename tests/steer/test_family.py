@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,8 +20,6 @@ from pydantic import BaseModel
 
 from continuum import Completion, Continuum, Status, TaskContext
 from tests.fanout.kit import runtime_on
-
-BACKENDS = ["memory", "moto"]
 
 
 class Gate(BaseModel):
@@ -31,14 +30,24 @@ class Fan(BaseModel):
     n: int = 2
 
 
-def gated_app() -> tuple[Continuum, Counter[str]]:
-    app = Continuum()
-    ran: Counter[str] = Counter()
+def counted_work(app: Continuum, ran: Counter[str], broken: set[int]) -> Callable[[int], int]:
+    """The step ``work`` on ``app``: ``i * 10``, counted in ``ran``; an ``i`` in ``broken``
+    fails, until the test repairs it (the fix)."""
 
     @app.step
     def work(i: int) -> int:
         ran[f"work {i}"] += 1
+        if i in broken:
+            raise ValueError(f"item {i} is broken")
         return i * 10
+
+    return work
+
+
+def gated_app() -> tuple[Continuum, Counter[str]]:
+    app = Continuum()
+    ran: Counter[str] = Counter()
+    work = counted_work(app, ran, set())
 
     @app.task(state=Gate)
     def gate(ctx: TaskContext[Gate]) -> int:
@@ -68,10 +77,9 @@ def _open_gates(runtime: Any, app: Continuum) -> None:
     drain(runtime)
 
 
-@pytest.mark.parametrize("where", BACKENDS)
-def test_a_fork_of_a_parent_waiting_for_its_children_gets_children_of_its_own(where):
+def test_a_fork_of_a_parent_waiting_for_its_children_gets_children_of_its_own(backend):
     app, _ = gated_app()
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         app.client().start("fan", Fan(), task_id="fan")
         drain(runtime)
         _open_gates(runtime, app)  # the invoke's child ends; the batch's children wait
@@ -102,13 +110,7 @@ def flaky_app(broken: set[int]) -> tuple[Continuum, Counter[str]]:
     """Items whose index is in ``broken`` fail, until the test repairs them (the fix)."""
     app = Continuum()
     ran: Counter[str] = Counter()
-
-    @app.step
-    def work(i: int) -> int:
-        ran[f"work {i}"] += 1
-        if i in broken:
-            raise ValueError(f"item {i} is broken")
-        return i * 10
+    work = counted_work(app, ran, broken)
 
     def item(ctx: TaskContext[Batch], i: int, index: int) -> int:
         return work(i)
@@ -134,12 +136,11 @@ def flaky_app(broken: set[int]) -> tuple[Continuum, Counter[str]]:
     return app, ran
 
 
-@pytest.mark.parametrize("where", BACKENDS)
 @pytest.mark.parametrize("api", ["map", "parallel", "child_context", "map_tasks"])
-def test_retry_runs_again_the_failed_items_of_the_batch_where_the_turn_failed(where, api):
+def test_retry_runs_again_the_failed_items_of_the_batch_where_the_turn_failed(backend, api):
     broken = {1}
     app, ran = flaky_app(broken)
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("batch", Batch(api=api))
         drain(runtime)
         failed = runtime.record(task_id)
@@ -193,13 +194,7 @@ def test_a_retried_child_counts_by_its_latest_outcome_whatever_the_hash_seed():
 def waiting_batch_app(broken: set[int]) -> tuple[Continuum, Counter[str]]:
     app = Continuum()
     ran: Counter[str] = Counter()
-
-    @app.step
-    def work(i: int) -> int:
-        ran[f"work {i}"] += 1
-        if i in broken:
-            raise ValueError(f"item {i} is broken")
-        return i * 10
+    work = counted_work(app, ran, broken)
 
     @app.task(state=Gate)
     def member(ctx: TaskContext[Gate]) -> int:
@@ -219,11 +214,10 @@ def waiting_batch_app(broken: set[int]) -> tuple[Continuum, Counter[str]]:
     return app, ran
 
 
-@pytest.mark.parametrize("where", BACKENDS)
-def test_a_child_retried_while_its_parent_waits_counts_by_its_latest_outcome(where):
+def test_a_child_retried_while_its_parent_waits_counts_by_its_latest_outcome(backend):
     broken = {0}
     app, ran = waiting_batch_app(broken)
-    with runtime_on(where, app) as runtime, runtime.time.running():
+    with runtime_on(backend, app) as runtime, runtime.time.running():
         app.client().start("tolerant", Fan(), task_id="tolerant")
         drain(runtime)
         first = "tolerant.0.map_tasks.member-0.0"

@@ -58,7 +58,7 @@ def test_the_timeline_page_of_a_parent_and_of_a_child_renders(team):
     assert '"parent":{"task_id":"lead-1"' in timeline_page(child)
 
 
-@pytest.mark.parametrize("make_runtime", ["moto"], indirect=True)
+@pytest.mark.moto_only("the CLI reads the bucket with boto3 through --bucket")
 def test_the_cli_inspects_and_prices_a_parent_and_a_child(team, capsys):
     children = inspect_task(team.observer, "lead-1").children
     for task_id in ("lead-1", children[0].task_id):

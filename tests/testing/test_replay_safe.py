@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from continuum import ConfigurationError, Continuum, NonDeterminismError, Status, TaskContext
 from continuum.testing import Failure, ReplayDivergence, check_replay_safe
-from tests.functional.tasks import TOTAL_STEPS, build
+from tests.tally import TOTAL_STEPS, build
 from tests.testing.apps import Empty, shop
 
 

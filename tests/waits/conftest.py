@@ -1,14 +1,13 @@
-"""Fixtures for the waits suite: the local runtime on a virtual clock, on both backends."""
+"""Fixtures for the waits suite: the worker's logs kept to errors (``make_runtime``, on both
+backends, is tests/conftest.py's)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
-from continuum import Continuum
-from tests.support import LocalRuntime, moto_backend, worker_logger
+from tests.support import worker_logger
 
 
 @pytest.fixture(autouse=True)
@@ -17,19 +16,3 @@ def _quiet_worker_logs() -> Iterator[None]:
     worker_logger.setLevel("ERROR")
     yield
     worker_logger.setLevel(level)
-
-
-@pytest.fixture(params=["memory", "moto"])
-def make_runtime(request: pytest.FixtureRequest) -> Iterator[Callable[..., LocalRuntime]]:
-    """``make_runtime(app, budget_s=5)``: a local runtime on a virtual clock."""
-
-    def make(app: Continuum, budget_s: float = 5.0, **options: Any) -> LocalRuntime:
-        return LocalRuntime(
-            app, budget_s=budget_s, backend=request.param, virtual_time=True, **options
-        )
-
-    if request.param == "moto":
-        with moto_backend():
-            yield make
-    else:
-        yield make

@@ -7,13 +7,14 @@ refuses the same.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, PayloadTooLargeError, TaskContext
-from tests.support import Records
+from tests.support import LocalRuntime, Records
 
 LIMIT = 10_000
 
@@ -50,13 +51,28 @@ def bare_client(app: Continuum) -> Any:
     return Client(Records(app.records.store, prefix=app.records.prefix), app.continuations)
 
 
-@pytest.mark.parametrize("which", ["app", "bare"])
-def test_a_callback_answer_over_the_tasks_limit_is_refused_and_the_task_keeps_waiting(
-    make_runtime, which
-):
+@dataclass
+class Limited:
+    """The limited app on a runtime, and a client of it."""
+
+    seen: dict[str, Any]
+    runtime: LocalRuntime
+    client: Any
+
+
+@pytest.fixture(params=["app", "bare"])
+def limited(request: pytest.FixtureRequest, make_runtime: Any) -> Limited:
+    """The app's own client, or a bare one as the CLI makes (which knows none of its settings)."""
     app, seen = limited_app()
     runtime = make_runtime(app)
-    client = app.client() if which == "app" else bare_client(app)
+    client = app.client() if request.param == "app" else bare_client(app)
+    return Limited(seen, runtime, client)
+
+
+def test_a_callback_answer_over_the_tasks_limit_is_refused_and_the_task_keeps_waiting(
+    limited: Limited,
+):
+    seen, runtime, client = limited.seen, limited.runtime, limited.client
     with runtime.time.running():
         waiting = runtime.run("ask", {})
         assert waiting.status == "waiting"
@@ -69,11 +85,8 @@ def test_a_callback_answer_over_the_tasks_limit_is_refused_and_the_task_keeps_wa
     assert done.result == {"text": "short"}
 
 
-@pytest.mark.parametrize("which", ["app", "bare"])
-def test_a_signal_over_the_tasks_limit_is_refused_and_the_task_keeps_waiting(make_runtime, which):
-    app, _ = limited_app()
-    runtime = make_runtime(app)
-    client = app.client() if which == "app" else bare_client(app)
+def test_a_signal_over_the_tasks_limit_is_refused_and_the_task_keeps_waiting(limited: Limited):
+    runtime, client = limited.runtime, limited.client
     with runtime.time.running():
         waiting = runtime.run("listen", {})
         assert waiting.status == "waiting"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,11 +14,13 @@ class Ask(BaseModel):
     timeout_s: float = 600.0
 
 
-def timing_out_app(fixed: dict[str, bool]) -> tuple[Continuum, dict[str, Any]]:
-    """Task ``ask``: wait for a callback; on its timeout, fail (unless ``fixed["catch"]``) or
-    run a cleanup step that suspends the turn before it saves (a budget suspension)."""
+def ask_app(
+    body: Callable[[Continuum, dict[str, Any]], str], catch: Callable[[], bool]
+) -> tuple[Continuum, dict[str, Any]]:
+    """Task ``ask``: wait for a callback, its id handed out in a step; on its timeout, fail
+    unless ``catch()``, else run the step ``clean_up``, which returns ``body(app, seen)``."""
     app = Continuum()
-    seen: dict[str, Any] = {"ids": [], "cleanups": 0}
+    seen: dict[str, Any] = {"ids": [], "cleanups": 0, "late": []}
 
     @app.step
     def hand_out(callback_id: str) -> str:
@@ -26,8 +29,7 @@ def timing_out_app(fixed: dict[str, bool]) -> tuple[Continuum, dict[str, Any]]:
 
     @app.step
     def clean_up() -> str:
-        seen["cleanups"] += 1
-        return "cleaned up"
+        return body(app, seen)
 
     @app.task(state=Ask)
     def ask(ctx: TaskContext[Ask]) -> Any:
@@ -36,11 +38,21 @@ def timing_out_app(fixed: dict[str, bool]) -> tuple[Continuum, dict[str, Any]]:
         try:
             return cb.result()
         except CallbackTimeoutError:
-            if not fixed["catch"]:
+            if not catch():
                 raise
             return clean_up()
 
     return app, seen
+
+
+def timing_out_app(fixed: dict[str, bool]) -> tuple[Continuum, dict[str, Any]]:
+    """On the callback's timeout, fail (unless ``fixed["catch"]``) or run a cleanup step."""
+
+    def count(app: Continuum, seen: dict[str, Any]) -> str:
+        seen["cleanups"] += 1
+        return "cleaned up"
+
+    return ask_app(count, catch=lambda: fixed["catch"])
 
 
 def test_retry_after_a_fix_that_catches_the_callback_timeout_runs_the_fixed_code(make_runtime):
@@ -63,18 +75,10 @@ def test_retry_after_a_fix_that_catches_the_callback_timeout_runs_the_fixed_code
 
 
 def late_answer_app() -> tuple[Continuum, dict[str, Any]]:
-    """Task ``ask``: on the callback's timeout, a cleanup step runs; inside it (while the turn
-    that took the timeout has not saved) the outside world answers the callback."""
-    app = Continuum()
-    seen: dict[str, Any] = {"ids": [], "late": []}
+    """On the callback's timeout, a cleanup step runs; inside it (while the turn that took the
+    timeout has not saved) the outside world answers the callback."""
 
-    @app.step
-    def hand_out(callback_id: str) -> str:
-        seen["ids"].append(callback_id)
-        return callback_id
-
-    @app.step
-    def clean_up() -> str:
+    def answer_late(app: Continuum, seen: dict[str, Any]) -> str:
         try:
             app.client().complete_callback(seen["ids"][0], {"approved": True})
         except CallbackError as exc:
@@ -83,16 +87,7 @@ def late_answer_app() -> tuple[Continuum, dict[str, Any]]:
         seen["late"].append("accepted")
         return "accepted"
 
-    @app.task(state=Ask)
-    def ask(ctx: TaskContext[Ask]) -> Any:
-        cb = ctx.create_callback("approval", timeout=ctx.state.timeout_s)
-        hand_out(cb.id)
-        try:
-            return cb.result()
-        except CallbackTimeoutError:
-            return clean_up()
-
-    return app, seen
+    return ask_app(answer_late, catch=lambda: True)
 
 
 def test_an_answer_sent_after_the_timeout_was_taken_is_refused(make_runtime):

@@ -174,7 +174,7 @@ def test_persists_after_an_effect_step_and_by_interval():
 
 
 def test_a_step_resumed_in_its_backoff_logs_its_start_after_the_backoff():
-    """Hostile review, issue 9: a retry resumed in a fresh invocation sleeps out the rest of
+    """A retry resumed in a fresh invocation sleeps out the rest of
     its backoff here when it fits; the history logged the time before that sleep as the
     attempt's start."""
     app = Continuum(bucket="unused", queue_url="unused")

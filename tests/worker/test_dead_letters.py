@@ -1,7 +1,7 @@
 """The dead-letter queue never strands a task: after a dead letter is handled, the task either
-has its current continuation again or is failed with a reason (DESIGN.md, "Guarantees").
+has its current continuation again or is failed with a reason, as the guarantees promise.
 
-Issue "Harden the core", case 3: the suspend write lands, every send of the next continuation
+The case once stranded: the suspend write lands, every send of the next continuation
 fails, the message goes to the dead-letter queue, and the handler, seeing a generation older
 than the record's, acknowledges it as a leftover: the task is suspended with no message.
 """

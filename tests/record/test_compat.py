@@ -1,8 +1,8 @@
 """Apps of different ages and keys share one bucket and queue.
 
-Issue "Harden the core", case 6 (rotating the signing key strands tasks in flight) and
-surprises d (``state_version`` is stored but never checked) and f (an older worker rejects a
-newer record or message because of extra fields).
+The cases: rotating the signing key must not strand tasks in flight, ``state_version`` is
+checked, not only stored, and an older worker does not reject a newer record or message for
+its extra fields.
 """
 
 from __future__ import annotations

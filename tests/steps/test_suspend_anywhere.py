@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from continuum import Status
 from tests.conftest import ScriptedContext, drain, on_backend
-from tests.functional.tasks import TOTAL_STEPS, build
 from tests.support import LocalRuntime
+from tests.tally import TOTAL_STEPS, build
 
 
 def run_with_plan(backend: str, plan: list[int]) -> tuple[dict, object, object]:

@@ -1,9 +1,9 @@
 """Blobs beside the record: never missing while a record points at them, never leaked, never
 expired under a live task; and an earlier checkpoint stays restorable.
 
-Issue "Harden the core", cases 1 (a blob reused after another worker deleted it), 10 (a second
-start leaks its input blob), 11 (a fenced finish tags the live task's blobs), 12 (restoring an
-earlier record version) and surprise e (a pause cursor is never size-checked nor moved to a blob).
+The cases: a blob reused after another worker deleted it, a second start that would leak its
+input blob, a fenced finish that would tag the live task's blobs, restoring an earlier record
+version, and a pause cursor that must be size-checked and moved to a blob like any value.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ PUBLIC_FROZEN = [StepOptions, Settings, StepEnded]
 
 @pytest.mark.parametrize("base", PUBLIC_FROZEN, ids=lambda c: c.__name__)
 def test_a_public_frozen_dataclass_is_frozen_to_dataclasses_and_can_be_extended(base):
-    """Hostile review, issue 9: declared non-frozen over plain.Frozen, they refused a frozen
+    """Declared non-frozen over plain.Frozen, they refused a frozen
     dataclass subclass ("cannot inherit frozen dataclass from a non-frozen one")."""
     assert base.__dataclass_params__.frozen
 
@@ -151,7 +151,7 @@ def test_a_public_frozen_dataclass_is_frozen_to_dataclasses_and_can_be_extended(
 
 
 def test_pydantic_validating_settings_or_step_options_runs_their_checks():
-    """Hostile review, issue 9: pydantic builds a dataclass without calling ``__init__`` (it
+    """Pydantic builds a dataclass without calling ``__init__`` (it
     calls ``__post_init__``): checks kept only in ``__init__`` were skipped."""
     from pydantic import TypeAdapter
 

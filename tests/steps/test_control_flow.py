@@ -1,8 +1,8 @@
 """Control flow around steps: retries, suspension signals, explicit keys and nested steps.
 
-Issue "Harden the core", case 13 (retry attempts restart after a suspension) and surprises a
-(a bare ``except`` swallows the suspension), b (two calls with one explicit key) and c (a step
-inside a step ignores its own retries).
+The cases: retry attempts that must not restart after a suspension, a bare ``except`` that
+swallows the suspension (the task fails saying so), two calls with one explicit key, and a
+step inside a step that keeps its own retries.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from tests.conftest import (
     snapshot_objects,
     sqs_event,
 )
-from tests.functional.tasks import build
 from tests.support import LocalRuntime
+from tests.tally import build
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_a_task_that_raises_fails_with_the_step_and_reason(setup):
     def explode(x: int) -> int:
         raise RuntimeError(f"boom at {x}")
 
-    from tests.functional.tasks import Tally
+    from tests.tally import Tally
 
     @app.task(state=Tally)
     def doomed(ctx):

@@ -27,8 +27,8 @@ from tests.conftest import (
     set_visibility_timeout,
     sqs_event,
 )
-from tests.hardening.test_blobs import current_blobs, digest_of, digests, tagged_finished
-from tests.hardening.test_chaos_findings import (
+from tests.record.test_blobs import current_blobs, digest_of, digests, tagged_finished
+from tests.record.test_sweep_interrupted import (
     WorkerDied,
     die_after_the_first_finish_write,
     growing_app,

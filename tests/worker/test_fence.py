@@ -1,8 +1,8 @@
 """The fence, as a table: every status x generation x lease x message id x kind: one verdict.
 
 The fence is a pure function of (record, message, message id, now), so the whole protocol's
-first step is checked here without AWS: each row of the table below is one case of DESIGN.md's
-"The continuation message", step 1 and the lease rule of step 2.
+first step is checked here without AWS: each row of the table below is one case of the
+continuation message's step 1 (the fence) and the lease rule of step 2 (the claim).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 every other blob: uploaded unless provably there, removed only by the lease holder, swept at
 the finish, restorable with an earlier record version, verified when read.
 
-Issue 14 (the storage part): a checkpoint uploads what changed since the last one.
+A checkpoint uploads what changed since the last one.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Values through the journal and the snapshot: what a replayed turn sees is what the live turn
-saw (DESIGN.md, "Guarantees"), and values JSON cannot hold fail once, clearly.
+saw (a guarantee), and values JSON cannot hold fail once, clearly.
 
-Issue "Harden the core", cases 2 (snapshot shares objects with the live state), 4 (NaN and
-infinity), 5 (live and replayed results differ in type) and 14 (Annotated serializers).
+The cases: a snapshot that must not share objects with the live state, NaN and infinity, live
+and replayed results that must not differ in type, and Annotated serializers.
 """
 
 from __future__ import annotations

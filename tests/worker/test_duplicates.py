@@ -19,8 +19,8 @@ from tests.conftest import (
     snapshot_objects,
     sqs_event,
 )
-from tests.functional.tasks import TOTAL_STEPS, build
 from tests.support import Lease, LocalRuntime, utcnow
+from tests.tally import TOTAL_STEPS, build
 
 
 @pytest.fixture

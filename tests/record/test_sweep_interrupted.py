@@ -1,7 +1,6 @@
-"""Library bugs the fault run (``make chaos``) found, each reduced to a small reproducer.
-
-Issue "Harden the core", cases 10/11: every blob ends referenced, deleted, or tagged
-``continuum-finished=true``. Found by ``python -m chaos.harness --tasks 200 --seed 1``.
+"""The sweep at a task's finish completes whatever interrupts it, reduced from what the fault
+run (``python -m chaos.harness --tasks 200 --seed 1``) found: every blob ends referenced,
+deleted, or tagged ``continuum-finished=true``.
 
 A blob that a mid-run removal did not remove (the DeleteObject failed, or the worker died
 between its write and the removal) is left, by design, for the sweep when the task finishes.
@@ -20,7 +19,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
 from tests.conftest import ScriptedContext, StoreFaults, drain, raw_record, set_visibility_timeout
-from tests.hardening.test_blobs import current_blobs, digest_of, digests, tagged_finished
+from tests.record.test_blobs import current_blobs, digest_of, digests, tagged_finished
 from tests.support import LocalRuntime, PreconditionFailed
 
 

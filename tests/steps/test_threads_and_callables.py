@@ -1,8 +1,8 @@
 """What a step may be, and where it may be called from.
 
-Issue "Harden the core", cases 7 (steps called from threads run outside the journal),
-8 (generator and async functions as tasks or steps) and 9 (``functools.partial`` and callable
-objects as steps: a name with a memory address, and a side effect before a serialisation error).
+The cases: steps called from threads (refused, never run outside the journal), generator and
+async functions as tasks or steps, and ``functools.partial`` and callable objects as steps (a
+name with a memory address, a side effect before a serialisation error).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The store and the queue answer alike on both backends: what the protocol relies on from S3
-and SQS, as moto shows it, holds for continuum.testing's fakes too (issue 9, point 1).
+and SQS, as moto shows it, holds for continuum.testing's fakes too.
 
 Each test runs on ``[memory]`` and ``[moto]`` through the runtime's own views (the observer's
 store and the event source's queue), the very objects the other tests look through.

@@ -1,6 +1,6 @@
 """Segments: where a state's large lists are cut, and the record that points at them.
 
-Issue 14: a checkpoint uploads what changed since the last one, so the cut must be stable
+A checkpoint uploads what changed since the last one, so the cut must be stable
 under appends and local under edits, and the record must stay readable and unambiguous.
 """
 
