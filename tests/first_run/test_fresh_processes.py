@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fresh import TIMEOUT_S, fresh, fresh_program, succeeded
+from tests.fresh import FRESH_TIMEOUT_S, fresh, fresh_program, succeeded
 
 
 def test_the_readme_approval_command_runs_to_its_published_post() -> None:
@@ -206,7 +206,7 @@ def pytest_in_a_project(tmp_path: Path, *options: str) -> subprocess.CompletedPr
     (tmp_path / "test_frozen.py").write_text(FREEZING_USER_TESTS)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
-        cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+        cwd=tmp_path, capture_output=True, text=True, timeout=FRESH_TIMEOUT_S, check=False,
     )  # fmt: skip
 
 
