@@ -71,7 +71,6 @@ CLIMBING = {
 LOOKALIKES = {
     ("backend", "backends"): "integrations/pydantic_ai/_backend.py beside the backends package",
     ("model", "models"): "integrations/pydantic_ai/_models.py beside _record/model.py",
-    ("run", "runs"): "cli/run.py beside _local/runs.py",
 }
 
 
