@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from continuum._define.observers import Observers, TaskFinished, TaskParked
 from continuum._define.settings import Settings
-from continuum._fanout.child_tasks import cancel_children, report_to_parent
+from continuum._fanout.child_tasks import ChildTasks, cancel_children, report_to_parent
 from continuum._record.continuation import Continuation, Continuations
 from continuum._record.history import Usage, bill
 from continuum._record.model import ErrorInfo, Status, TaskRecord
@@ -90,7 +90,7 @@ class Endings:
         settings: Settings,
         recent: RecentRecords,
         observers: Observers | None = None,
-        children: Any = None,
+        children: ChildTasks | None = None,
     ) -> None:
         self.records = records
         self.continuations = continuations
