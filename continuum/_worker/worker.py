@@ -1,6 +1,6 @@
 """One continuation in: parse, fence, wake, claim, run turns, then suspend, wait or finish.
 
-The protocol (DESIGN.md, "The continuation message"), a method of :class:`Worker` each step:
+The protocol of a continuation message, a method of :class:`Worker` for each step:
 
 1. Fence (``_judge``): the record (read, or in a warm worker the one it just parked:
    ``warm_cache.py``) fences the message (``fence.py``): stale, duplicate, finished and

@@ -20,7 +20,8 @@ def test_continuum_takes_every_setting_and_backend_field_with_its_default():
         assert parameters[f.name].default == f.default, f.name
     assert list(parameters)[:2] == ["bucket", "queue_url"]
     assert parameters["confidence"].kind is inspect.Parameter.KEYWORD_ONLY
-    assert "signing_key" in parameters and "signing_keys" not in parameters
+    assert "signing_key" in parameters
+    assert "signing_keys" not in parameters
 
 
 def test_the_settings_given_are_the_apps_settings():

@@ -73,7 +73,7 @@ def test_a_hand_written_dataclass_takes_its_fields_in_order_with_their_defaults(
 @pytest.mark.parametrize("cls", HAND_WRITTEN, ids=lambda c: c.__name__)
 def test_a_hand_written_dataclass_has_the_generated_repr_equality_hash_and_mutability(cls):
     made, frozen = generated(cls)
-    if cls is StepOptions:  # it checks its values: use the one field it needs  # the same, with the one field it needs
+    if cls is StepOptions:  # it checks its values: use the one field it needs
         mine, theirs = StepOptions("a"), made(name="a")
         other = StepOptions("b", retries=2)
     else:
