@@ -96,9 +96,9 @@ class Continuum(Decorators):
         return self._settings
 
     @keywords_of(Settings)
-    def update_settings(self, *args: Any, **changes: Any) -> None:
+    def update_settings(self, **changes: Any) -> None:
         """Change settings (validated as at construction); the next message uses them."""
-        self._settings = dataclasses.replace(self.settings, *args, **changes)
+        self._settings = dataclasses.replace(self.settings, **changes)
         self._records = self._continuations = self._worker = None
 
     @keywords_of(BackendConfig)

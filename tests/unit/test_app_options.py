@@ -63,3 +63,24 @@ def test_configure_changes_what_it_is_given_and_a_bucket_replaces_a_store():
     app.configure(queue_url="q", prefix="r")
     config = app._backends.config
     assert (config.queue_url, config.queue, config.prefix) == ("q", None, "r")
+
+
+@pytest.mark.slow
+def test_mypy_refuses_a_misspelt_keyword_or_a_wrong_type(tmp_path):
+    from mypy import api
+
+    snippet = tmp_path / "uses.py"
+    snippet.write_text(
+        "from continuum import Continuum\n"
+        "Continuum('b', 'q', prefix='p', confidence=0.9, signing_key='k')\n"
+        "Continuum(confidenc=0.9)\n"
+        "Continuum(confidence='high')\n"
+        "Continuum().update_settings(bogus=1)\n"
+        "Continuum().configure(bucket=3)\n"
+    )
+    out, _, status = api.run(
+        ["--strict", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", str(snippet)]
+    )
+    lines = {int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line}
+    assert status == 1
+    assert lines == {3, 4, 5, 6}, out
