@@ -130,9 +130,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, thread safely (an import holds its module's lock until it is
-    # done): a worker handling messages needs none of them. The client (with its mail and
-    # steering) costs about 1 ms of the worker's cold import, the batch models of fan-out
-    # about 2 ms, the operator's status view about 2 ms.
+    # done): a worker handling messages needs none of them.
     if name == "TaskStatus":
         from continuum._ops.status import TaskStatus
 

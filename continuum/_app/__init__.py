@@ -1,5 +1,7 @@
-"""The app: ``Continuum``, its registry of tasks and steps, its settings and backends, and
-the handler that hands SQS events to the worker.
+"""The app: ``Continuum`` (``app``), which assembles the rest and hands SQS events to the
+worker; the ``@app.task`` and ``@app.step`` decorators (``decorators``); what its constructor
+takes (``options``); where its records and continuations live (``backend_config``); and the
+loading of an app named ``module:attribute`` (``loading``).
 
 May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout, _turn, _worker,
 _ops.

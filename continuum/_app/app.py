@@ -5,8 +5,6 @@ records and continuations live, and hands each collaborator (the worker, the cli
 dead-letter handler) the few of those it uses.
 
 Example:
-    >>> from pydantic import BaseModel
-    >>> from continuum import Continuum, TaskContext
     >>> app = Continuum()  # bucket and queue from CONTINUUM_BUCKET and CONTINUUM_QUEUE_URL
     >>> @app.step
     ... def fetch(url: str) -> str: ...
@@ -23,40 +21,22 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from continuum._app.backend_config import Backends
+from continuum._app.backend_config import BackendConfig, Backends, backend_config_of
 from continuum._app.decorators import Decorators
+from continuum._app.options import ContinuumOptions, keywords_of
 from continuum._define.observers import Observer, Observers
-from continuum._define.settings import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_INBOX_POLL_S,
-    DEFAULT_MAX_IDLE_SUSPENSIONS,
-    DEFAULT_MAX_STATE_BYTES,
-    DEFAULT_MAX_STEP_CRASHES,
-    DEFAULT_PERSIST_EVERY_S,
-    DEFAULT_PREEMPTIBLE_CONFIDENCE,
-    DEFAULT_STEP_S,
-    DEFAULT_VISIBILITY_MARGIN_S,
-    SAFETY_MARGIN_S,
-    Settings,
-)
+from continuum._define.settings import Settings
 from continuum._define.steps import Step
-from continuum._record.codec import DEFAULT_INLINE_LIMIT_BYTES
-from continuum._record.continuation import Continuations, parse_keys
+from continuum._record.continuation import Continuations
 from continuum._record.storage import Records
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext
 from continuum._worker.worker import Worker
-from continuum.backends.queue import ContinuationQueue
-from continuum.backends.store import RecordStore
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
-    from mypy_boto3_sqs import SQSClient
-
     from continuum._ops.client import Client
 
 ObserverT = TypeVar("ObserverT", bound=Observer)
@@ -65,73 +45,25 @@ ObserverT = TypeVar("ObserverT", bound=Observer)
 class Continuum(Decorators):
     """An app: tasks, steps, where their records and continuations live, and how they run.
 
-    Args:
-        bucket: the S3 bucket of the records (default: ``CONTINUUM_BUCKET``).
-        queue_url: the SQS continuation queue (default: ``CONTINUUM_QUEUE_URL``).
-        prefix: the key prefix of the records (default: ``CONTINUUM_PREFIX`` or ``tasks``).
-        s3_client: a boto3 S3 client (default: one made on first use).
-        sqs_client: a boto3 SQS client (default: one made on first use).
-        store: a record store instead of S3 (``continuum.testing.InMemoryRecordStore``).
-        queue: a continuation queue instead of SQS (``InMemoryContinuationQueue``).
-        confidence, safety_margin_s, default_step_s, persist_every_s, inline_limit_bytes,
-        max_state_bytes, visibility_margin_s, preemptible_confidence, max_step_crashes,
-        max_idle_suspensions, inbox_poll_s: the budget rule, limits and margins; see
-            :class:`continuum.Settings` for each.
-        signing_key: sign continuation messages with HMAC-SHA256 and refuse unsigned or
-            forged ones. Several keys (a list, or a comma-separated string) rotate: the first
-            signs, any verifies. Default: ``continuum._base.signing.load_signing_keys()`` (from
-            ``CONTINUUM_SIGNING_KEY``, an SSM parameter or a secret); none means no signing.
+    Takes ``bucket`` and ``queue_url`` (or the environment's) and, as keywords, where else
+    records and continuations live (the fields of ``BackendConfig``: ``prefix``,
+    ``s3_client``, ``sqs_client``, ``store``, ``queue``), the budget rule, limits and margins
+    (the fields of :class:`continuum.Settings`: ``confidence``, ``safety_margin_s``, ...), and
+    ``signing_key``. Each is documented once, as its field; ``help(Continuum)`` lists them.
+
+    Raises:
+        TypeError: a keyword it does not take.
+        ConfigurationError: a value of the wrong type, or out of range.
     """
 
-    def __init__(
-        self,
-        bucket: str | None = None,
-        queue_url: str | None = None,
-        *,
-        prefix: str | None = None,
-        s3_client: S3Client | None = None,
-        sqs_client: SQSClient | None = None,
-        store: RecordStore | None = None,
-        queue: ContinuationQueue | None = None,
-        confidence: float = DEFAULT_CONFIDENCE,
-        safety_margin_s: float = SAFETY_MARGIN_S,
-        default_step_s: float = DEFAULT_STEP_S,
-        persist_every_s: float = DEFAULT_PERSIST_EVERY_S,
-        inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES,
-        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
-        visibility_margin_s: int | None = DEFAULT_VISIBILITY_MARGIN_S,
-        preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
-        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
-        max_idle_suspensions: int = DEFAULT_MAX_IDLE_SUSPENSIONS,
-        inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
-        signing_key: str | Sequence[str] | None = None,
-    ) -> None:
+    @keywords_of(ContinuumOptions)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        options = ContinuumOptions(*args, **kwargs)
         self.registry = Registry()
-        self._settings = Settings(
-            confidence=confidence,
-            safety_margin_s=safety_margin_s,
-            default_step_s=default_step_s,
-            persist_every_s=persist_every_s,
-            inline_limit_bytes=inline_limit_bytes,
-            max_state_bytes=max_state_bytes,
-            visibility_margin_s=visibility_margin_s,
-            preemptible_confidence=preemptible_confidence,
-            max_step_crashes=max_step_crashes,
-            max_idle_suspensions=max_idle_suspensions,
-            inbox_poll_s=inbox_poll_s,
-            signing_keys=parse_keys(signing_key),
-        )
-        self._keys_given = signing_key is not None
+        self._settings = options.settings()
+        self._keys_given = options.signing_key is not None
         self._keys_read = False  # read from the environment (signing.load_signing_keys)
-        self._backends = Backends(
-            bucket=bucket,
-            queue_url=queue_url,
-            prefix=prefix,
-            s3_client=s3_client,
-            sqs_client=sqs_client,
-            store=store,
-            queue=queue,
-        )
+        self._backends = Backends(backend_config_of(options))
         #: counts the store and queue calls each message makes (``record.usage``).
         self.meter = Meter()
         #: hooks on what the worker does (``app.observe``).
@@ -164,6 +96,7 @@ class Continuum(Decorators):
             self._keys_given = self._keys_read = True
         return self._settings
 
+    @keywords_of(Settings)
     def update_settings(self, **changes: Any) -> None:
         """Change settings (validated as at construction); the next message uses them."""
         self._settings = dataclasses.replace(self.settings, **changes)
@@ -194,27 +127,11 @@ class Continuum(Decorators):
             self._keys_given = self._keys_read = False
         self._records = self._continuations = self._worker = None
 
-    def configure(
-        self,
-        *,
-        bucket: str | None = None,
-        queue_url: str | None = None,
-        prefix: str | None = None,
-        s3_client: S3Client | None = None,
-        sqs_client: SQSClient | None = None,
-        store: RecordStore | None = None,
-        queue: ContinuationQueue | None = None,
-    ) -> None:
-        """Point the app at a bucket and queue, or at a store and queue (local runs, tests)."""
-        self._backends.configure(
-            bucket=bucket,
-            queue_url=queue_url,
-            prefix=prefix,
-            s3_client=s3_client,
-            sqs_client=sqs_client,
-            store=store,
-            queue=queue,
-        )
+    @keywords_of(BackendConfig)
+    def configure(self, *args: Any, **kwargs: Any) -> None:
+        """Point the app at a bucket and queue, or at a store and queue (local runs, tests):
+        what is given changes, the rest stays (a bucket replaces a store, and so on)."""
+        self._backends.configure(BackendConfig(*args, **kwargs))
         self._records = self._continuations = self._worker = None
 
     @property
@@ -248,6 +165,7 @@ class Continuum(Decorators):
                 self.records,
                 self.continuations,
                 self.settings,
+                child_client=self.client,
                 meter=self.meter,
                 observers=self.observers,
             )
@@ -267,15 +185,14 @@ class Continuum(Decorators):
 
     def dead_letter_handler(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         """The Lambda entry point for the dead-letter queue: fails or continues each task."""
-        from continuum._worker.dead_letter import DeadLetters  # see client()
+        from continuum._worker.dead_letter import DeadLetters  # only the dead-letter Lambda
 
         return DeadLetters(self.records, self.continuations).handle_batch(event, context)
 
     def client(self) -> Client:
         """A client to start tasks and read their status and results."""
-        # The client and the dead-letter handler are imported on first use (thread safely:
-        # an import holds its module's lock until it is done): a worker handling messages
-        # needs neither, and they cost about 1.5 ms of its cold import.
+        # Imported on first use (an import holds its module's lock, so thread safely): a
+        # worker needs it only when a task starts or cancels a child.
         from continuum._ops.client import Client
 
         return Client(

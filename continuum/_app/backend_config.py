@@ -1,15 +1,17 @@
 """Where an app's records and continuations live: S3 and SQS, or a store and queue given.
 
-The app's configuration says a bucket and a queue URL (as arguments or ``CONTINUUM_BUCKET``
-and ``CONTINUUM_QUEUE_URL``), with boto3 clients made on first use unless given; or it says a
-:class:`~continuum.RecordStore` and a :class:`~continuum.ContinuationQueue`
-directly (the in-memory fakes of ``continuum.testing``, say). This module turns either into the
-two seams, and nothing above it knows which it was.
+The app's configuration (:class:`BackendConfig`) says a bucket and a queue URL (as arguments,
+or the environment variables named here), with boto3 clients made on first use unless given;
+or it says a :class:`~continuum.RecordStore` and a :class:`~continuum.ContinuationQueue`
+directly (the in-memory fakes of ``continuum.testing``, say). :class:`Backends` turns either
+into the two seams, and nothing above it knows which it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from continuum.backends.queue import ContinuationQueue
@@ -20,64 +22,87 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
-#: The key prefix of the records unless configured (``CONTINUUM_PREFIX``).
+#: The environment variables an app reads where its configuration does not say.
+BUCKET_ENV = "CONTINUUM_BUCKET"
+QUEUE_URL_ENV = "CONTINUUM_QUEUE_URL"
+PREFIX_ENV = "CONTINUUM_PREFIX"
+#: The key prefix of the records unless configured (or ``CONTINUUM_PREFIX``).
 DEFAULT_PREFIX = "tasks"
 
 
-class Backends:
-    """The configured bucket and queue (or store and queue) of one app."""
+@dataclass(frozen=True, kw_only=True)
+class BackendConfig:
+    """Where an app's records and continuations live; each field is a keyword of
+    :class:`continuum.Continuum` and of ``app.configure`` (None: not said)."""
 
-    def __init__(
-        self,
-        *,
-        bucket: str | None = None,
-        queue_url: str | None = None,
-        prefix: str | None = None,
-        s3_client: S3Client | None = None,
-        sqs_client: SQSClient | None = None,
-        store: RecordStore | None = None,
-        queue: ContinuationQueue | None = None,
-    ) -> None:
-        self.bucket, self.queue_url, self._prefix = bucket, queue_url, prefix
-        self.s3_client, self.sqs_client = s3_client, sqs_client
-        self._store, self._queue = store, queue
+    #: The S3 bucket of the records (default: ``CONTINUUM_BUCKET``).
+    bucket: str | None = field(default=None, kw_only=False)
+    #: The SQS continuation queue (default: ``CONTINUUM_QUEUE_URL``).
+    queue_url: str | None = field(default=None, kw_only=False)
+    #: The key prefix of the records (default: ``CONTINUUM_PREFIX``, else ``tasks``).
+    prefix: str | None = None
+    #: A boto3 S3 client (default: one made on first use).
+    s3_client: S3Client | None = None
+    #: A boto3 SQS client (default: one made on first use).
+    sqs_client: SQSClient | None = None
+    #: A record store instead of S3 (``continuum.testing.InMemoryRecordStore``).
+    store: RecordStore | None = None
+    #: A continuation queue instead of SQS (``InMemoryContinuationQueue``).
+    queue: ContinuationQueue | None = None
+
+    def changed_by(self, changes: BackendConfig) -> BackendConfig:
+        """This configuration with what ``changes`` says; a bucket or S3 client replaces a
+        store, and a queue URL or SQS client a queue."""
+        store, queue = self.store, self.queue
+        # ``is not None``: a fake may be falsy (an empty queue has len 0).
+        if changes.bucket or changes.s3_client is not None:
+            store = None
+        if changes.queue_url or changes.sqs_client is not None:
+            queue = None
+        return BackendConfig(
+            self.bucket if not changes.bucket else changes.bucket,
+            self.queue_url if not changes.queue_url else changes.queue_url,
+            prefix=changes.prefix or self.prefix,
+            s3_client=self.s3_client if changes.s3_client is None else changes.s3_client,
+            sqs_client=self.sqs_client if changes.sqs_client is None else changes.sqs_client,
+            store=store if changes.store is None else changes.store,
+            queue=queue if changes.queue is None else changes.queue,
+        )
+
+
+def backend_config_of(config: BackendConfig) -> BackendConfig:
+    """Only the :class:`BackendConfig` fields of ``config`` (of a subclass, say)."""
+    names = (f.name for f in dataclasses.fields(BackendConfig))
+    return BackendConfig(**{name: getattr(config, name) for name in names})
+
+
+class Backends:
+    """The configured bucket and queue (or store and queue) of one app, as the two seams."""
+
+    def __init__(self, config: BackendConfig) -> None:
+        self.config = config
         #: the clients made here on first use, not given: "s3", "sqs".
         self._made: set[str] = set()
 
-    def configure(
-        self,
-        *,
-        bucket: str | None = None,
-        queue_url: str | None = None,
-        prefix: str | None = None,
-        s3_client: S3Client | None = None,
-        sqs_client: SQSClient | None = None,
-        store: RecordStore | None = None,
-        queue: ContinuationQueue | None = None,
-    ) -> None:
-        """Change what is given; a bucket or S3 client replaces a store, and likewise SQS."""
-        # ``is not None``: a fake may be falsy (an empty queue has len 0).
-        if bucket or s3_client is not None:
-            self._store = None
-        if queue_url or sqs_client is not None:
-            self._queue = None
-        self.bucket = bucket or self.bucket
-        self.queue_url = queue_url or self.queue_url
-        self._prefix = prefix or self._prefix
-        if s3_client is not None:
-            self.s3_client = s3_client
+    def configure(self, changes: BackendConfig) -> None:
+        """Change what ``changes`` says (see :meth:`BackendConfig.changed_by`)."""
+        self.config = self.config.changed_by(changes)
+        if changes.s3_client is not None:
             self._made.discard("s3")
-        if sqs_client is not None:
-            self.sqs_client = sqs_client
+        if changes.sqs_client is not None:
             self._made.discard("sqs")
-        if store is not None:
-            self._store = store
-        if queue is not None:
-            self._queue = queue
+
+    def forget_made_clients(self) -> None:
+        """Drop the boto3 clients made here (not those given): the next use makes new ones."""
+        if "s3" in self._made:
+            self.config = dataclasses.replace(self.config, s3_client=None)
+        if "sqs" in self._made:
+            self.config = dataclasses.replace(self.config, sqs_client=None)
+        self._made.clear()
 
     @property
     def prefix(self) -> str:
-        return self._prefix or os.environ.get("CONTINUUM_PREFIX") or DEFAULT_PREFIX
+        return self.config.prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
 
     def store(self) -> RecordStore:
         """The record store: the one given, else the bucket on S3.
@@ -85,22 +110,24 @@ class Backends:
         Raises:
             ConfigurationError: neither a store nor a bucket is configured.
         """
-        if self._store is not None:
-            return self._store
+        config = self.config
+        if config.store is not None:
+            return config.store
         from continuum.backends.s3 import S3RecordStore
 
-        bucket = self.bucket or os.environ.get("CONTINUUM_BUCKET")
+        bucket = config.bucket or os.environ.get(BUCKET_ENV)
         if not bucket:
             raise ConfigurationError(
-                "no bucket configured",
-                hint="pass Continuum(bucket=...) or set CONTINUUM_BUCKET",
+                "no bucket configured", hint=f"pass Continuum(bucket=...) or set {BUCKET_ENV}"
             )
-        if self.s3_client is None:
+        s3_client = config.s3_client
+        if s3_client is None:
             import boto3
 
-            self.s3_client = boto3.client("s3")
+            s3_client = boto3.client("s3")  # kept: the app's client from now on
+            self.config = dataclasses.replace(config, s3_client=s3_client)
             self._made.add("s3")
-        return S3RecordStore(self.s3_client, bucket)
+        return S3RecordStore(s3_client, bucket)
 
     def queue(self) -> ContinuationQueue:
         """The continuation queue: the one given, else the queue URL on SQS.
@@ -108,27 +135,22 @@ class Backends:
         Raises:
             ConfigurationError: neither a queue nor a queue URL is configured.
         """
-        if self._queue is not None:
-            return self._queue
+        config = self.config
+        if config.queue is not None:
+            return config.queue
         from continuum.backends.sqs import SQSContinuationQueue
 
-        queue_url = self.queue_url or os.environ.get("CONTINUUM_QUEUE_URL")
+        queue_url = config.queue_url or os.environ.get(QUEUE_URL_ENV)
         if not queue_url:
             raise ConfigurationError(
                 "no continuation queue configured",
-                hint="pass Continuum(queue_url=...) or set CONTINUUM_QUEUE_URL",
+                hint=f"pass Continuum(queue_url=...) or set {QUEUE_URL_ENV}",
             )
-        if self.sqs_client is None:
+        sqs_client = config.sqs_client
+        if sqs_client is None:
             import boto3
 
-            self.sqs_client = boto3.client("sqs")
+            sqs_client = boto3.client("sqs")
+            self.config = dataclasses.replace(config, sqs_client=sqs_client)
             self._made.add("sqs")
-        return SQSContinuationQueue(self.sqs_client, queue_url)
-
-    def forget_made_clients(self) -> None:
-        """Drop the boto3 clients made here (not those given): the next use makes new ones."""
-        if "s3" in self._made:
-            self.s3_client = None
-        if "sqs" in self._made:
-            self.sqs_client = None
-        self._made.clear()
+        return SQSContinuationQueue(sqs_client, queue_url)

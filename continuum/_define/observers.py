@@ -22,20 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from continuum._base.plain import Frozen
-
 logger = logging.getLogger("continuum._define.observers")
 
 
-# The events are frozen dataclasses (``dataclasses.fields``, ``asdict``, ``replace`` and
-# subclassing work on them) whose methods are written by hand (``plain.py``): ``@dataclass``
-# then only collects their fields and writes the frozen ``__setattr__`` and ``__delattr__``.
-# Generating all their methods cost about 4 ms of the worker's cold import. They behave as
-# they did: the same repr, equality, hash, match and FrozenInstanceError.
-
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class InvocationStarted(Frozen):
+@dataclass(frozen=True)
+class InvocationStarted:
     """A worker claimed the task: an invocation of it begins."""
 
     task_id: str
@@ -47,19 +38,9 @@ class InvocationStarted(Frozen):
     #: this is the first invocation of this task
     first: bool
 
-    def __init__(
-        self, task_id: str, task_name: str, generation: int, turn: int, message: str, first: bool
-    ) -> None:
-        object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "task_name", task_name)
-        object.__setattr__(self, "generation", generation)
-        object.__setattr__(self, "turn", turn)
-        object.__setattr__(self, "message", message)
-        object.__setattr__(self, "first", first)
 
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class InvocationEnded(Frozen):
+@dataclass(frozen=True)
+class InvocationEnded:
     """The invocation's hold on the task ended (``outcome``: the worker's outcome)."""
 
     task_id: str
@@ -69,25 +50,9 @@ class InvocationEnded(Frozen):
     steps_executed: int
     steps_replayed: int
 
-    def __init__(
-        self,
-        task_id: str,
-        task_name: str,
-        outcome: str,
-        duration_s: float,
-        steps_executed: int,
-        steps_replayed: int,
-    ) -> None:
-        object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "task_name", task_name)
-        object.__setattr__(self, "outcome", outcome)
-        object.__setattr__(self, "duration_s", duration_s)
-        object.__setattr__(self, "steps_executed", steps_executed)
-        object.__setattr__(self, "steps_replayed", steps_replayed)
 
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class StepStarted(Frozen):
+@dataclass(frozen=True)
+class StepStarted:
     """An attempt of a live step starts (replayed steps send no events)."""
 
     task_id: str
@@ -96,16 +61,9 @@ class StepStarted(Frozen):
     turn: int
     attempt: int
 
-    def __init__(self, task_id: str, key: str, name: str, turn: int, attempt: int) -> None:
-        object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "turn", turn)
-        object.__setattr__(self, "attempt", attempt)
 
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class StepEnded(Frozen):
+@dataclass(frozen=True)
+class StepEnded:
     """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused`` or
     ``preempted``; ``error_type`` names what it raised."""
 
@@ -118,29 +76,9 @@ class StepEnded(Frozen):
     duration_s: float
     error_type: str | None = None
 
-    def __init__(
-        self,
-        task_id: str,
-        key: str,
-        name: str,
-        turn: int,
-        attempt: int,
-        outcome: str,
-        duration_s: float,
-        error_type: str | None = None,
-    ) -> None:
-        object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "turn", turn)
-        object.__setattr__(self, "attempt", attempt)
-        object.__setattr__(self, "outcome", outcome)
-        object.__setattr__(self, "duration_s", duration_s)
-        object.__setattr__(self, "error_type", error_type)
 
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class TaskParked(Frozen):
+@dataclass(frozen=True)
+class TaskParked:
     """The task suspended (continues in a fresh invocation) or went waiting."""
 
     task_id: str
@@ -149,18 +87,9 @@ class TaskParked(Frozen):
     generation: int
     reason: str
 
-    def __init__(
-        self, task_id: str, task_name: str, status: str, generation: int, reason: str
-    ) -> None:
-        object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "task_name", task_name)
-        object.__setattr__(self, "status", status)
-        object.__setattr__(self, "generation", generation)
-        object.__setattr__(self, "reason", reason)
 
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class TaskFinished(Frozen):
+@dataclass(frozen=True)
+class TaskFinished:
     """The task finished: succeeded, failed or cancelled."""
 
     task_id: str
@@ -169,18 +98,9 @@ class TaskFinished(Frozen):
     error_type: str | None
     error: str | None
 
-    def __init__(
-        self, task_id: str, task_name: str, status: str, error_type: str | None, error: str | None
-    ) -> None:
-        object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "task_name", task_name)
-        object.__setattr__(self, "status", status)
-        object.__setattr__(self, "error_type", error_type)
-        object.__setattr__(self, "error", error)
 
-
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class MessageHandled(Frozen):
+@dataclass(frozen=True)
+class MessageHandled:
     """A worker handled one message (``outcome``: suspended, stale, duplicate, ...)."""
 
     outcome: str
@@ -188,14 +108,6 @@ class MessageHandled(Frozen):
     duration_ms: float
     #: the task the message names (None if the message could not be read).
     task_id: str | None = None
-
-    def __init__(
-        self, outcome: str, task_name: str | None, duration_ms: float, task_id: str | None = None
-    ) -> None:
-        object.__setattr__(self, "outcome", outcome)
-        object.__setattr__(self, "task_name", task_name)
-        object.__setattr__(self, "duration_ms", duration_ms)
-        object.__setattr__(self, "task_id", task_id)
 
 
 class Observer:

@@ -30,8 +30,8 @@ from typing import Any
 
 from continuum._base.clock import utcnow
 from continuum._fanout.child_tasks import report_to_parent
-from continuum._record.continuation import Continuations
-from continuum._record.model import ErrorInfo, Status
+from continuum._record.continuation import Continuation, Continuations
+from continuum._record.model import ErrorInfo, Status, TaskRecord
 from continuum._record.recovery import end_recovery
 from continuum._record.storage import Records
 from continuum._record.sweep import SweepIncompleteError
@@ -86,87 +86,112 @@ class DeadLetters:
             try:
                 record, etag = self.records.load(message.task_id)
             except RecordTooNewError as exc:
-                # Left as is, and its message kept going: it may be what resumes the task
-                # once the newer code is back (its sends failed until it died here).
-                logger.error(f"dead letter for a record a newer continuum wrote; resent: {exc}")
-                self.continuations.send(
-                    message.task_id,
-                    generation=message.generation,
-                    reason=LEFT_FOR_NEWER,
-                    delay_s=self.continuations.queue.max_delay_s,
-                    kind=message.kind,
-                )
-                return DeadLetterOutcome.RESENT
+                return self._leave_for_newer(message, exc)
             except (RecordNotFoundError, RecordCorruptError) as exc:
                 logger.error(f"dead letter for a task that cannot be read: {exc}")
                 return DeadLetterOutcome.REJECTED
-            verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
-            match verdict:
-                case Verdict.FUTURE:
-                    return DeadLetterOutcome.REJECTED
-                case Verdict.STALE | Verdict.RESEND | Verdict.CHECK_INBOX:
-                    resend(record, self.records, self.continuations, reason="dead-letter-resend")
-                    logger.warning(
-                        "dead letter of an older generation: sent the current continuation",
-                        extra={"task_id": record.task_id, "generation": record.generation},
-                    )
-                    return DeadLetterOutcome.RESENT
-                case Verdict.RUN:
-                    pass
-                case Verdict.FINISHED:
-                    report_to_parent(self.records, self.continuations, record, again=True)
-                    swept = self.records.sweeper.ensure_swept(record)
-                    return DeadLetterOutcome.SWEPT if swept else DeadLetterOutcome.LEFTOVER
-                case Verdict.RETRY_LATER:
-                    # The worker that claimed this very message holds a live lease: dead or
-                    # slow, no one can tell yet, and no other message would continue the task.
-                    raise LeaseHeldError(
-                        "the worker that claimed this dead letter's message still holds the "
-                        "task's lease; the dead letter is decided after it",
-                        task_id=record.task_id,
-                        generation=record.generation,
-                    )
-                case _:  # a live worker holds it under another message, which continues it
-                    return DeadLetterOutcome.LEFTOVER
-            last = ""
-            lease = record.lease
-            if lease is not None:
-                last = f"; last claimed by {lease.owner} until {lease.expires_at.isoformat()}"
-            if record.crashes:
-                last += (
-                    f"; its worker died {record.crashes} times at step position {record.crash_at}"
-                )
-            record.status = Status.FAILED
-            record.lease = None
-            record.finished_at = utcnow()
-            record.error = ErrorInfo(
-                type="DeadLettered",
-                message=(
-                    f"the continuation for generation {message.generation} was received "
-                    f"{delivery.receive_count} times without completing and went to the "
-                    f"dead-letter queue{last}"
-                ),
-                turn=record.turn,
-            )
-            request = self.records.inbox.close_to_cancel(record.task_id)
-            if request is not None:  # a cancel accepted before this finish wins, as in endings
-                record.status = Status.CANCELLED
-                record.error = cancelled_error(request, record.turn)
-            end_recovery(record)
-            failed = f"task {record.status.value}: {record.error.message}"
-            task = {"task_id": record.task_id}
-            unswept: SweepIncompleteError | None = None
-            try:
-                self.records.replace(record, etag=etag, finished=True)
-            except RecordConflictError:
-                continue
-            except SweepIncompleteError as exc:
-                unswept = exc
-            logger.warning(failed, extra=task)
-            report_to_parent(self.records, self.continuations, record)
-            if unswept is not None:
-                raise unswept  # the task failed; its dead letter comes back to finish the sweep
-            return DeadLetterOutcome.FAILED
+            judged = self._judge(message, delivery, record)
+            if judged is not None:
+                return judged
+            failed = self._fail(message, delivery, record, etag)
+            if failed is not None:
+                return failed
         raise RecordConflictError(
             "the record kept changing while failing a dead letter", task_id=message.task_id
         )
+
+    def _leave_for_newer(self, message: Continuation, exc: RecordTooNewError) -> DeadLetterOutcome:
+        # Left as is, and its message kept going: it may be what resumes the task once the
+        # newer code is back (its sends failed until it died here).
+        logger.error(f"dead letter for a record a newer continuum wrote; resent: {exc}")
+        self.continuations.send(
+            message.task_id,
+            generation=message.generation,
+            reason=LEFT_FOR_NEWER,
+            delay_s=self.continuations.queue.max_delay_s,
+            kind=message.kind,
+        )
+        return DeadLetterOutcome.RESENT
+
+    def _judge(
+        self, message: Continuation, delivery: Delivery, record: TaskRecord
+    ) -> DeadLetterOutcome | None:
+        """Fence the dead letter as the worker does: what was done, or None if the task
+        cannot progress and is to be failed."""
+        verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
+        match verdict:
+            case Verdict.FUTURE:
+                return DeadLetterOutcome.REJECTED
+            case Verdict.STALE | Verdict.RESEND | Verdict.CHECK_INBOX:
+                resend(record, self.records, self.continuations, reason="dead-letter-resend")
+                logger.warning(
+                    "dead letter of an older generation: sent the current continuation",
+                    extra={"task_id": record.task_id, "generation": record.generation},
+                )
+                return DeadLetterOutcome.RESENT
+            case Verdict.RUN:
+                return None
+            case Verdict.FINISHED:
+                report_to_parent(self.records, self.continuations, record, again=True)
+                swept = self.records.sweeper.ensure_swept(record)
+                return DeadLetterOutcome.SWEPT if swept else DeadLetterOutcome.LEFTOVER
+            case Verdict.RETRY_LATER:
+                # The worker that claimed this very message holds a live lease: dead or
+                # slow, no one can tell yet, and no other message would continue the task.
+                raise LeaseHeldError(
+                    "the worker that claimed this dead letter's message still holds the "
+                    "task's lease; the dead letter is decided after it",
+                    task_id=record.task_id,
+                    generation=record.generation,
+                )
+            case _:  # a live worker holds it under another message, which continues it
+                return DeadLetterOutcome.LEFTOVER
+
+    def _fail(
+        self, message: Continuation, delivery: Delivery, record: TaskRecord, etag: str
+    ) -> DeadLetterOutcome | None:
+        """Write the task failed (cancelled, if a cancel came first) and report it to its
+        parent; None if the record moved meanwhile."""
+        record.error = dead_lettered(record, message, delivery)  # names the lease it ends
+        record.status = Status.FAILED
+        record.lease = None
+        record.finished_at = utcnow()
+        request = self.records.inbox.close_to_cancel(record.task_id)
+        if request is not None:  # a cancel accepted before this finish wins, as in endings
+            record.status = Status.CANCELLED
+            record.error = cancelled_error(request, record.turn)
+        end_recovery(record)
+        unswept: SweepIncompleteError | None = None
+        try:
+            self.records.replace(record, etag=etag, finished=True)
+        except RecordConflictError:
+            return None
+        except SweepIncompleteError as exc:
+            unswept = exc
+        logger.warning(
+            f"task {record.status.value}: {record.error.message}",
+            extra={"task_id": record.task_id},
+        )
+        report_to_parent(self.records, self.continuations, record)
+        if unswept is not None:
+            raise unswept  # the task failed; its dead letter comes back to finish the sweep
+        return DeadLetterOutcome.FAILED
+
+
+def dead_lettered(record: TaskRecord, message: Continuation, delivery: Delivery) -> ErrorInfo:
+    """The error of a task whose continuation went to the dead-letter queue."""
+    last = ""
+    lease = record.lease
+    if lease is not None:
+        last = f"; last claimed by {lease.owner} until {lease.expires_at.isoformat()}"
+    if record.crashes:
+        last += f"; its worker died {record.crashes} times at step position {record.crash_at}"
+    return ErrorInfo(
+        type="DeadLettered",
+        message=(
+            f"the continuation for generation {message.generation} was received "
+            f"{delivery.receive_count} times without completing and went to the "
+            f"dead-letter queue{last}"
+        ),
+        turn=record.turn,
+    )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from continuum._define.observers import Observers, TaskFinished, TaskParked
 from continuum._define.settings import Settings
-from continuum._fanout.child_tasks import cancel_children, report_to_parent
+from continuum._fanout.child_tasks import ChildTasks, cancel_children, report_to_parent
 from continuum._record.continuation import Continuation, Continuations
 from continuum._record.history import Usage, bill
 from continuum._record.model import ErrorInfo, Status, TaskRecord
@@ -31,10 +31,11 @@ from continuum._record.storage import Records
 from continuum._record.waiting_for import Waiter
 from continuum._turn.tasks import Task
 from continuum._worker.claim import Claim
+from continuum._worker.fence import Verdict
 from continuum._worker.sqs_batch import logger
 from continuum._worker.wake import after_wait
 from continuum._worker.warm_cache import RecentRecords
-from continuum.errors import PayloadTooLargeError, RecordTooNewError
+from continuum.errors import LeaseHeldError, PayloadTooLargeError, RecordTooNewError
 
 if TYPE_CHECKING:
     from continuum._record.inbox_items import CancelRequest
@@ -89,7 +90,7 @@ class Endings:
         settings: Settings,
         recent: RecentRecords,
         observers: Observers | None = None,
-        children: Any = None,
+        children: ChildTasks | None = None,
     ) -> None:
         self.records = records
         self.continuations = continuations
@@ -187,9 +188,35 @@ class Endings:
         """Send what continues a waiting record: a wake, its timer, or nothing."""
         return resume_waiting(record, self.records, self.continuations)
 
-    def resend(self, record: TaskRecord) -> None:
-        """Send the record's current continuation again (its last sender may have died)."""
-        resend(record, self.records, self.continuations)
+    def fenced(self, verdict: Verdict, record: TaskRecord) -> Outcome:
+        """Act on a verdict of the fence that runs nothing (not RUN, nor CHECK_INBOX)."""
+        match verdict:
+            case Verdict.RETRY_LATER:
+                raise LeaseHeldError(
+                    "a live worker is processing this message; retry after its lease",
+                    task_id=record.task_id,
+                    generation=record.generation,
+                )
+            case Verdict.RESEND:
+                # The worker that suspended the task (or made it wait) may have died before
+                # sending; send again (a duplicate is fenced like any other).
+                resend(record, self.records, self.continuations)
+                return Outcome.RESENT
+            case Verdict.FINISHED:
+                # Its worker may have died after the finish write: a cancelled parent cancels
+                # its children again, a child reports again (idempotent), and a sweep cut
+                # short is finished (else it raises, and the message comes back).
+                cancel_children(self.children, record)
+                report_to_parent(self.records, self.continuations, record, again=True)
+                swept = self.records.sweeper.ensure_swept(record)
+                return Outcome.SWEPT if swept else Outcome.FINISHED
+            case Verdict.FUTURE:
+                logger.error(
+                    "message names a generation the record has not reached",
+                    extra={"record_generation": record.generation},
+                )
+                return Outcome.REJECTED
+        return Outcome(verdict.value)
 
     def leave_for_newer(self, message: Continuation, exc: RecordTooNewError) -> Outcome:
         """A newer continuum (or newer task code) wrote the record: leave it untouched, and

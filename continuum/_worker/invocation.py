@@ -13,6 +13,7 @@ from typing import Any
 
 from continuum._define.observers import InvocationEnded, InvocationStarted, Observers
 from continuum._define.settings import Settings
+from continuum._fanout.child_tasks import ChildTasks
 from continuum._record.continuation import Continuation
 from continuum._record.inbox import Listing, TaskInbox
 from continuum._record.model import ErrorInfo, Status
@@ -38,7 +39,7 @@ class Invocation:
         settings: the budget policy, limits and margins.
         endings: how the hold ends.
         observers: who hears of it.
-        children: starts child tasks (``children.ChildTasks``).
+        children: starts child tasks.
     """
 
     def __init__(
@@ -51,7 +52,7 @@ class Invocation:
         settings: Settings,
         endings: Endings,
         observers: Observers,
-        children: Any = None,
+        children: ChildTasks | None = None,
     ) -> None:
         self.claim, self.task, self.context = claim, task, context
         self.records, self.settings = records, settings

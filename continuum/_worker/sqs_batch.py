@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from aws_lambda_powertools import Logger
@@ -21,7 +22,6 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from continuum._base.plain import Frozen
 from continuum._define.observers import MessageHandled, Observer
 from continuum.backends.queue import ContinuationQueue, QueueError
 from continuum.errors import ContinuumError
@@ -38,27 +38,14 @@ class LambdaContext(Protocol):
     def get_remaining_time_in_millis(self) -> int: ...
 
 
-class Delivery(Frozen):
-    """One SQS message as the worker sees it (written by hand, not a dataclass: ``plain.py``)."""
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One SQS message as the worker sees it."""
 
-    __match_args__ = ("body", "message_id", "receipt_handle", "receive_count")
-    __slots__ = __match_args__
     body: str
     message_id: str
-    receipt_handle: str | None
-    receive_count: int
-
-    def __init__(
-        self,
-        body: str,
-        message_id: str,
-        receipt_handle: str | None = None,
-        receive_count: int = 1,
-    ) -> None:
-        object.__setattr__(self, "body", body)
-        object.__setattr__(self, "message_id", message_id)
-        object.__setattr__(self, "receipt_handle", receipt_handle)
-        object.__setattr__(self, "receive_count", receive_count)
+    receipt_handle: str | None = None
+    receive_count: int = 1
 
     @classmethod
     def from_sqs(cls, message: SQSRecord) -> Delivery:

@@ -1,16 +1,17 @@
-"""One continuation in: parse, fence, claim, run turns, then suspend, wait or finish.
+"""One continuation in: parse, fence, wake, claim, run turns, then suspend, wait or finish.
 
-The protocol (DESIGN.md, "The continuation message"):
+The protocol of a continuation message, a method of :class:`Worker` for each step:
 
-1. Read the record (or, in a warm worker, remember the one it just parked) and fence the
-   message against it (``fence.py``): stale, duplicate, finished and forged messages are
-   acknowledged without running anything (a finished task whose record is not tagged swept
-   is swept first: ``sweeping.py``). A message for a waiting task is judged against its
-   inbox (``waiting.py``): answered or due, it runs; an early timer hops; else it is ignored.
-2. Claim: compare-and-swap the record to ``running`` with a lease until this invocation's
-   deadline (``claim.py``). Losing the swap means another worker has it: acknowledge.
-3. Run turns (``turns.py``), saving the journal by policy.
-4. End (``endings.py``): suspend (write the record with generation + 1, then send the
+1. Fence (``_judge``): the record (read, or in a warm worker the one it just parked:
+   ``warm_cache.py``) fences the message (``fence.py``): stale, duplicate, finished and
+   forged messages are acknowledged without running anything (a finished task whose record
+   is not tagged swept is swept first: ``_record/sweep.py``).
+2. Wake (``_stay_waiting``): a message for a waiting task is judged against its inbox
+   (``wake.py``): answered or due, it runs; an early timer hops; else it is ignored.
+3. Claim (``_claim``): compare-and-swap the record to ``running`` with a lease until this
+   invocation's deadline (``claim.py``). Losing the swap means another worker has it.
+4. Run turns (``_invoke``, ``invocation.py``), saving the journal by policy.
+5. End (``endings.py``): suspend (write the record with generation + 1, then send the
    continuation), wait (write ``waiting``, look at the inbox, send a wake or the timer), or
    finish (write ``succeeded``, ``failed`` or ``cancelled``, then sweep); then acknowledge. A
    sweep cut short raises instead, so that the message comes back to finish it.
@@ -22,14 +23,17 @@ timeout, which the claim shortened to just past this invocation's deadline.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from continuum._base.clock import now_s, real_monotonic, utcnow
 from continuum._define.observers import MessageHandled, Observers
 from continuum._define.settings import Settings
-from continuum._fanout.child_tasks import ChildClient, ChildTasks, cancel_children, report_to_parent
+from continuum._fanout.child_tasks import ChildClient, ChildTasks
 from continuum._record.continuation import Continuation, Continuations
 from continuum._record.history import RunClock
+from continuum._record.inbox import Listing
 from continuum._record.model import Status, TaskRecord
 from continuum._record.storage import Records
 from continuum._turn.tasks import Registry, Task
@@ -55,7 +59,6 @@ from continuum._worker.warm_cache import RecentRecords
 from continuum.errors import (
     BadMessageError,
     InvalidTaskIdError,
-    LeaseHeldError,
     RecordConflictError,
     RecordCorruptError,
     RecordNotFoundError,
@@ -70,18 +73,23 @@ __all__ = ["Outcome", "Worker"]
 WAKE_RETRIES = 3
 
 
-def _client(
-    records: Records, continuations: Continuations, registry: Registry, settings: Settings
-) -> ChildClient:
-    # Imported when a task first starts or cancels a child, thread safely (an import holds
-    # its module's lock until it is done): other messages never need it (~1 ms of import).
-    from continuum._ops.client import Client
-
-    return Client(records, continuations, registry=registry, settings=settings)
-
-
 class _StaleMemory(Exception):
     """The record this worker remembered has been changed by someone else."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Handling:
+    """One message on its way through the steps, and whether the record it is judged against
+    is the one this worker remembers (then only a conditional write may act on it)."""
+
+    message: Continuation
+    delivery: Delivery
+    context: LambdaContext
+    from_memory: bool
+
+    @property
+    def message_id(self) -> str:
+        return self.delivery.message_id
 
 
 class Worker:
@@ -92,6 +100,10 @@ class Worker:
         records: where the records are.
         continuations: where continuations are sent (and how they are signed).
         settings: the budget policy, limits and margins.
+        child_client: makes the client that starts and cancels child tasks (``ctx.invoke``,
+            ``ctx.map_tasks``), on a task's first such call: the app's ``client``.
+        meter: counts the store and queue calls of each message.
+        observers: the app's observers of what the worker does.
     """
 
     def __init__(
@@ -101,6 +113,7 @@ class Worker:
         continuations: Continuations,
         settings: Settings,
         *,
+        child_client: Callable[[], ChildClient],
         meter: Meter | None = None,
         observers: Observers | None = None,
     ) -> None:
@@ -113,7 +126,7 @@ class Worker:
         self.observers = Observers(then=observers)
         self.observers.add(OutcomeMetrics())
         #: starts child tasks for the turns (``ctx.invoke``, ``ctx.map_tasks``).
-        self.children = ChildTasks(lambda: _client(records, continuations, registry, settings))
+        self.children = ChildTasks(child_client)
         self.endings = Endings(
             records, continuations, settings, self.recent, self.observers, self.children
         )
@@ -184,7 +197,7 @@ class Worker:
         mine = self.recent.take(message)
         if mine is not None:
             try:
-                return self._run(message, delivery, context, *mine, from_memory=True)
+                return self._run(_Handling(message, delivery, context, True), *mine)
             except _StaleMemory:
                 logger.info("the record moved since this worker last wrote it; reading it")
         try:
@@ -199,99 +212,78 @@ class Worker:
             # keeps them all) and resumes the task.
             logger.error(f"the record does not parse: {exc}")
             return Outcome.REJECTED
-        return self._run(message, delivery, context, record, etag, from_memory=False)
+        return self._run(_Handling(message, delivery, context, False), record, etag)
 
-    def _leave_if_newer(
-        self, message: Continuation, record: TaskRecord, from_memory: bool
-    ) -> Outcome | None:
+    def _run(self, handling: _Handling, record: TaskRecord, etag: str) -> Outcome:
+        message, context = handling.message, handling.context
+        # 1. The fence.
+        verdict = self._judge(handling, record)
+        if isinstance(verdict, Outcome):
+            return verdict
+        now = now_s()
+        poll_s = self.settings.inbox_poll_s
+        listing = listing_for(self.records.inbox, record, message, poll_s, now=now)
+        # 2. The wake of a waiting task.
+        if record.status == Status.WAITING:
+            assert listing is not None
+            timer = verdict is Verdict.RUN and message.kind == "timer"
+            decision = decide(record, listing, timer=timer, now=now)
+            if decision is not Decision.RUN:
+                return self._stay_waiting(handling, decision, record, etag)
+        # 3. The claim.
+        if (left := self._leave_if_newer(handling, record)) is not None:
+            return left
+        left_s = remaining_s(context)
+        claim = self._claim(handling, record, etag, left_s)
+        # 4. The turns, and 5. the ending.
+        return self._invoke(handling, claim, listing, left_s)
+
+    def _judge(self, handling: _Handling, record: TaskRecord) -> Verdict | Outcome:
+        """Fence the message: the verdict to go on with, else what was done instead."""
+        verdict = fence(record, handling.message, message_id=handling.message_id, now=utcnow())
+        if handling.from_memory and verdict is not Verdict.RUN:
+            raise _StaleMemory  # only a claim or a hop (conditional writes) trusts memory
+        self._local.task = record.task_name
+        if verdict in (Verdict.RUN, Verdict.CHECK_INBOX):
+            return verdict
+        return self.endings.fenced(verdict, record)
+
+    def _stay_waiting(
+        self, handling: _Handling, decision: Decision, record: TaskRecord, etag: str
+    ) -> Outcome:
+        """A waiting task that is neither answered nor due: ignore the message, or hop its
+        timer (write generation + 1 and send the next timer)."""
+        if decision is Decision.IGNORE:
+            if handling.from_memory:
+                raise _StaleMemory
+            return Outcome.IGNORED
+        if (left := self._leave_if_newer(handling, record)) is not None:
+            return left  # a newer version's wait: its hops are the newer code's
+        try:
+            return self.endings.hop(
+                record,
+                etag,
+                message_id=handling.message_id,
+                spent=self._local.usage,
+                elapsed_s=self._local.clock.elapsed_s(),
+                memory_mb=memory_mb(handling.context),
+            )
+        except RecordConflictError as exc:  # from memory: read the record
+            raise (_StaleMemory() if handling.from_memory else exc) from None
+
+    def _leave_if_newer(self, handling: _Handling, record: TaskRecord) -> Outcome | None:
         """A record of a newer version of its task is left untouched (no claim, no hop) for
         the newer code, and its message sent again; None: not newer."""
         too_new = too_new_for(self.registry.tasks.get(record.task_name), record)
         if too_new is None:
             return None
-        if from_memory:
+        if handling.from_memory:
             raise _StaleMemory  # leaving it writes nothing: only the store may decide that
-        return self.endings.leave_for_newer(message, too_new)
+        return self.endings.leave_for_newer(handling.message, too_new)
 
-    def _run(
-        self,
-        message: Continuation,
-        delivery: Delivery,
-        context: LambdaContext,
-        record: TaskRecord,
-        etag: str,
-        *,
-        from_memory: bool,
-    ) -> Outcome:
-        # 1. The fence (and, for a waiting task, its inbox).
-        verdict = fence(record, message, message_id=delivery.message_id, now=utcnow())
-        if from_memory and verdict is not Verdict.RUN:
-            raise _StaleMemory  # only a claim or a hop (conditional writes) trusts memory
-        self._local.task = record.task_name
-        match verdict:
-            case Verdict.RUN | Verdict.CHECK_INBOX:
-                pass
-            case Verdict.RETRY_LATER:
-                raise LeaseHeldError(
-                    "a live worker is processing this message; retry after its lease",
-                    task_id=record.task_id,
-                    generation=record.generation,
-                )
-            case Verdict.RESEND:
-                # The worker that suspended the task (or made it wait) may have died before
-                # sending; send again (a duplicate is fenced like any other).
-                self.endings.resend(record)
-                return Outcome.RESENT
-            case Verdict.FINISHED:
-                # Its worker may have died after the finish write: a child reports again
-                # (idempotent), a sweep cut short is finished (else retried), and a
-                # cancelled parent cancels its children again.
-                cancel_children(self.children, record)
-                report_to_parent(self.records, self.continuations, record, again=True)
-                swept = self.records.sweeper.ensure_swept(record)
-                return Outcome.SWEPT if swept else Outcome.FINISHED
-            case Verdict.FUTURE:
-                logger.error(
-                    "message names a generation the record has not reached",
-                    extra={"record_generation": record.generation},
-                )
-                return Outcome.REJECTED
-            case _:
-                return Outcome(verdict.value)
-        now = now_s()
-        poll_s = self.settings.inbox_poll_s
-        listing = listing_for(self.records.inbox, record, message, poll_s, now=now)
-        if record.status == Status.WAITING:
-            assert listing is not None
-            timer = verdict is Verdict.RUN and message.kind == "timer"
-            match decide(record, listing, timer=timer, now=now):
-                case Decision.IGNORE if from_memory:
-                    raise _StaleMemory
-                case Decision.IGNORE:
-                    return Outcome.IGNORED
-                case Decision.HOP:
-                    if (left := self._leave_if_newer(message, record, from_memory)) is not None:
-                        return left  # a newer version's wait: its hops are the newer code's
-                    try:
-                        return self.endings.hop(
-                            record,
-                            etag,
-                            message_id=delivery.message_id,
-                            spent=self._local.usage,
-                            elapsed_s=self._local.clock.elapsed_s(),
-                            memory_mb=memory_mb(context),
-                        )
-                    except RecordConflictError as exc:  # from memory: read the record
-                        raise (_StaleMemory() if from_memory else exc) from None
-
-        # 2. The claim.
-        left_s = remaining_s(context)
-        try:
-            task: Task[Any] | None = self.registry.task(record.task_name, task_id=record.task_id)
-        except UnknownTaskError as exc:
-            task, unknown = None, exc
-        if (left := self._leave_if_newer(message, record, from_memory)) is not None:
-            return left
+    def _claim(self, handling: _Handling, record: TaskRecord, etag: str, left_s: float) -> Claim:
+        """Compare-and-swap the record to ``running`` with a lease until the deadline."""
+        message, context = handling.message, handling.context
         record.max_value_bytes = self.settings.max_state_bytes  # for clients to check sends
         try:
             claim = Claim.take(
@@ -299,21 +291,32 @@ class Worker:
                 record,
                 etag,
                 owner=str(getattr(context, "aws_request_id", None) or "local"),
-                message_id=delivery.message_id,
+                message_id=handling.message_id,
                 remaining_s=left_s,
                 send_s=self.recent.last_send_s(record.task_id),
                 message_kind=message.kind if message.reason != "start" else "start",
             )
         except RecordConflictError:
-            if from_memory:
+            if handling.from_memory:
                 raise _StaleMemory from None
             raise
         claim.usage, claim.clock = self._local.usage, self._local.clock
         claim.memory_mb = memory_mb(context)
+        return claim
+
+    def _invoke(
+        self, handling: _Handling, claim: Claim, listing: Listing | None, left_s: float
+    ) -> Outcome:
+        """Run the claimed task's turns and end the hold (a task this app lacks fails)."""
+        record = claim.record
+        try:
+            task: Task[Any] | None = self.registry.task(record.task_name, task_id=record.task_id)
+        except UnknownTaskError as exc:
+            task, unknown = None, exc
         invocation = Invocation(
             claim,
             task,
-            context,
+            handling.context,
             records=self.records,
             settings=self.settings,
             endings=self.endings,
@@ -322,8 +325,6 @@ class Worker:
         )
         if task is None:
             return after_sweep(claim, invocation.fail(error_info(unknown, record)))
-        shorten_visibility(
-            self.continuations.queue, delivery, left_s, self.settings.visibility_margin_s
-        )
-        # 3. The turns, and 4. the ending.
-        return after_sweep(claim, invocation.run(message, delivery.message_id, listing))
+        queue, margin_s = self.continuations.queue, self.settings.visibility_margin_s
+        shorten_visibility(queue, handling.delivery, left_s, margin_s)
+        return after_sweep(claim, invocation.run(handling.message, handling.message_id, listing))

@@ -242,8 +242,8 @@ def test_the_check_leaves_random_and_the_app_as_it_found_them():
     random.seed(7)
     check_replay_safe(app, "listen", {"wants": 1}, signals={"order": [1]})
     assert random.random() == expected
-    assert app._backends._store is None  # S3 again, not the check's store
-    assert app._backends.bucket == "my-bucket"
+    assert app._backends.config.store is None  # S3 again, not the check's store
+    assert app._backends.config.bucket == "my-bucket"
 
 
 def test_a_task_that_differs_without_any_suspension_is_told_apart():

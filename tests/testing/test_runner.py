@@ -223,8 +223,8 @@ def test_leaving_the_runner_points_the_app_back_where_it_pointed_and_unwraps_its
         runner.run("approve", {"item": "kayak"})
         assert app.tasks["approve"].fn is not approve
     assert app.tasks["approve"].fn is approve
-    assert app._backends.bucket == "my-bucket"
-    assert app._backends._store is None  # S3 again, not the runner's store
+    assert app._backends.config.bucket == "my-bucket"
+    assert app._backends.config.store is None  # S3 again, not the runner's store
     with pytest.raises(ConfigurationError, match="not open"):
         runner.run("approve", {"item": "kayak"})
 

@@ -169,7 +169,9 @@ def test_worker_emits_outcome_metrics_when_a_namespace_is_set(lambda_env, monkey
     from continuum._worker.worker import Worker
 
     app = worker.app
-    metered = Worker(app.registry, app.records, app.continuations, app.settings)
+    metered = Worker(
+        app.registry, app.records, app.continuations, app.settings, child_client=app.client
+    )
     task_id = worker.app.client().start("research", {"topic": "x", "max_turns": 1})
     message = sqs.receive_message(QueueUrl=queue_url)["Messages"][0]
     capsys.readouterr()
