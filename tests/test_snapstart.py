@@ -187,8 +187,8 @@ def test_after_a_restore_the_clients_given_to_the_app_are_kept(
     snapstart.after_restore(app)
     message(app)
     assert made["clients"] == ["ssm", "ssm"]  # only the keys' client was the app's to make
-    assert app._backends.s3_client is s3
-    assert app._backends.sqs_client is sqs
+    assert app._backends.config.s3_client is s3
+    assert app._backends.config.sqs_client is sqs
 
 
 def test_after_a_restore_the_keys_given_to_the_app_are_kept(

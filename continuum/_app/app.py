@@ -5,6 +5,8 @@ records and continuations live, and hands each collaborator (the worker, the cli
 dead-letter handler) the few of those it uses.
 
 Example:
+    >>> from pydantic import BaseModel
+    >>> from continuum import Continuum, TaskContext
     >>> app = Continuum()  # bucket and queue from CONTINUUM_BUCKET and CONTINUUM_QUEUE_URL
     >>> @app.step
     ... def fetch(url: str) -> str: ...

@@ -65,7 +65,6 @@ OPTIONAL = ("pydantic_ai", "opentelemetry", "moto", "freezegun")
 #: them. Each is an expected failure: once its import is gone, delete its entry.
 CLIMBING = {
     ("continuum/_record/inbox.py", "_steps"): "the inbox raises Suspend, which _steps defines",
-    ("continuum/_worker/worker.py", "_ops"): "the worker makes a Client for its children",
 }
 #: Module names a letter apart that remain, each pair -> why; delete an entry once renamed.
 LOOKALIKES = {
