@@ -3,8 +3,8 @@
 :class:`ContinuationQueue` is the one seam to the queue. Its semantics are those of an SQS
 standard queue: at-least-once delivery, a per-message delay of 0-900 s, a visibility timeout
 that hides a received message until it is deleted or the timeout passes, and a receive count.
-``sqs.SQSContinuationQueue`` implements it on SQS; ``continuum.testing.InMemoryContinuationQueue``
-in memory. What a body means (and its signature) is ``continuation.py``.
+``sqs.SQSContinuationQueue`` implements it on SQS; ``memory.InMemoryContinuationQueue`` in
+memory. What a body means (and its signature) is ``continuum._record.continuation``.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 included: ``put(..., if_none_match=True)`` creates only if the key is free and
 ``put(..., if_match=etag)`` replaces only if the stored object still has that etag; a lost
 condition raises :class:`PreconditionFailed` (S3's 412). ``s3.S3RecordStore`` implements it on
-a bucket; ``continuum.testing.InMemoryRecordStore`` in memory. Everything above it (the codec,
-blobs, compare-and-swap, garbage collection) is written once, in ``records.py``.
+a bucket; ``memory.InMemoryRecordStore`` in memory. Everything above it (the codec, blobs,
+compare-and-swap, the sweep) is written once, in ``continuum._record``.
 """
 
 from __future__ import annotations
