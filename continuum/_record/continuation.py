@@ -16,10 +16,11 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from continuum._base.clock import now_s
 from continuum._record.model import check_task_id
+from continuum._record.unknown_fields import IgnoresUnknownFields
 from continuum._record.waiting_for import BatchHint
 from continuum.backends.queue import ContinuationQueue
 from continuum.errors import BadMessageError, MessageTooNewError, describe_errors
@@ -33,11 +34,8 @@ MAX_MESSAGE_BYTES = 8 * 1024
 MessageKind = Literal["continue", "timer", "wake"]
 
 
-class Continuation(BaseModel):
+class Continuation(IgnoresUnknownFields):
     """The SQS message that says "run generation N of task T". Nothing the record holds."""
-
-    # Fields a newer continuum adds are ignored by this one (a rolling deploy).
-    model_config = ConfigDict(extra="ignore")
 
     v: int = MESSAGE_FORMAT
     task_id: str

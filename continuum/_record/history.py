@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from continuum._base.clock import real_monotonic, utcnow
 from continuum._base.factories import new_list
 from continuum._base.plain import Plain
+from continuum._record.unknown_fields import KeepsUnknownFields
 from continuum._record.waiting_for import Waiter
 
 #: Invocation runs kept in the record (about 300 bytes each without their steps).
@@ -136,10 +137,8 @@ class Usage(Plain):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-class InvocationRun(BaseModel):
+class InvocationRun(KeepsUnknownFields):
     """One invocation of the task: when, for what message, what it did, how it ended."""
-
-    model_config = ConfigDict(extra="allow")
 
     number: int
     generation: int

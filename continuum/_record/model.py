@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import AliasChoices, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 from continuum._base.clock import utcnow
@@ -29,6 +29,7 @@ from continuum._base.plain import Plain
 from continuum._record.counters import Counters as Counters  # re-exported: the record's parts
 from continuum._record.counters import StepStats as StepStats
 from continuum._record.history import InvocationRun, Usage
+from continuum._record.unknown_fields import KeepsUnknownFields
 from continuum._record.waiting_for import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
 from continuum.errors import InvalidTaskIdError
 
@@ -82,12 +83,7 @@ class Status(StrEnum):
         return self in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
 
-class _Model(BaseModel):
-    # Fields a newer continuum added are kept, not refused (see the module docstring).
-    model_config = ConfigDict(extra="allow", validate_assignment=False, populate_by_name=True)
-
-
-class BlobRef(_Model):
+class BlobRef(KeepsUnknownFields):
     """A pointer to a content-addressed blob: ``{prefix}/{task_id}/blobs/{sha256}.json.gz``."""
 
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -101,7 +97,7 @@ class SegmentRef(BlobRef):
     items: int = Field(ge=0, description="how many items of the list it holds")
 
 
-class SegmentedList(_Model):
+class SegmentedList(KeepsUnknownFields):
     """A large list of the state, stored in segments (``segments.py``).
 
     The list at ``path`` (the keys that lead to it from the top of the state; empty: the state
@@ -113,7 +109,7 @@ class SegmentedList(_Model):
     segments: list[SegmentRef]
 
 
-class Lease(_Model):
+class Lease(KeepsUnknownFields):
     """Who runs the task now, and until when."""
 
     owner: str
@@ -121,7 +117,7 @@ class Lease(_Model):
     message_id: str | None = None
 
 
-class ErrorInfo(_Model):
+class ErrorInfo(KeepsUnknownFields):
     """Why a task failed (or why a step did)."""
 
     type: str
@@ -256,7 +252,7 @@ class _Slim:
         return {**handler(source), "serialization": slim}
 
 
-class TaskRecord(_Model):
+class TaskRecord(KeepsUnknownFields):
     """The record of one task: everything the next worker must know, readable by a person."""
 
     format: int = BASE_RECORD_FORMAT
