@@ -24,8 +24,6 @@ from pydantic import AliasChoices, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 from continuum._base.clock import utcnow
-from continuum._base.factories import new_dict, new_list
-from continuum._base.plain import Plain
 from continuum._record.counters import Counters as Counters  # re-exported: the record's parts
 from continuum._record.counters import StepStats as StepStats
 from continuum._record.history import InvocationRun, Usage
@@ -126,10 +124,9 @@ class ErrorInfo(KeepsUnknownFields):
     turn: int | None = None
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
-class JournalEntry(Plain):
-    """One step's outcome in the current turn (a dataclass: one is made per step; its methods
-    are written by hand, ``plain.py``: generated, they cost about 0.7 ms of cold import).
+@dataclass(slots=True)
+class JournalEntry:
+    """One step's outcome in the current turn (a dataclass, not a model: one is made per step).
 
     ``ok`` with ``partial`` false: the step returned ``result``. ``ok`` false: it raised
     ``error`` after ``attempts`` attempts. ``partial``: the step is not done: a cooperative
@@ -159,44 +156,6 @@ class JournalEntry(Plain):
     started: bool = False
     #: a child context's (or a batch's) own journal, while it is not done.
     children: "list[JournalEntry] | None" = None
-
-    def __init__(
-        self,
-        key: str,
-        name: str,
-        ok: bool = True,
-        result: Any = None,
-        result_ref: BlobRef | None = None,
-        error: ErrorInfo | None = None,
-        duration_s: float = 0.0,
-        attempts: int = 1,
-        partial: bool = False,
-        cursor: Any = None,
-        cursor_ref: BlobRef | None = None,
-        retry_at: float | None = None,
-        kind: str = "step",
-        deadline: float | None = None,
-        ref: str | None = None,
-        started: bool = False,
-        children: "list[JournalEntry] | None" = None,
-    ) -> None:
-        self.key = key
-        self.name = name
-        self.ok = ok
-        self.result = result
-        self.result_ref = result_ref
-        self.error = error
-        self.duration_s = duration_s
-        self.attempts = attempts
-        self.partial = partial
-        self.cursor = cursor
-        self.cursor_ref = cursor_ref
-        self.retry_at = retry_at
-        self.kind = kind
-        self.deadline = deadline
-        self.ref = ref
-        self.started = started
-        self.children = children
 
 
 def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
@@ -264,11 +223,11 @@ class TaskRecord(KeepsUnknownFields):
     state: Any = None
     state_ref: BlobRef | None = None
     #: the state's large lists stored as segments: the stored state holds only their tails.
-    state_segments: list[SegmentedList] = Field(default_factory=new_list)
+    state_segments: list[SegmentedList] = Field(default_factory=list)
     state_version: int = 1
     turn: int = 0
-    journal: Annotated[list[JournalEntry], _Slim()] = Field(default_factory=new_list)
-    step_stats: dict[str, StepStats] = Field(default_factory=new_dict)
+    journal: Annotated[list[JournalEntry], _Slim()] = Field(default_factory=list)
+    step_stats: dict[str, StepStats] = Field(default_factory=dict)
     #: durations of record saves and of continuation sends: a suspension costs one of each.
     save_stats: StepStats = Field(default_factory=StepStats)
     send_stats: StepStats = Field(default_factory=StepStats)
@@ -295,26 +254,26 @@ class TaskRecord(KeepsUnknownFields):
     updated_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     #: what a ``waiting`` task waits for, and when the earliest deadline falls.
-    waiting_for: list[Waiter] = Field(default_factory=new_list)
+    waiting_for: list[Waiter] = Field(default_factory=list)
     wake_at: datetime | None = None
     #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
-    callbacks: dict[str, OpenCallback] = Field(default_factory=new_dict)
+    callbacks: dict[str, OpenCallback] = Field(default_factory=dict)
     #: inbox keys of the signals the task took (a signal is taken once).
-    signals_taken: list[str] = Field(default_factory=new_list)
+    signals_taken: list[str] = Field(default_factory=list)
     #: a cancel request the worker saw.
     cancel: CancelState | None = None
     max_value_bytes: int | None = None  #: its worker's max_state_bytes: clients check sends
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
     #: what each recent invocation did (``history.py``), and what the task cost so far.
-    history: list[InvocationRun] = Field(default_factory=new_list)
+    history: list[InvocationRun] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     #: the task this one was forked from (``continuum fork``).
     forked_from: str | None = None
     #: the parent of a child task (``ctx.invoke``, ``ctx.map_tasks``), and the children this
     #: task started.
     parent: ParentLink | None = None
-    children: list[ChildBatch] = Field(default_factory=new_list)
+    children: list[ChildBatch] = Field(default_factory=list)
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""
