@@ -43,7 +43,7 @@ from continuum._define.settings import (
 from continuum._define.steps import Step
 from continuum._record.codec import DEFAULT_INLINE_LIMIT_BYTES
 from continuum._record.continuation import Continuations, parse_keys
-from continuum._record.storage import Records
+from continuum._record.records import Records
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext
@@ -77,7 +77,7 @@ class Continuum(Decorators):
             :class:`continuum.Settings` for each.
         signing_key: sign continuation messages with HMAC-SHA256 and refuse unsigned or
             forged ones. Several keys (a list, or a comma-separated string) rotate: the first
-            signs, any verifies. Default: ``continuum._base.signing.load_signing_keys()`` (from
+            signs, any verifies. Default: ``continuum._base.signing_keys.load_signing_keys()`` (from
             ``CONTINUUM_SIGNING_KEY``, an SSM parameter or a secret); none means no signing.
     """
 
@@ -153,7 +153,7 @@ class Continuum(Decorators):
     def settings(self) -> Settings:
         """The app's settings, with the signing keys resolved."""
         if not self._keys_given and not self._settings.signing_keys:
-            from continuum._base.signing import load_signing_keys
+            from continuum._base.signing_keys import load_signing_keys
 
             keys = load_signing_keys()
             if keys:

@@ -12,8 +12,8 @@ where ``continuum inspect`` finds them.
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import math
 from dataclasses import dataclass, field
 from datetime import datetime

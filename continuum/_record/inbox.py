@@ -102,7 +102,7 @@ class Inbox:
         return Listing(keys=keys, listed_at=now_s() if at is None else at)
 
     # The models of the inbox's objects are imported where one is read or written (see
-    # inbox_models.py): thread safely, an import holds its module's lock until it is done.
+    # inbox_items.py): thread safely, an import holds its module's lock until it is done.
 
     def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
         from continuum._record.inbox_items import CallbackAnswer

@@ -2,7 +2,7 @@
 
 They are imported where they are written or read (a callback answered or awaited, a cancel
 request, a child's report): a worker handling a message that meets none of them never loads
-them, which keeps their four models (about 1.5 ms) out of its cold import.
+them, which keeps their four models out of its cold import.
 """
 
 from __future__ import annotations

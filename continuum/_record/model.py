@@ -10,8 +10,8 @@ not know in a record of its own format are kept as they are when it writes the r
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import dataclasses
 import re
 from collections.abc import Iterator
@@ -199,8 +199,8 @@ _DEFAULTS = {
 
 class _Slim:
     """``Annotated[list[JournalEntry], _Slim()]``: entries are written without the fields that
-    hold their defaults. A wrap serializer on the core schema, as ``@field_serializer`` makes:
-    that decorator's module costs about 2.5 ms of the worker's cold import, for nothing else."""
+    hold their defaults. A wrap serializer on the core schema, as ``@field_serializer`` makes,
+    without importing that decorator's module on the worker's cold import."""
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler

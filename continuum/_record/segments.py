@@ -1,6 +1,6 @@
 """Segments: the large lists of a state, cut into content-addressed runs of consecutive items.
 
-A checkpoint should upload what changed since the last one, not the whole history (issue 14).
+A checkpoint should upload what changed since the last one, not the whole history.
 So before a large state goes to a blob, each large list in it that is reached from the top
 through objects (an agent's ``messages``, a batch job's ``results``; the state itself if it is
 a list) is cut into *segments*: runs of consecutive items, each stored as its own blob (the

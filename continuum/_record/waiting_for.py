@@ -8,8 +8,8 @@ that the client can refuse an id the task never made.
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import hashlib
 import math
 import re
@@ -103,7 +103,7 @@ class Waiter(KeepsUnknownFields):
 
 
 class ParentLink(KeepsUnknownFields):
-    """Whose child a task is, and where the parent waits for it (``family.py``)."""
+    """Whose child a task is, and where the parent waits for it (``continuum._fanout``)."""
 
     task_id: str
     #: the id prefix of the batch the child belongs to (``ctx.invoke``: the child's own id).
