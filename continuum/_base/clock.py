@@ -25,7 +25,9 @@ def real_monotonic() -> float:
     return _REAL_MONOTONIC["monotonic"]()
 
 
-class Source(Protocol):
+class VirtualClock(Protocol):
+    """A clock that replaces the wall clock while it runs (``run``): the local runtime's."""
+
     def now_s(self) -> float: ...
 
     def now_utc(self) -> datetime: ...
@@ -35,8 +37,8 @@ class Source(Protocol):
 #: module attributes holding clocks, not functions: freezegun replaces functions, in every
 #: loaded module, while it runs. ``_top`` is what a read looks at: one attribute read, where
 #: indexing the list would raise (and catch) an IndexError on every read of the real clock.
-_RUNNING: list[Source] = []
-_top: Source | None = None
+_RUNNING: list[VirtualClock] = []
+_top: VirtualClock | None = None
 _changing = threading.Lock()
 
 
@@ -52,7 +54,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC) if source is None else source.now_utc()
 
 
-def run(source: Source) -> None:
+def run(source: VirtualClock) -> None:
     """``source`` is the clock from now on (until :func:`stop`)."""
     global _top
     with _changing:
@@ -60,7 +62,7 @@ def run(source: Source) -> None:
         _top = source
 
 
-def stop(source: Source) -> None:
+def stop(source: VirtualClock) -> None:
     global _top
     with _changing:
         if source in _RUNNING:
