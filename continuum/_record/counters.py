@@ -11,7 +11,7 @@ cost more than the rest of the step's bookkeeping.
 from dataclasses import dataclass
 
 
-@dataclass(slots=True)
+@dataclass
 class StepStats:
     """Online statistics of one step's durations, kept in the record.
 
@@ -26,7 +26,8 @@ class StepStats:
     total_s: float = 0.0
 
 
-@dataclass(slots=True)
+# No slots: a user may read ``vars(status.counters)``, as before.
+@dataclass
 class Counters:
     """What happened to the task, summed over its whole life."""
 

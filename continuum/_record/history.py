@@ -65,7 +65,7 @@ class StepRun:
     outcome: str = "ok"
 
 
-@dataclass(slots=True)
+@dataclass
 class Usage:
     """What a task (or one invocation) cost, in the units the bill counts.
 
