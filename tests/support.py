@@ -10,7 +10,7 @@ from typing import Any
 
 from continuum._base.clock import now_s, utcnow
 from continuum._base.json_values import dump_json
-from continuum._base.signing import clear_cache, load_signing_keys
+from continuum._base.signing_keys import clear_cache, load_signing_keys
 from continuum._base.threads import in_parallel
 from continuum._define.settings import DEFAULT_STEP_S
 from continuum._local.runtime import (
@@ -42,9 +42,9 @@ from continuum._record.model import (
     TaskRecord,
     check_task_id,
 )
+from continuum._record.records import Records
 from continuum._record.recovery import end_recovery, note_death
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
-from continuum._record.storage import Records
 from continuum._steps.budget import Budget, observe, predict
 from continuum._steps.journal import Journal
 from continuum._steps.signals import Preempted

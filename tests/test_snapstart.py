@@ -21,7 +21,7 @@ import pytest
 
 from continuum import Continuum, TaskRecord
 from continuum._app import snapstart
-from continuum._base.signing import clear_cache
+from continuum._base.signing_keys import clear_cache
 from continuum._local.lambda_emulation import LocalLambdaContext
 
 ROOT = Path(__file__).resolve().parents[1]

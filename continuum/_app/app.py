@@ -32,7 +32,7 @@ from continuum._define.observers import Observer, Observers
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
 from continuum._record.continuation import Continuations
-from continuum._record.storage import Records
+from continuum._record.records import Records
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext
@@ -90,7 +90,7 @@ class Continuum(Decorators):
     def settings(self) -> Settings:
         """The app's settings, with the signing keys resolved."""
         if not self._keys_given and not self._settings.signing_keys:
-            from continuum._base.signing import load_signing_keys
+            from continuum._base.signing_keys import load_signing_keys
 
             keys = load_signing_keys()
             if keys:

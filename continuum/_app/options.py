@@ -30,7 +30,7 @@ class ContinuumOptions(Settings, BackendConfig):
     signing_keys: tuple[str, ...] = field(default=(), init=False)
     #: Sign continuation messages with HMAC-SHA256 and refuse unsigned or forged ones.
     #: Several keys (a list, or a comma-separated string) rotate: the first signs, any
-    #: verifies. Default: ``continuum._base.signing.load_signing_keys()`` (from
+    #: verifies. Default: ``continuum._base.signing_keys.load_signing_keys()`` (from
     #: ``CONTINUUM_SIGNING_KEY``, an SSM parameter or a secret); none means no signing.
     signing_key: str | Sequence[str] | None = None
 

@@ -29,7 +29,7 @@ import importlib
 import random
 from typing import Protocol
 
-from continuum._base.signing import clear_cache
+from continuum._base.signing_keys import clear_cache
 
 
 class App(Protocol):

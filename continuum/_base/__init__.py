@@ -1,5 +1,7 @@
-"""The ground every layer stands on: the clock continuum reads, signing keys, threads that
-carry the caller's context, JSON values and the JSON shapes a callback declares.
+"""The ground every layer stands on: the wall clock continuum reads (``clock``), the keys that
+sign continuation messages (``signing_keys``), calls side by side on threads that carry the
+caller's context (``threads``), values as JSON (``json_values``) and the shape a callback's
+request says a valid answer has (``json_shapes``).
 
 May import: errors.
 """

@@ -4,7 +4,7 @@ Outside the local runtime's virtual clock these are ``time.time()`` and ``dateti
 looked up at each call, so a test's own ``freeze_time`` applies. While a virtual clock runs
 (``clocks.VirtualTime``) they read it from freezegun's factory directly: the same time that
 the task's code reads through freezegun's patched functions, without their walk up the call
-stack on every read (a few microseconds each; a timer hop made about fifteen).
+stack on every read.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ def real_monotonic() -> float:
     return _REAL_MONOTONIC["monotonic"]()
 
 
-class Source(Protocol):
+class VirtualClock(Protocol):
+    """A clock that replaces the wall clock while it runs (``run``): the local runtime's."""
+
     def now_s(self) -> float: ...
 
     def now_utc(self) -> datetime: ...
@@ -34,9 +36,9 @@ class Source(Protocol):
 #: The running virtual clocks, innermost last, and the innermost one (None: none runs). Plain
 #: module attributes holding clocks, not functions: freezegun replaces functions, in every
 #: loaded module, while it runs. ``_top`` is what a read looks at: one attribute read, where
-#: indexing an empty list cost a raised IndexError (0.6 µs) on every read of the real clock.
-_RUNNING: list[Source] = []
-_top: Source | None = None
+#: indexing the list would raise (and catch) an IndexError on every read of the real clock.
+_RUNNING: list[VirtualClock] = []
+_top: VirtualClock | None = None
 _changing = threading.Lock()
 
 
@@ -52,7 +54,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC) if source is None else source.now_utc()
 
 
-def run(source: Source) -> None:
+def run(source: VirtualClock) -> None:
     """``source`` is the clock from now on (until :func:`stop`)."""
     global _top
     with _changing:
@@ -60,7 +62,7 @@ def run(source: Source) -> None:
         _top = source
 
 
-def stop(source: Source) -> None:
+def stop(source: VirtualClock) -> None:
     global _top
     with _changing:
         if source in _RUNNING:

@@ -111,11 +111,11 @@ class DevStack:
     def task_client(self, prefix: str | None = None) -> Client:
         """A client on this stack, with its own boto3 clients: the dev server's pages read the
         records and send callbacks, signals and cancels with it."""
-        from continuum._base.signing import load_signing_keys
+        from continuum._base.signing_keys import load_signing_keys
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
         from continuum._record.continuation import Continuations
-        from continuum._record.storage import Records
+        from continuum._record.records import Records
         from continuum.backends.s3 import S3RecordStore
         from continuum.backends.sqs import SQSContinuationQueue
 

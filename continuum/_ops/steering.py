@@ -30,8 +30,8 @@ from continuum._record.model import (
     TaskRecord,
     check_task_id,
 )
+from continuum._record.records import Records
 from continuum._record.recovery import end_recovery
-from continuum._record.storage import Records
 from continuum.errors import ContinuumError, RecordExistsError
 
 if TYPE_CHECKING:

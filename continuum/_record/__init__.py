@@ -1,6 +1,9 @@
-"""What continuum stores and sends: the task record (its model, counters, history and what
-it waits for), the continuation message, the codec (inline values, segments, blobs), the
-inbox beside the record, recovery markers and the sweep of a finished task.
+"""What continuum stores and sends: the task record (``model``; its ``counters``, its
+``history``, what it waits for: ``waiting_for``), what its models do with a field a newer release
+wrote (``unknown_fields``), the codec (``codec``: inline values, ``segments``, ``blobs``), the
+record created, loaded and swapped on a store (``records``), the inbox beside the record
+(``inbox``, ``inbox_items``), recovery markers (``recovery``), the sweep of a finished task
+(``sweep``) and the continuation message (``continuation``).
 
 May import: errors, _base, backends.
 """

@@ -11,7 +11,7 @@ Blobs are shared by content within a task, so two rules keep every record's blob
   or writers without a lease, remove nothing; what they leave is swept when the task
   finishes: unreferenced blobs are deleted, referenced ones tagged for the lifecycle rule, and
   only after the finish write landed. The sweep is idempotent and is run again until it
-  completes (``sweeping.py``: a finished record is tagged only once its sweep is done).
+  completes (``sweep.py``: a finished record is tagged only once its sweep is done).
 
 The segments of a large state (``segments.py``) are blobs like any other, under the same
 rules: an unchanged segment is skipped only on that proof, and a segment an edit superseded
@@ -125,7 +125,7 @@ class Blobs:
 
         Remember the proof. A write by a lease holder with time left removes the blobs the
         replaced version used and this one does not; a finish removes nothing here (the
-        caller sweeps the task's objects: ``sweeping.py``).
+        caller sweeps the task's objects: ``sweep.py``).
         """
         with self._lock:
             before = self._held.get(task_id)

@@ -8,18 +8,19 @@ the signing key").
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import hashlib
 import hmac
 import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from continuum._base.clock import now_s
 from continuum._record.model import check_task_id
+from continuum._record.unknown_fields import IgnoresUnknownFields
 from continuum._record.waiting_for import BatchHint
 from continuum.backends.queue import ContinuationQueue
 from continuum.errors import BadMessageError, MessageTooNewError, describe_errors
@@ -33,11 +34,8 @@ MAX_MESSAGE_BYTES = 8 * 1024
 MessageKind = Literal["continue", "timer", "wake"]
 
 
-class Continuation(BaseModel):
+class Continuation(IgnoresUnknownFields):
     """The SQS message that says "run generation N of task T". Nothing the record holds."""
-
-    # Fields a newer continuum adds are ignored by this one (a rolling deploy).
-    model_config = ConfigDict(extra="ignore")
 
     v: int = MESSAGE_FORMAT
     task_id: str

@@ -12,18 +12,17 @@ where ``continuum inspect`` finds them.
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from continuum._base.clock import real_monotonic, utcnow
-from continuum._base.factories import new_list
-from continuum._base.plain import Plain
+from continuum._record.unknown_fields import KeepsUnknownFields
 from continuum._record.waiting_for import Waiter
 
 #: Invocation runs kept in the record (about 300 bytes each without their steps).
@@ -46,13 +45,12 @@ class RunOutcome(StrEnum):
     CRASHED = "crashed"
 
 
-# StepRun and Usage are dataclasses (pydantic validates and serialises them in the record)
-# with methods written by hand (``plain.py``): generated, those cost about 1 ms of the
-# worker's cold import for the two.
+# StepRun and Usage are dataclasses, not models: pydantic validates and serialises them in the
+# record, and the worker makes and updates them without validating each write.
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
-class StepRun(Plain):
+@dataclass(slots=True)
+class StepRun:
     """One live step call of an invocation (a dataclass: one is made per step).
 
     ``outcome``: ``ok``, ``failed``, ``retry`` (an attempt failed, another comes), ``paused``
@@ -66,25 +64,9 @@ class StepRun(Plain):
     attempts: int = 1
     outcome: str = "ok"
 
-    def __init__(
-        self,
-        key: str,
-        turn: int,
-        started: float,
-        duration_s: float,
-        attempts: int = 1,
-        outcome: str = "ok",
-    ) -> None:
-        self.key = key
-        self.turn = turn
-        self.started = started
-        self.duration_s = duration_s
-        self.attempts = attempts
-        self.outcome = outcome
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Usage(Plain):
+@dataclass
+class Usage:
     """What a task (or one invocation) cost, in the units the bill counts.
 
     ``lambda_ms``: invocation time, each invocation rounded up to the millisecond as Lambda
@@ -105,41 +87,13 @@ class Usage(Plain):
     sqs_visibility: int = 0
     sqs_receives: int = 0
 
-    def __init__(
-        self,
-        invocations: int = 0,
-        lambda_ms: int = 0,
-        gb_ms: float = 0.0,
-        s3_get: int = 0,
-        s3_put: int = 0,
-        s3_list: int = 0,
-        s3_delete: int = 0,
-        s3_tag: int = 0,
-        sqs_send: int = 0,
-        sqs_visibility: int = 0,
-        sqs_receives: int = 0,
-    ) -> None:
-        self.invocations = invocations
-        self.lambda_ms = lambda_ms
-        self.gb_ms = gb_ms
-        self.s3_get = s3_get
-        self.s3_put = s3_put
-        self.s3_list = s3_list
-        self.s3_delete = s3_delete
-        self.s3_tag = s3_tag
-        self.sqs_send = sqs_send
-        self.sqs_visibility = sqs_visibility
-        self.sqs_receives = sqs_receives
-
     def add(self, other: "Usage") -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-class InvocationRun(BaseModel):
+class InvocationRun(KeepsUnknownFields):
     """One invocation of the task: when, for what message, what it did, how it ended."""
-
-    model_config = ConfigDict(extra="allow")
 
     number: int
     generation: int
@@ -154,25 +108,20 @@ class InvocationRun(BaseModel):
     steps_replayed: int = 0
     outcome: RunOutcome = RunOutcome.RUNNING
     reason: str | None = None
-    waiting_for: list[Waiter] = Field(default_factory=new_list)
+    waiting_for: list[Waiter] = Field(default_factory=list)
     hops: int = 0
     usage: Usage = Field(default_factory=Usage)
-    steps: list[StepRun] = Field(default_factory=new_list)
+    steps: list[StepRun] = Field(default_factory=list)
     #: step details trimmed from this run to keep the record small (see HISTORY_STEPS).
     steps_dropped: int = 0
 
 
-class RunClock(Plain):
+@dataclass(slots=True)
+class RunClock:
     """The start of the invocation running now, on the real monotonic clock (what Lambda
-    bills; a virtual clock's jumps do not count). Written by hand, not a dataclass:
-    ``plain.py``."""
+    bills; a virtual clock's jumps do not count)."""
 
-    __match_args__ = ("started",)
-    __slots__ = __match_args__
-    started: float
-
-    def __init__(self, started: float | None = None) -> None:
-        self.started = real_monotonic() if started is None else started
+    started: float = field(default_factory=real_monotonic)
 
     def elapsed_s(self) -> float:
         return real_monotonic() - self.started

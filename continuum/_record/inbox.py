@@ -19,6 +19,7 @@ record and wakes the generation it finds; one of the two always sees the other.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -26,7 +27,6 @@ from pydantic import BaseModel, ValidationError
 
 from continuum._base.clock import now_s, utcnow
 from continuum._base.json_values import dump_json
-from continuum._base.plain import Plain
 from continuum._record.waiting_for import Signal
 from continuum._steps.signals import Suspend
 from continuum.backends.store import (
@@ -50,21 +50,16 @@ MAX_INBOX_VALUE_BYTES = 256 * 1024
 MAX_INBOX_MESSAGE_CHARS = 2000
 
 
-class Listing(Plain):
+@dataclass(slots=True)
+class Listing:
     """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``).
 
-    ``listed_at``: the time of the listing (default: now, looked up at each call, so a
-    virtual clock applies). Written by hand, not a dataclass: see ``plain.py``.
+    ``listed_at``: the time of the listing (default: now, read at each call, so a virtual
+    clock applies).
     """
 
-    __match_args__ = ("keys", "listed_at")
-    __slots__ = __match_args__
-    keys: frozenset[str]
-    listed_at: float
-
-    def __init__(self, keys: frozenset[str] = frozenset(), listed_at: float | None = None) -> None:
-        self.keys = keys
-        self.listed_at = now_s() if listed_at is None else listed_at
+    keys: frozenset[str] = frozenset()
+    listed_at: float = field(default_factory=now_s)
 
     def has_answer(self, token: str) -> bool:
         return f"callbacks/{token}.json" in self.keys
@@ -107,7 +102,7 @@ class Inbox:
         return Listing(keys=keys, listed_at=now_s() if at is None else at)
 
     # The models of the inbox's objects are imported where one is read or written (see
-    # inbox_models.py): thread safely, an import holds its module's lock until it is done.
+    # inbox_items.py): thread safely, an import holds its module's lock until it is done.
 
     def answer(self, task_id: str, token: str) -> CallbackAnswer | None:
         from continuum._record.inbox_items import CallbackAnswer

@@ -10,8 +10,8 @@ not know in a record of its own format are kept as they are when it writes the r
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import dataclasses
 import re
 from collections.abc import Iterator
@@ -20,15 +20,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import AliasChoices, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 from continuum._base.clock import utcnow
-from continuum._base.factories import new_dict, new_list
-from continuum._base.plain import Plain
 from continuum._record.counters import Counters as Counters  # re-exported: the record's parts
 from continuum._record.counters import StepStats as StepStats
 from continuum._record.history import InvocationRun, Usage
+from continuum._record.unknown_fields import KeepsUnknownFields
 from continuum._record.waiting_for import CancelState, ChildBatch, OpenCallback, ParentLink, Waiter
 from continuum.errors import InvalidTaskIdError
 
@@ -82,12 +81,7 @@ class Status(StrEnum):
         return self in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
 
-class _Model(BaseModel):
-    # Fields a newer continuum added are kept, not refused (see the module docstring).
-    model_config = ConfigDict(extra="allow", validate_assignment=False, populate_by_name=True)
-
-
-class BlobRef(_Model):
+class BlobRef(KeepsUnknownFields):
     """A pointer to a content-addressed blob: ``{prefix}/{task_id}/blobs/{sha256}.json.gz``."""
 
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -101,7 +95,7 @@ class SegmentRef(BlobRef):
     items: int = Field(ge=0, description="how many items of the list it holds")
 
 
-class SegmentedList(_Model):
+class SegmentedList(KeepsUnknownFields):
     """A large list of the state, stored in segments (``segments.py``).
 
     The list at ``path`` (the keys that lead to it from the top of the state; empty: the state
@@ -113,7 +107,7 @@ class SegmentedList(_Model):
     segments: list[SegmentRef]
 
 
-class Lease(_Model):
+class Lease(KeepsUnknownFields):
     """Who runs the task now, and until when."""
 
     owner: str
@@ -121,7 +115,7 @@ class Lease(_Model):
     message_id: str | None = None
 
 
-class ErrorInfo(_Model):
+class ErrorInfo(KeepsUnknownFields):
     """Why a task failed (or why a step did)."""
 
     type: str
@@ -130,10 +124,9 @@ class ErrorInfo(_Model):
     turn: int | None = None
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
-class JournalEntry(Plain):
-    """One step's outcome in the current turn (a dataclass: one is made per step; its methods
-    are written by hand, ``plain.py``: generated, they cost about 0.7 ms of cold import).
+@dataclass(slots=True)
+class JournalEntry:
+    """One step's outcome in the current turn (a dataclass, not a model: one is made per step).
 
     ``ok`` with ``partial`` false: the step returned ``result``. ``ok`` false: it raised
     ``error`` after ``attempts`` attempts. ``partial``: the step is not done: a cooperative
@@ -163,44 +156,6 @@ class JournalEntry(Plain):
     started: bool = False
     #: a child context's (or a batch's) own journal, while it is not done.
     children: "list[JournalEntry] | None" = None
-
-    def __init__(
-        self,
-        key: str,
-        name: str,
-        ok: bool = True,
-        result: Any = None,
-        result_ref: BlobRef | None = None,
-        error: ErrorInfo | None = None,
-        duration_s: float = 0.0,
-        attempts: int = 1,
-        partial: bool = False,
-        cursor: Any = None,
-        cursor_ref: BlobRef | None = None,
-        retry_at: float | None = None,
-        kind: str = "step",
-        deadline: float | None = None,
-        ref: str | None = None,
-        started: bool = False,
-        children: "list[JournalEntry] | None" = None,
-    ) -> None:
-        self.key = key
-        self.name = name
-        self.ok = ok
-        self.result = result
-        self.result_ref = result_ref
-        self.error = error
-        self.duration_s = duration_s
-        self.attempts = attempts
-        self.partial = partial
-        self.cursor = cursor
-        self.cursor_ref = cursor_ref
-        self.retry_at = retry_at
-        self.kind = kind
-        self.deadline = deadline
-        self.ref = ref
-        self.started = started
-        self.children = children
 
 
 def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
@@ -244,8 +199,8 @@ _DEFAULTS = {
 
 class _Slim:
     """``Annotated[list[JournalEntry], _Slim()]``: entries are written without the fields that
-    hold their defaults. A wrap serializer on the core schema, as ``@field_serializer`` makes:
-    that decorator's module costs about 2.5 ms of the worker's cold import, for nothing else."""
+    hold their defaults. A wrap serializer on the core schema, as ``@field_serializer`` makes,
+    without importing that decorator's module on the worker's cold import."""
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -256,7 +211,7 @@ class _Slim:
         return {**handler(source), "serialization": slim}
 
 
-class TaskRecord(_Model):
+class TaskRecord(KeepsUnknownFields):
     """The record of one task: everything the next worker must know, readable by a person."""
 
     format: int = BASE_RECORD_FORMAT
@@ -268,11 +223,11 @@ class TaskRecord(_Model):
     state: Any = None
     state_ref: BlobRef | None = None
     #: the state's large lists stored as segments: the stored state holds only their tails.
-    state_segments: list[SegmentedList] = Field(default_factory=new_list)
+    state_segments: list[SegmentedList] = Field(default_factory=list)
     state_version: int = 1
     turn: int = 0
-    journal: Annotated[list[JournalEntry], _Slim()] = Field(default_factory=new_list)
-    step_stats: dict[str, StepStats] = Field(default_factory=new_dict)
+    journal: Annotated[list[JournalEntry], _Slim()] = Field(default_factory=list)
+    step_stats: dict[str, StepStats] = Field(default_factory=dict)
     #: durations of record saves and of continuation sends: a suspension costs one of each.
     save_stats: StepStats = Field(default_factory=StepStats)
     send_stats: StepStats = Field(default_factory=StepStats)
@@ -299,26 +254,26 @@ class TaskRecord(_Model):
     updated_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     #: what a ``waiting`` task waits for, and when the earliest deadline falls.
-    waiting_for: list[Waiter] = Field(default_factory=new_list)
+    waiting_for: list[Waiter] = Field(default_factory=list)
     wake_at: datetime | None = None
     #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
-    callbacks: dict[str, OpenCallback] = Field(default_factory=new_dict)
+    callbacks: dict[str, OpenCallback] = Field(default_factory=dict)
     #: inbox keys of the signals the task took (a signal is taken once).
-    signals_taken: list[str] = Field(default_factory=new_list)
+    signals_taken: list[str] = Field(default_factory=list)
     #: a cancel request the worker saw.
     cancel: CancelState | None = None
     max_value_bytes: int | None = None  #: its worker's max_state_bytes: clients check sends
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
     #: what each recent invocation did (``history.py``), and what the task cost so far.
-    history: list[InvocationRun] = Field(default_factory=new_list)
+    history: list[InvocationRun] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     #: the task this one was forked from (``continuum fork``).
     forked_from: str | None = None
     #: the parent of a child task (``ctx.invoke``, ``ctx.map_tasks``), and the children this
     #: task started.
     parent: ParentLink | None = None
-    children: list[ChildBatch] = Field(default_factory=new_list)
+    children: list[ChildBatch] = Field(default_factory=list)
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""

@@ -1,6 +1,6 @@
 """Segments: the large lists of a state, cut into content-addressed runs of consecutive items.
 
-A checkpoint should upload what changed since the last one, not the whole history (issue 14).
+A checkpoint should upload what changed since the last one, not the whole history.
 So before a large state goes to a blob, each large list in it that is reached from the top
 through objects (an agent's ``messages``, a batch job's ``results``; the state itself if it is
 a list) is cut into *segments*: runs of consecutive items, each stored as its own blob (the
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from continuum._base.json_values import dump_json
-from continuum._base.plain import Frozen
 from continuum.errors import ConfigurationError
 
 # The three thresholds were chosen on benchmarks/checkpoint.py's 5 MB agent conversation
@@ -50,38 +50,27 @@ SEGMENT_SPREAD_BYTES = 32 * 1024
 SEGMENT_MAX_BYTES = 128 * 1024
 
 
-# Segmenting and CutList are written by hand, not frozen dataclasses: see plain.py.
-
-
-class Segmenting(Frozen):
+@dataclass(frozen=True, slots=True)
+class Segmenting:
     """Where the large lists of a state are cut (sizes in bytes of canonical JSON)."""
 
-    __match_args__ = ("min_bytes", "spread_bytes", "max_bytes")
-    __slots__ = __match_args__
-    min_bytes: int
-    spread_bytes: int
-    max_bytes: int
+    min_bytes: int = SEGMENT_MIN_BYTES
+    spread_bytes: int = SEGMENT_SPREAD_BYTES
+    max_bytes: int = SEGMENT_MAX_BYTES
 
-    def __init__(
-        self,
-        min_bytes: int = SEGMENT_MIN_BYTES,
-        spread_bytes: int = SEGMENT_SPREAD_BYTES,
-        max_bytes: int = SEGMENT_MAX_BYTES,
-    ) -> None:
-        if not 0 <= min_bytes <= max_bytes or spread_bytes < 1:
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_bytes <= self.max_bytes or self.spread_bytes < 1:
             raise ConfigurationError(
                 "segmenting needs 0 <= min_bytes <= max_bytes and spread_bytes >= 1, got "
-                f"{min_bytes}, {max_bytes} and {spread_bytes}"
+                f"{self.min_bytes}, {self.max_bytes} and {self.spread_bytes}"
             )
-        object.__setattr__(self, "min_bytes", min_bytes)
-        object.__setattr__(self, "spread_bytes", spread_bytes)
-        object.__setattr__(self, "max_bytes", max_bytes)
 
 
 DEFAULT_SEGMENTING = Segmenting()
 
 
-class CutList(Frozen):
+@dataclass(frozen=True, slots=True)
+class CutList:
     """One large list of a state, cut: where it is, and its sealed segments.
 
     Attributes:
@@ -91,16 +80,9 @@ class CutList(Frozen):
         counts: how many items each segment holds.
     """
 
-    __match_args__ = ("path", "segments", "counts")
-    __slots__ = __match_args__
     path: tuple[str, ...]
     segments: list[bytes]
     counts: list[int]
-
-    def __init__(self, path: tuple[str, ...], segments: list[bytes], counts: list[int]) -> None:
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "segments", segments)
-        object.__setattr__(self, "counts", counts)
 
 
 def cut_state(value: Any, how: Segmenting) -> tuple[Any, list[CutList], int]:

@@ -8,8 +8,8 @@ that the client can refuse an id the task never made.
 """
 
 # The models' annotations are objects, not strings (no ``from __future__ import annotations``):
-# pydantic would compile and evaluate each string when it builds a model, about 15 us a field
-# (about 3 ms of the worker's cold import over the record's and the message's).
+# pydantic would compile and evaluate each string when it builds a model, on the worker's cold
+# import.
 import hashlib
 import math
 import re
@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum._base.clock import utcnow
+from continuum._record.unknown_fields import IgnoresUnknownFields, KeepsUnknownFields
 from continuum.errors import ContinuumError
 
 #: Signal names and callback names are S3 key segments (they appear in inbox keys).
@@ -74,10 +75,6 @@ def epoch_to_datetime(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
 class WaitKind(StrEnum):
     """What a waiter waits for."""
 
@@ -87,7 +84,7 @@ class WaitKind(StrEnum):
     CHILD = "child"
 
 
-class Waiter(_Model):
+class Waiter(KeepsUnknownFields):
     """One thing a task waits for: its kind, its name, its id (a callback's id, a child's task
     id, a batch's id prefix) and until when (None: no deadline).
 
@@ -105,8 +102,8 @@ class Waiter(_Model):
     completion: dict[str, Any] | None = None
 
 
-class ParentLink(_Model):
-    """Whose child a task is, and where the parent waits for it (``family.py``)."""
+class ParentLink(KeepsUnknownFields):
+    """Whose child a task is, and where the parent waits for it (``continuum._fanout``)."""
 
     task_id: str
     #: the id prefix of the batch the child belongs to (``ctx.invoke``: the child's own id).
@@ -119,7 +116,7 @@ class ParentLink(_Model):
     completion: dict[str, Any] | None = None
 
 
-class ChildBatch(_Model):
+class ChildBatch(KeepsUnknownFields):
     """Child tasks a task started: ``prefix`` (``ctx.invoke``: the child's id) and how many
     (``map_tasks``: ``prefix.0`` ... ``prefix.{count-1}``)."""
 
@@ -128,18 +125,16 @@ class ChildBatch(_Model):
     count: int = 1
     single: bool = True
     #: ids another task held before this one could create them: not its children.
-    taken: list[str] = []
+    taken: list[str] = Field(default_factory=list)
 
     def ids(self) -> list[str]:
         every = [self.prefix] if self.single else [f"{self.prefix}.{i}" for i in range(self.count)]
         return [task_id for task_id in every if task_id not in self.taken] if self.taken else every
 
 
-class BatchHint(BaseModel):
+class BatchHint(IgnoresUnknownFields):
     """In a child's wake: its batch, so a worker can judge the batch from the parent's inbox
     without reading the parent's record."""
-
-    model_config = ConfigDict(extra="ignore")
 
     prefix: str
     count: int
@@ -152,7 +147,7 @@ class BatchHint(BaseModel):
     decides: bool = True
 
 
-class OpenCallback(_Model):
+class OpenCallback(KeepsUnknownFields):
     """A callback the task created and has not taken an answer for.
 
     Attributes:
@@ -184,7 +179,7 @@ class OpenCallback(_Model):
         return min(found) if found else None
 
 
-class CancelState(_Model):
+class CancelState(KeepsUnknownFields):
     """A cancel request the worker has seen (the first reason wins)."""
 
     reason: str | None = None

@@ -19,8 +19,8 @@ from continuum._record.history import InvocationRun, RunClock, RunOutcome, Usage
 from continuum._record.history import begin as begin_run
 from continuum._record.history import end as end_run
 from continuum._record.model import ErrorInfo, Lease, Status, TaskRecord
+from continuum._record.records import Records
 from continuum._record.recovery import end_recovery, note_death
-from continuum._record.storage import Records
 from continuum._record.sweep import SweepIncompleteError
 from continuum._record.waiting_for import Waiter
 from continuum._steps.budget import observe

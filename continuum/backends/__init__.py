@@ -1,8 +1,76 @@
-"""Where records and continuations live: the store and queue protocols, every type a backend
-needs, S3 and SQS, and ``memory`` (the in-memory twins on an injectable clock).
+"""Where records and continuations live, and the door a backend comes in by.
 
-This package is public: a third-party backend implements ``RecordStore`` and
-``ContinuationQueue`` from here.
+A third-party backend implements :class:`RecordStore` (bytes under keys, with S3's
+conditional writes) and :class:`ContinuationQueue` (an SQS standard queue) with the types
+exported here, and passes the contract suite (``tests/backends/test_contract.py``). Here too:
+the S3 and SQS implementations (:class:`S3RecordStore`, :class:`SQSContinuationQueue`) and
+``memory``, the in-memory twins on an injectable clock (also exported by
+``continuum.testing``).
+
+Example:
+    >>> from continuum.backends import PreconditionFailed, RecordStore, StoredObject
+    >>> class MyStore:  # implements RecordStore  # doctest: +SKIP
+    ...     def get(self, key, *, version_id=None) -> StoredObject: ...
 
 May import: errors, _base.
 """
+
+from typing import TYPE_CHECKING, Any
+
+from continuum.backends.queue import ContinuationQueue, QueueError, QueueMessage
+from continuum.backends.store import (
+    NoSuchKey,
+    ObjectVersion,
+    PreconditionFailed,
+    RecordStore,
+    StoredObject,
+    StoreError,
+    TransientStoreError,
+    put_with_retries,
+)
+
+__all__ = [
+    "ContinuationQueue",
+    "InMemoryContinuationQueue",
+    "InMemoryRecordStore",
+    "ManualClock",
+    "NoSuchKey",
+    "ObjectVersion",
+    "PreconditionFailed",
+    "QueueError",
+    "QueueMessage",
+    "RecordStore",
+    "S3RecordStore",
+    "SQSContinuationQueue",
+    "StoreError",
+    "StoredObject",
+    "TransientStoreError",
+    "put_with_retries",
+]
+
+if TYPE_CHECKING:
+    from continuum.backends.memory import (
+        InMemoryContinuationQueue,
+        InMemoryRecordStore,
+        ManualClock,
+    )
+    from continuum.backends.s3 import S3RecordStore
+    from continuum.backends.sqs import SQSContinuationQueue
+
+#: Imported on first use: S3 and SQS bring botocore, which a worker on the protocols alone
+#: (or on the in-memory twins) does without.
+_LAZY = {
+    "S3RecordStore": "continuum.backends.s3",
+    "SQSContinuationQueue": "continuum.backends.sqs",
+    "InMemoryContinuationQueue": "continuum.backends.memory",
+    "InMemoryRecordStore": "continuum.backends.memory",
+    "ManualClock": "continuum.backends.memory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'continuum.backends' has no attribute {name!r}")

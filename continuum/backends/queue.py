@@ -3,15 +3,14 @@
 :class:`ContinuationQueue` is the one seam to the queue. Its semantics are those of an SQS
 standard queue: at-least-once delivery, a per-message delay of 0-900 s, a visibility timeout
 that hides a received message until it is deleted or the timeout passes, and a receive count.
-``sqs.SQSContinuationQueue`` implements it on SQS; ``continuum.testing.InMemoryContinuationQueue``
-in memory. What a body means (and its signature) is ``continuation.py``.
+``sqs.SQSContinuationQueue`` implements it on SQS; ``memory.InMemoryContinuationQueue`` in
+memory. What a body means (and its signature) is ``continuum._record.continuation``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
-
-from continuum._base.plain import Frozen
 
 #: SQS refuses DelaySeconds above 900 on a standard queue.
 MAX_DELAY_S = 900
@@ -23,26 +22,14 @@ class QueueError(Exception):
     """A queue operation failed (the SQS call raised, or the fake was told to fail)."""
 
 
-class QueueMessage(Frozen):
-    """A received message: its body, its id, the handle to delete it, how often it came.
+@dataclass(frozen=True, slots=True)
+class QueueMessage:
+    """A received message: its body, its id, the handle to delete it, how often it came."""
 
-    Written by hand, not a frozen dataclass: see ``plain.py``.
-    """
-
-    __match_args__ = ("body", "message_id", "receipt_handle", "receive_count")
-    __slots__ = __match_args__
     body: str
     message_id: str
     receipt_handle: str
-    receive_count: int
-
-    def __init__(
-        self, body: str, message_id: str, receipt_handle: str, receive_count: int = 1
-    ) -> None:
-        object.__setattr__(self, "body", body)
-        object.__setattr__(self, "message_id", message_id)
-        object.__setattr__(self, "receipt_handle", receipt_handle)
-        object.__setattr__(self, "receive_count", receive_count)
+    receive_count: int = 1
 
 
 class ContinuationQueue(Protocol):

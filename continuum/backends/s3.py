@@ -1,4 +1,4 @@
-"""The record store on S3: a bucket behind the :class:`~continuum.RecordStore` protocol.
+"""The record store on S3: a bucket behind the :class:`~continuum.backends.RecordStore` protocol.
 
 It only translates: S3 calls in, S3's answers out as the protocol's errors. A 412 is
 PreconditionFailed; a 404 NoSuchKey; S3's 409 ConditionalRequestConflict, 5xx and throttling

@@ -4,18 +4,17 @@
 included: ``put(..., if_none_match=True)`` creates only if the key is free and
 ``put(..., if_match=etag)`` replaces only if the stored object still has that etag; a lost
 condition raises :class:`PreconditionFailed` (S3's 412). ``s3.S3RecordStore`` implements it on
-a bucket; ``continuum.testing.InMemoryRecordStore`` in memory. Everything above it (the codec,
-blobs, compare-and-swap, garbage collection) is written once, in ``records.py``.
+a bucket; ``memory.InMemoryRecordStore`` in memory. Everything above it (the codec, blobs,
+compare-and-swap, the sweep) is written once, in ``continuum._record``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
-
-from continuum._base.plain import Frozen
 
 #: Transient store errors are tried again this often, with this backoff doubling from here.
 WRITE_RETRIES = 3
@@ -38,48 +37,24 @@ class TransientStoreError(StoreError):
     """Worth trying again: S3's 409 ConditionalRequestConflict, a 5xx, throttling."""
 
 
-# StoredObject and ObjectVersion are written by hand, not frozen dataclasses: see plain.py.
-
-
-class StoredObject(Frozen):
+@dataclass(frozen=True, slots=True)
+class StoredObject:
     """An object as read: its bytes, its etag and (in a versioned bucket) its version."""
 
-    __match_args__ = ("body", "etag", "version_id")
-    __slots__ = __match_args__
     body: bytes
     etag: str
-    version_id: str | None
-
-    def __init__(self, body: bytes, etag: str, version_id: str | None = None) -> None:
-        object.__setattr__(self, "body", body)
-        object.__setattr__(self, "etag", etag)
-        object.__setattr__(self, "version_id", version_id)
+    version_id: str | None = None
 
 
-class ObjectVersion(Frozen):
+@dataclass(frozen=True, slots=True)
+class ObjectVersion:
     """One stored version of a key (bucket versioning)."""
 
-    __match_args__ = ("version_id", "is_latest", "last_modified", "is_delete_marker", "etag")
-    __slots__ = __match_args__
     version_id: str
     is_latest: bool
     last_modified: datetime
-    is_delete_marker: bool
-    etag: str | None
-
-    def __init__(
-        self,
-        version_id: str,
-        is_latest: bool,
-        last_modified: datetime,
-        is_delete_marker: bool = False,
-        etag: str | None = None,
-    ) -> None:
-        object.__setattr__(self, "version_id", version_id)
-        object.__setattr__(self, "is_latest", is_latest)
-        object.__setattr__(self, "last_modified", last_modified)
-        object.__setattr__(self, "is_delete_marker", is_delete_marker)
-        object.__setattr__(self, "etag", etag)
+    is_delete_marker: bool = False
+    etag: str | None = None
 
 
 class RecordStore(Protocol):

@@ -222,11 +222,11 @@ class Stack:
         The queue is reached only by what sends a continuation, so ``status`` works without
         one. Signing keys come from the environment, as on the functions.
         """
-        from continuum._base.signing import load_signing_keys
+        from continuum._base.signing_keys import load_signing_keys
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
         from continuum._record.continuation import Continuations
-        from continuum._record.storage import Records
+        from continuum._record.records import Records
         from continuum.backends.s3 import S3RecordStore
 
         store = S3RecordStore(self.boto_client("s3"), self.need_bucket())

@@ -1,4 +1,4 @@
-"""_base/signing: the signing keys, from the environment, SSM or Secrets Manager (moto)."""
+"""_base/signing_keys: the signing keys, from the environment, SSM or Secrets Manager (moto)."""
 
 from __future__ import annotations
 

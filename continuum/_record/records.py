@@ -7,7 +7,7 @@ lost the record (:class:`RecordConflictError`) stops instead of overwriting.
 Large values go to blobs beside the record (``blobs.py``: when an upload may be skipped,
 who removes superseded blobs, and the sweep when a task finishes).
 
-When a task finishes, ``replace`` sweeps its objects (``sweeping.py``) after the write lands;
+When a task finishes, ``replace`` sweeps its objects (``sweep.py``) after the write lands;
 a sweep cut short is finished by a later message of the task.
 """
 
@@ -38,7 +38,7 @@ from continuum.errors import (
     RecordNotFoundError,
 )
 
-logger = logging.getLogger("continuum._record.storage")
+logger = logging.getLogger("continuum._record.records")
 
 RECORD_NAME = "record.json"
 #: How often a reader retries when a blob vanished under it (a writer superseded it).
