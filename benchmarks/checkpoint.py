@@ -44,7 +44,7 @@ from benchmarks import ScriptedContext, check, emit, median
 from continuum import Continuum, TaskContext
 from continuum._base.json_values import copy_json
 from continuum._record.model import TaskRecord
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum.backends.s3 import S3RecordStore
 from continuum.backends.store import RecordStore

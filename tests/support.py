@@ -42,7 +42,7 @@ from continuum._record.model import (
     TaskRecord,
     check_task_id,
 )
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery, note_death
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
 from continuum._steps.budget import Budget, observe, predict

@@ -32,7 +32,7 @@ from continuum._define.observers import Observer, Observers
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
 from continuum._record.continuation import Continuations
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from continuum._base.threads import in_parallel
 from continuum._record.continuation import Continuations
 from continuum._record.model import ErrorInfo, Status, TaskRecord, check_task_id
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.waiting_for import BatchHint, ParentLink
 from continuum._steps.signals import Suspend
 from continuum.backends.queue import QueueError

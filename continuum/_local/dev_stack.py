@@ -115,7 +115,7 @@ class DevStack:
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
         from continuum._record.continuation import Continuations
-        from continuum._record.records import Records
+        from continuum._record.persistence import Records
         from continuum.backends.s3 import S3RecordStore
         from continuum.backends.sqs import SQSContinuationQueue
 

@@ -29,7 +29,7 @@ from continuum._local.reports import (
 )
 from continuum._local.virtual_time import DueTimes, RealTime, VirtualTime
 from continuum._record.model import Counters, TaskRecord
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._worker.metering import CallCounter, Uncounted
 from continuum.backends.queue import MAX_DELAY_S, ContinuationQueue
 from continuum.backends.store import RecordStore

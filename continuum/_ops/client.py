@@ -15,7 +15,7 @@ from continuum._fanout.child_tasks import ChildIdTakenError, names_slot
 from continuum._ops.steering import Steering
 from continuum._record.continuation import Continuations
 from continuum._record.model import Status, TaskRecord, check_task_id
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.waiting_for import ParentLink
 from continuum._turn.tasks import Registry, Task
 from continuum._waits.answers import Mail

@@ -27,7 +27,7 @@ from continuum._record.model import (
     TaskRecord,
     check_task_id,
 )
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.waiting_for import Waiter
 from continuum._worker.wake import waiting_for
 from continuum.backends.store import NoSuchKey

@@ -30,7 +30,7 @@ from continuum._record.model import (
     TaskRecord,
     check_task_id,
 )
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery
 from continuum.errors import ContinuumError, RecordExistsError
 

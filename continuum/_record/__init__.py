@@ -1,7 +1,7 @@
 """What continuum stores and sends: the task record (``model``; its ``counters``, its
 ``history``, what it waits for: ``waiting_for``), what its models do with a field a newer release
 wrote (``unknown_fields``), the codec (``codec``: inline values, ``segments``, ``blobs``), the
-record created, loaded and swapped on a store (``records``), the inbox beside the record
+record created, loaded and swapped on a store (``persistence``), the inbox beside the record
 (``inbox``, ``inbox_items``), recovery markers (``recovery``), the sweep of a finished task
 (``sweep``) and the continuation message (``continuation``).
 

@@ -35,7 +35,7 @@ from continuum._record.continuation import Continuations
 from continuum._record.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES
 from continuum._record.inbox_items import CallbackAnswer
 from continuum._record.model import TaskRecord, check_task_id
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.waiting_for import OpenCallback, Signal, check_name
 from continuum.errors import (
     CallbackError,

@@ -19,7 +19,7 @@ from continuum._record.history import InvocationRun, RunClock, RunOutcome, Usage
 from continuum._record.history import begin as begin_run
 from continuum._record.history import end as end_run
 from continuum._record.model import ErrorInfo, Lease, Status, TaskRecord
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery, note_death
 from continuum._record.sweep import SweepIncompleteError
 from continuum._record.waiting_for import Waiter

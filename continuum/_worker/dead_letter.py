@@ -32,7 +32,7 @@ from continuum._base.clock import utcnow
 from continuum._fanout.child_tasks import report_to_parent
 from continuum._record.continuation import Continuation, Continuations
 from continuum._record.model import ErrorInfo, Status, TaskRecord
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery
 from continuum._record.sweep import SweepIncompleteError
 from continuum._worker.endings import LEFT_FOR_NEWER, cancelled_error, resend

@@ -27,7 +27,7 @@ from continuum._fanout.child_tasks import ChildTasks, cancel_children, report_to
 from continuum._record.continuation import Continuation, Continuations
 from continuum._record.history import Usage, bill
 from continuum._record.model import ErrorInfo, Status, TaskRecord
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._record.waiting_for import Waiter
 from continuum._turn.tasks import Task
 from continuum._worker.claim import Claim

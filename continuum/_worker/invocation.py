@@ -17,7 +17,7 @@ from continuum._fanout.child_tasks import ChildTasks
 from continuum._record.continuation import Continuation
 from continuum._record.inbox import Listing, TaskInbox
 from continuum._record.model import ErrorInfo, Status
-from continuum._record.records import Records
+from continuum._record.persistence import Records
 from continuum._steps.budget import Budget
 from continuum._steps.signals import Suspend
 from continuum._turn.loop import Cancelled, Failed, Lost, Returned, Suspended, TurnLoop, Waiting

@@ -226,7 +226,7 @@ class Stack:
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
         from continuum._record.continuation import Continuations
-        from continuum._record.records import Records
+        from continuum._record.persistence import Records
         from continuum.backends.s3 import S3RecordStore
 
         store = S3RecordStore(self.boto_client("s3"), self.need_bucket())

@@ -38,7 +38,7 @@ from continuum.errors import (
     RecordNotFoundError,
 )
 
-logger = logging.getLogger("continuum._record.records")
+logger = logging.getLogger("continuum._record.persistence")
 
 RECORD_NAME = "record.json"
 #: How often a reader retries when a blob vanished under it (a writer superseded it).
