@@ -50,7 +50,16 @@ class ContextRunner:
         children: starts child tasks (given by the worker; None: none can start).
     """
 
-    __slots__ = ("__weakref__", "call_step", "children", "ctx", "state", "steps", "waits")
+    __slots__ = (
+        "__weakref__",
+        "call_step",
+        "children",
+        "ctx",
+        "state",
+        "steps",
+        "thread_id",
+        "waits",
+    )
 
     def __init__(self, state: TurnState, children: ChildTasks | None = None) -> None:
         self.state = state
@@ -59,6 +68,8 @@ class ContextRunner:
         self.children = children
         #: the task context it serves, set when the turn or block starts.
         self.ctx: TaskView | None = None
+        #: the thread that runs it (read on every step call: kept here, not looked up).
+        self.thread_id = state.thread_id
         #: a step call (a slot, not a method: a test may put its own in front).
         self.call_step: Callable[
             [Step[Any, Any], tuple[Any, ...], dict[str, Any], str | None], Any
@@ -111,10 +122,6 @@ class ContextRunner:
     @property
     def turn(self) -> int:
         return self.state.record.turn
-
-    @property
-    def thread_id(self) -> int:
-        return self.state.thread_id
 
     @property
     def active_key(self) -> str | None:

@@ -5,7 +5,7 @@ ids' prefix; the children are created once (their ids derive from the entry, so 
 finds them: If-None-Match makes a second create a no-op) and started; then the parent takes
 the children's reports from its inbox, or waits for them, as it waits for a callback. For
 ``map_tasks`` every child record is created at once, pending, and the first
-``max_concurrency`` are started; each finished child starts the next (``family.py``).
+``max_concurrency`` are started; each finished child starts the next (``child_tasks.py``).
 
 The child's side (at its end, and again for any message that finds it finished): write its
 report to the parent's inbox, wake the parent, start its successor. Each is idempotent, so a

@@ -87,8 +87,9 @@ class StepCaller:
         stats = self._stats(step.options.name)
         # A step that is not done (paused, or between attempts) keeps its journal entry until
         # its next attempt starts, so a suspension before then loses neither.
-        attempt, cursor, pending = self._resume(step, key, stats, resume)
+        attempt, cursor, pending = 0, None, None
         if resume is not None:
+            attempt, cursor, pending = self._resume(step, key, stats, resume)
             wall = now_s()  # after any backoff slept
         while True:
             attempt += 1
@@ -113,11 +114,9 @@ class StepCaller:
             return self._record(step, key, value, stats, started, attempt, wall, pending)
 
     def _resume(
-        self, step: Step[Any, Any], key: str, stats: StepStats, resume: JournalEntry | None
+        self, step: Step[Any, Any], key: str, stats: StepStats, resume: JournalEntry
     ) -> tuple[int, Any, JournalEntry | None]:
         """Where an unfinished step goes on: (attempts made, cursor, the entry to reopen)."""
-        if resume is None:
-            return 0, None, None
         if resume.started:
             # An at_most_once step whose worker died after it started: never run it again.
             return resume.attempts, None, interrupted(self.state, step, key, stats, resume)
@@ -151,7 +150,8 @@ class StepCaller:
             state.append(pending)
             state.save_strict()
             wall = now_s()
-        state.step_started(key, options.name, attempt)
+        if state.observers is not None:
+            state.step_started(key, options.name, attempt)
         return pending, wall
 
     def _attempt(
@@ -218,7 +218,8 @@ class StepCaller:
         state.append(
             JournalEntry(key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt)
         )
-        state.log_step(key, wall, elapsed, attempt, "ok", name=name)
+        if state.invocation is not None or state.observers is not None:
+            state.log_step(key, wall, elapsed, attempt, "ok", name=name)
         record.counters.steps_executed += 1
         if step.options.effect or time.monotonic() - state.last_save >= state.persist_every_s:
             state.save()
