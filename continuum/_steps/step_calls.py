@@ -27,7 +27,6 @@ from continuum._steps.attempt_endings import (
     preempted,
     raised,
     step_error,
-    timed,
     unmark,
 )
 from continuum._steps.budget import observe
@@ -64,8 +63,12 @@ class StepCaller:
                 if not entry.ok:
                     raise step_error(state, entry.error, key)
                 return from_json(step.adapter, entry.result)
-            state.halt_check()
-            wall = state.boundary(reopen=entry is not None)
+            if state.halt is not None:  # a branch of a batch
+                state.halt_check()
+            wall = now_s()
+            if wall - state.inbox.listed_at >= state.inbox_poll_s or state.record.cancel:
+                # boundary()'s own test first: on every step's path, its call showed.
+                wall = state.boundary(reopen=entry is not None)
             if state.step_wrapper is not None:
                 step = state.step_wrapper(step, state)
             return self._run_live(step, key, args, kwargs, entry, wall)
@@ -83,8 +86,8 @@ class StepCaller:
     ) -> Any:
         """Run the step's attempts until one returns, and record its value. ``resume``: the
         journal's unfinished entry of it; ``wall``: now, as the boundary before it read it."""
-        state = self.state
-        stats = self._stats(step.options.name)
+        state, options = self.state, step.options
+        stats = self._stats(options.name)
         # A step that is not done (paused, or between attempts) keeps its journal entry until
         # its next attempt starts, so a suspension before then loses neither.
         attempt, cursor, pending = 0, None, None
@@ -93,10 +96,17 @@ class StepCaller:
             wall = now_s()  # after any backoff slept
         while True:
             attempt += 1
-            pending, wall = self._begin(step, key, stats, attempt, pending, wall)
+            self._check_budget(options.name, stats, preemptible=options.preemptible)
+            if pending is not None or state.record.recovering or options.at_most_once:
+                pending, wall = self._begin(step, key, attempt, pending, wall)
+            if state.observers is not None:
+                state.step_started(key, options.name, attempt)
+            record = state.record
+            state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
+            state.active_cursor = cursor
             started = time.monotonic()
             try:
-                value = self._attempt(step, key, args, kwargs, cursor)
+                value = self._attempt(step, args, kwargs)
             except Preempted:
                 took = round(time.monotonic() - started, 6)
                 state.log_step(key, wall, took, attempt, "preempted", name=step.name)
@@ -111,6 +121,11 @@ class StepCaller:
                 pending = raised(state, step, key, stats, started, attempt, wall, exc)
                 wall = now_s()  # the backoff is over: the next attempt starts now
                 continue
+            finally:
+                state.active_key = None
+                state.active_cursor = None
+                if record.running_step is not None:
+                    record.running_step = None
             return self._record(step, key, value, stats, started, attempt, wall, pending)
 
     def _resume(
@@ -129,15 +144,14 @@ class StepCaller:
         self,
         step: Step[Any, Any],
         key: str,
-        stats: StepStats,
         attempt: int,
         pending: JournalEntry | None,
         wall: float,
     ) -> tuple[JournalEntry | None, float]:
-        """Before attempt ``attempt``: check the budget, reopen the step's unfinished entry, and
-        save what must be saved first. Returns the entry to take back when it ends, and now."""
+        """Before attempt ``attempt`` of a step resumed, in recovery or at most once: reopen its
+        unfinished entry, and save what must be saved first. Returns the entry to take back
+        when the attempt ends, and now."""
         state, options = self.state, step.options
-        self._check_budget(options.name, stats, preemptible=options.preemptible)
         if pending is not None:
             state.journal.reopen()
             pending = None
@@ -150,34 +164,20 @@ class StepCaller:
             state.append(pending)
             state.save_strict()
             wall = now_s()
-        if state.observers is not None:
-            state.step_started(key, options.name, attempt)
         return pending, wall
 
-    def _attempt(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        cursor: Any,
-    ) -> Any:
+    def _attempt(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """One attempt: the step's function, beside the other branches of a batch, if any."""
         state = self.state
-        record = state.record
-        state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
-        state.active_cursor = cursor
+        lock = state.lock
+        lock.release()  # state.unlocked(), spelled out: on every step's path, it showed
         try:
-            with state.unlocked():
-                if step.options.preemptible:
-                    limit = state.budget.preempt_after(record.save_stats)
-                    return state.preemptor(lambda: step.fn(*args, **kwargs), limit)
-                return step.fn(*args, **kwargs)
+            if step.options.preemptible:
+                limit = state.budget.preempt_after(state.record.save_stats)
+                return state.preemptor(lambda: step.fn(*args, **kwargs), limit)
+            return step.fn(*args, **kwargs)
         finally:
-            state.active_key = None
-            state.active_cursor = None
-            if record.running_step is not None:
-                record.running_step = None
+            lock.acquire()
 
     def _record(
         self,
@@ -194,9 +194,12 @@ class StepCaller:
         as a replay would rebuild it."""
         state = self.state
         record, name = state.record, step.options.name
-        elapsed = timed(stats, started)
-        unmark(state, pending)
-        adapter, typed = step.typing()
+        elapsed = time.monotonic() - started
+        observe(stats, elapsed)
+        elapsed = round(elapsed, 6)
+        if pending is not None:
+            unmark(state, pending)
+        adapter, typed = step._adapter or step.typing()
         # A scalar that the adapter takes and writes as it is (an int of a step declared
         # `-> int`) is its own JSON and its own rebuild: it is recorded and returned as it is.
         rebuild = type(value) not in own_json(adapter)
@@ -215,9 +218,11 @@ class StepCaller:
                     type=type(exc).__name__, message=exc.message, step=key, turn=record.turn
                 )
                 raise failed(state, step, key, attempt, elapsed, error) from exc
-        state.append(
-            JournalEntry(key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt)
+        entry = JournalEntry(
+            key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt
         )
+        state.journal.append(entry)
+        state.progress = True
         if state.invocation is not None or state.observers is not None:
             state.log_step(key, wall, elapsed, attempt, "ok", name=name)
         record.counters.steps_executed += 1

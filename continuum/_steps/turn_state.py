@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -52,20 +53,6 @@ class Halt(threading.Event):
 
     def signal(self) -> ControlFlow:
         return Suspend(f"another branch stopped the batch: {self.reason}")
-
-
-@dataclass(slots=True)
-class Unlocked:
-    """``with unlocked:`` releases a held lock for the block and takes it back after. A class:
-    it is on every step's path, where a generator's context manager showed."""
-
-    lock: threading.RLock
-
-    def __enter__(self) -> None:
-        self.lock.release()
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.acquire()
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -124,10 +111,6 @@ class TurnState:
     unwinding: BaseException | None = None
     #: an error that fails this turn whatever user code does with it.
     refused: ContinuumError | None = None
-    _unlocked: Unlocked = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._unlocked = Unlocked(self.lock)
 
     @classmethod
     def start(
@@ -202,9 +185,14 @@ class TurnState:
     def turn(self) -> int:
         return self.record.turn
 
-    def unlocked(self) -> Unlocked:
+    @contextmanager
+    def unlocked(self) -> Iterator[None]:
         """Let the other branches at the record while this one runs user code or sleeps."""
-        return self._unlocked
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
 
     def halt_check(self) -> None:
         """A branch of a batch stops at a boundary once the batch must suspend or stop."""
