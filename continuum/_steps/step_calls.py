@@ -66,8 +66,9 @@ class StepCaller:
             if state.halt is not None:  # a branch of a batch
                 state.halt_check()
             wall = now_s()
-            if wall - state.inbox.listed_at >= state.inbox_poll_s or state.record.cancel:
-                # boundary()'s own test first: on every step's path, its call showed.
+            # boundary()'s own test first: on every step's path, its call showed.
+            due = wall - state.inbox.listed_at >= state.inbox_poll_s
+            if due or state.record.cancel is not None:
                 wall = state.boundary(reopen=entry is not None)
             if state.step_wrapper is not None:
                 step = state.step_wrapper(step, state)
@@ -86,7 +87,7 @@ class StepCaller:
     ) -> Any:
         """Run the step's attempts until one returns, and record its value. ``resume``: the
         journal's unfinished entry of it; ``wall``: now, as the boundary before it read it."""
-        state, options = self.state, step.options
+        state, options, lock = self.state, step.options, self.state.lock
         stats = self._stats(options.name)
         # A step that is not done (paused, or between attempts) keeps its journal entry until
         # its next attempt starts, so a suspension before then loses neither.
@@ -105,8 +106,16 @@ class StepCaller:
             state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
             state.active_cursor = cursor
             started = time.monotonic()
+            lock.release()  # state.unlocked(), spelled out: on every step's path, it showed
             try:
-                value = self._attempt(step, args, kwargs)
+                try:
+                    if options.preemptible:
+                        limit = state.budget.preempt_after(record.save_stats)
+                        value = state.preemptor(lambda: step.fn(*args, **kwargs), limit)
+                    else:
+                        value = step.fn(*args, **kwargs)
+                finally:
+                    lock.acquire()
             except Preempted:
                 took = round(time.monotonic() - started, 6)
                 state.log_step(key, wall, took, attempt, "preempted", name=step.name)
@@ -165,19 +174,6 @@ class StepCaller:
             state.save_strict()
             wall = now_s()
         return pending, wall
-
-    def _attempt(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """One attempt: the step's function, beside the other branches of a batch, if any."""
-        state = self.state
-        lock = state.lock
-        lock.release()  # state.unlocked(), spelled out: on every step's path, it showed
-        try:
-            if step.options.preemptible:
-                limit = state.budget.preempt_after(state.record.save_stats)
-                return state.preemptor(lambda: step.fn(*args, **kwargs), limit)
-            return step.fn(*args, **kwargs)
-        finally:
-            lock.acquire()
 
     def _record(
         self,
