@@ -12,7 +12,7 @@ it, and measures, with each tree first on ``PYTHONPATH`` and the rounds interlea
 
 The working tree counts as the revision ``.``. Medians over the rounds, then each figure as a
 ratio to the first revision's: on a shared machine only those ratios mean anything. The
-revisions must have ``benchmarks/step_overhead.py`` (issue 5's release, b6d92d2, has it).
+revisions must have ``benchmarks/step_overhead.py`` (b6d92d2 and later have it).
 """
 
 from __future__ import annotations

@@ -58,10 +58,12 @@ def test_budget_fill_learns_the_virtual_durations_it_simulates():
 
 def test_budget_fill_refuses_to_report_when_the_step_timing_misses_its_clock(monkeypatch):
     """As when steps came to be timed in a module that its clock did not reach."""
-    import continuum._steps.calls
+    import continuum._steps.step_calls
     from benchmarks.budget_fill import Simulation, predictive, workload
 
-    monkeypatch.setattr(continuum._steps.calls, "time", SimpleNamespace(monotonic=real_monotonic))
+    monkeypatch.setattr(
+        continuum._steps.step_calls, "time", SimpleNamespace(monotonic=real_monotonic)
+    )
     with pytest.raises(Mismeasured, match="learned"):
         Simulation(workload(60, 3), predictive()).run()
 

@@ -1,7 +1,8 @@
 """A callback a task created: its id, its token, and the request it carries.
 
-``ctx.create_callback`` returns a :class:`Callback`; the turn loop's waits (``waits.py``) make
-its token and keep its request in the record (``OpenCallback.request``, ``Waiter.request``).
+``ctx.create_callback`` returns a :class:`Callback`; the turn's waits (``_waits.wait_calls``)
+make its token and keep its request in the record (``OpenCallback.request``,
+``Waiter.request``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def request_json(request: Any, callback_id: str, name: str, task_id: str) -> Any
 
 
 class _Waits(Protocol):
-    """The turn loop's side of a callback (``waits.WaitCalls``)."""
+    """The turn's side of a callback (``_waits.wait_calls.WaitCaller``)."""
 
     @property
     def task_id(self) -> str: ...

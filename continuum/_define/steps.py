@@ -27,7 +27,6 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 
-from continuum._base.plain import Frozen
 from continuum._define.callbacks import Callback
 from continuum._record.waiting_for import Duration, Signal
 from continuum.errors import ConfigurationError, ContinuumError
@@ -36,9 +35,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-# Methods by hand (plain.py; checks in __post_init__, which pydantic calls too): ~0.7 ms less.
-@dataclass(init=False, repr=False, eq=False, frozen=True)
-class StepOptions(Frozen):
+@dataclass(frozen=True)
+class StepOptions:
     """How a step is run.
 
     Args:
@@ -65,26 +63,6 @@ class StepOptions(Frozen):
     retry_on: tuple[type[BaseException], ...] = (Exception,)
     at_most_once: bool = False
 
-    def __init__(
-        self,
-        name: str,
-        effect: bool = False,
-        preemptible: bool = False,
-        retries: int = 0,
-        backoff_s: float = 0.5,
-        retry_on: tuple[type[BaseException], ...] = (Exception,),
-        at_most_once: bool = False,
-    ) -> None:
-        set_field = object.__setattr__
-        set_field(self, "name", name)
-        set_field(self, "effect", effect)
-        set_field(self, "preemptible", preemptible)
-        set_field(self, "retries", retries)
-        set_field(self, "backoff_s", backoff_s)
-        set_field(self, "retry_on", retry_on)
-        set_field(self, "at_most_once", at_most_once)
-        self.__post_init__()
-
     def __post_init__(self) -> None:
         if self.at_most_once and self.preemptible:
             raise ConfigurationError(
@@ -97,12 +75,34 @@ class StepOptions(Frozen):
             raise ConfigurationError(f"step {self.name!r}: backoff_s must be >= 0")
 
 
-class Runner(Protocol):
-    """What a running task offers its steps and its context (the turn loop implements it)."""
+class StepScope(Protocol):
+    """The turn or child context a step runs in, as a test helper's step wrapper sees it."""
 
-    thread_id: int
-    active_key: str | None
-    active_cursor: Any
+    @property
+    def task_id(self) -> str: ...
+
+    @property
+    def turn(self) -> int: ...
+
+    @property
+    def active_key(self) -> str | None: ...
+
+
+class Runner(Protocol):
+    """What a running task offers its steps and its context: a turn or a child context of it.
+
+    A protocol because this layer is below the one that implements it
+    (``_fanout.context_runner.ContextRunner``), which it cannot import.
+    """
+
+    @property
+    def thread_id(self) -> int: ...
+
+    @property
+    def active_key(self) -> str | None: ...
+
+    @property
+    def active_cursor(self) -> Any: ...
 
     @property
     def task_id(self) -> str: ...

@@ -9,17 +9,19 @@ parent waits for its next report.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from continuum._base.threads import in_parallel
 from continuum._fanout.child_tasks import CHILD_THREADS, ChildTasks
+from continuum._record.waiting_for import ParentLink
 from continuum._steps.signals import Suspend
+from continuum._steps.turn_state import TurnState
 from continuum.backends.store import StoreError
 from continuum.errors import ContinuumError
 
 
 def running_again(
-    runner: Any, starter: ChildTasks, found: dict[str, str], task_id: str
+    state: TurnState, starter: ChildTasks, found: dict[str, str], task_id: str
 ) -> dict[str, str]:
     """The reports without those of children retried since they failed: until a retried
     child ends again, its earlier report is not its outcome (one GET per failed report)."""
@@ -37,7 +39,7 @@ def running_again(
         return link is not None and link.task_id == task_id and not record.status.finished
 
     unread: StoreError | None = None
-    with runner.unlocked():
+    with state.unlocked():
         try:
             running = in_parallel(again, ended, threads=CHILD_THREADS)
         except StoreError as exc:  # a transient fault must not fail the parent
@@ -49,18 +51,18 @@ def running_again(
 
 
 def pass_over_taken(
-    runner: Any,
+    state: TurnState,
     starter: ChildTasks,
     prefix: str,
     taken: set[int],
     limit: int | None,
     n: int,
-    link_of: Any,
+    link_of: Callable[[int], ParentLink],
 ) -> None:
     """Before any child starts: report each taken slot failed in the parent's own inbox, and
     point each child whose successor is a taken slot at the next of its own in the chain."""
-    mark_taken(runner, prefix, [f"{prefix}.{i}" for i in sorted(taken)])
-    with runner.unlocked():
+    mark_taken(state, prefix, [f"{prefix}.{i}" for i in sorted(taken)])
+    with state.unlocked():
         for i in sorted(taken):
             starter.report_taken(link_of(i), f"{prefix}.{i}")
         if limit is not None:
@@ -71,12 +73,12 @@ def pass_over_taken(
                 while after < n and after in taken:
                     after += limit
                 starter.relink(f"{prefix}.{i}", f"{prefix}.{after}" if after < n else None)
-    runner.note_inbox()
+    state.note_inbox()
 
 
-def mark_taken(runner: Any, prefix: str, ids: list[str]) -> None:
+def mark_taken(state: TurnState, prefix: str, ids: list[str]) -> None:
     """Name the taken ids in the record's batch, so that a cancel of the parent spares them."""
-    for batch in runner.record.children:
+    for batch in state.record.children:
         if batch.prefix == prefix:
             batch.taken = sorted(set(batch.taken) | set(ids))
-    runner.progress = True
+    state.progress = True

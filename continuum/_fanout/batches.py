@@ -1,6 +1,6 @@
 """Batches: ``ctx.parallel`` and ``ctx.map``, branches or items in threads of one invocation.
 
-Each branch or item runs in its own child context (``fanout.py``), at most
+Each branch or item runs in its own child context (``branches.py``), at most
 ``max_concurrency`` at once. The batch's journal entry holds one child per started item,
 keyed by its index, so keys do not depend on which thread finishes first. When an item cannot
 go on in this invocation (the budget, a wait), the others stop at their next boundary and the
@@ -17,18 +17,23 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from continuum._base.json_values import from_json, to_json
-from continuum._define.completion import BatchResult, Completion, Item, check_concurrency
+from continuum._define.completion import (
+    BatchResult,
+    Completion,
+    CompletionReason,
+    Item,
+    check_concurrency,
+)
 from continuum._fanout.branches import (
     Branch,
     Ended,
     adapter_of,
     check_state,
-    child_runner,
     enter,
-    run_in,
     state_of,
     type_of,
 )
+from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
@@ -40,7 +45,7 @@ DEFAULT_BATCH_THREADS = 32
 
 
 def run_batch(
-    runner: Any,
+    runner: ContextRunner,
     branches: Sequence[Branch],
     *,
     label: str,
@@ -48,11 +53,10 @@ def run_batch(
     completion: Completion | None,
 ) -> BatchResult:
     """``ctx.parallel`` and ``ctx.map``: run the branches as a batch (module docstring)."""
-    task_id = runner.record.task_id
-    limit = check_concurrency(max_concurrency, task_id=task_id)
+    limit = check_concurrency(max_concurrency, task_id=runner.task_id)
     adapters = [adapter_of(b.fn) for b in branches]
-    with runner.lock:
-        key, entry, done = enter(runner, label, EntryKind.BATCH)
+    with runner.state.lock:
+        key, entry, done = enter(runner.state, label, EntryKind.BATCH)
         if done:
             return _rebuilt(entry.result, adapters)
     assert entry.children is not None
@@ -61,9 +65,11 @@ def run_batch(
 
 
 class _Batch:
+    """One batch's run: its items on threads, and what their endings make of it."""
+
     def __init__(
         self,
-        runner: Any,
+        runner: ContextRunner,
         entry: JournalEntry,
         key: str,
         branches: Sequence[Branch],
@@ -83,7 +89,7 @@ class _Batch:
         }
 
     def run(self) -> BatchResult:
-        runner, n = self.runner, len(self.branches)
+        state, n = self.runner.state, len(self.branches)
         threads = min(self.limit or DEFAULT_BATCH_THREADS, max(1, n))
         pending: dict[Future[Ended], int] = {}
         signals: list[BaseException] = []
@@ -103,7 +109,7 @@ class _Batch:
                 for future in finished:
                     index = pending.pop(future)
                     ended = future.result()
-                    runner.progress = runner.progress or ended.progress
+                    state.progress = state.progress or ended.progress
                     if ended.signal is not None:
                         signals.append(ended.signal)
                         if not isinstance(ended.signal, Wait):
@@ -116,7 +122,8 @@ class _Batch:
 
     def _item_thread(self, index: int) -> Ended:
         runner, branch = self.runner, self.branches[index]
-        with runner.lock:
+        state = runner.state
+        with state.lock:
             entry = self.children.get(index)
             if entry is None:
                 entry = JournalEntry(str(index), branch.name or "item", kind=EntryKind.CONTEXT)
@@ -125,34 +132,32 @@ class _Batch:
                 self.entry.children.append(entry)
                 self.children[index] = entry
         assert entry.children is not None
-        path = f"{runner.path}{self.key}/{index}/"
-        child = child_runner(runner, entry.children, path, runner.ctx.state)
-        child.halt = self.halt
+        child = runner.child(entry.children, f"{state.path}{self.key}/{index}/", self.halt)
         try:
-            value = run_in(child, branch.fn, branch.args)
+            value = child.run(branch.fn, branch.args)
         except Wait as signal:
-            return Ended(signal=signal, waiters=list(signal.waiters), progress=child.progress)
+            return Ended(signal=signal, waiters=list(signal.waiters), progress=child.state.progress)
         except TaskCancelledError as exc:
             self.halt.stop("the task was cancelled", cancelled=True)
             return Ended(signal=exc, progress=True)
         except ControlFlow as signal:
-            return Ended(signal=signal, progress=child.progress)
+            return Ended(signal=signal, progress=child.state.progress)
         except Exception as exc:
             message = exc.message if isinstance(exc, ContinuumError) else str(exc)
-            error = ErrorInfo(type=type_of(exc), message=message[:2000], turn=runner.record.turn)
+            error = ErrorInfo(type=type_of(exc), message=message[:2000], turn=state.record.turn)
             return Ended(error=error, progress=True)
         return Ended(value=value, progress=True)
 
     def _finish(self, index: int, ended: Ended) -> None:
         entry, (adapter, typed) = self.children[index], self.adapters[index]
-        with self.runner.lock:
+        with self.runner.state.lock:
             if ended.error is None:
                 try:
                     entry.result = to_json(
                         adapter,
                         ended.value,
                         what=f"the result of item {index} of {self.key!r}",
-                        task_id=self.runner.record.task_id,
+                        task_id=self.runner.task_id,
                         typed=typed,
                     )
                 except ContinuumError as exc:
@@ -162,7 +167,7 @@ class _Batch:
             entry.partial, entry.children = False, None
         self.items[index] = _item(entry, self.branches[index].name)
 
-    def _verdict(self) -> Any:
+    def _verdict(self) -> CompletionReason | None:
         if self.completion is None:
             return None
         succeeded = sum(item.status == "succeeded" for item in self.items.values())
@@ -170,16 +175,16 @@ class _Batch:
         return self.completion.verdict(succeeded=succeeded, failed=failed, total=len(self.branches))
 
     def _outcome(
-        self, signals: list[BaseException], waiters: list[Waiter], reason: Any
+        self, signals: list[BaseException], waiters: list[Waiter], reason: CompletionReason | None
     ) -> BatchResult:
-        runner = self.runner
+        state = self.runner.state
         for kind in (Fenced, Abort):
             for signal in signals:
                 if isinstance(signal, kind):
-                    raise runner.unwind(signal)
-        check_state(runner, self.state_before, "a branch or item of batch", self.key)
+                    raise state.unwind(signal)
+        check_state(self.runner, self.state_before, "a branch or item of batch", self.key)
         if any(isinstance(s, TaskCancelledError) for s in signals):
-            raise runner.cancelled_error()
+            raise state.cancelled_error()
         if reason is not None:
             # The policy decided: an item still waiting or cut short is not needed.
             signals, waiters = [], []
@@ -187,15 +192,15 @@ class _Batch:
         if suspends or any(isinstance(s, Suspend) for s in signals):
             first = suspends[0] if suspends else signals[0]
             assert isinstance(first, Suspend)
-            raise runner.unwind(Suspend(first.reason, delay_s=first.delay_s))
+            raise state.unwind(Suspend(first.reason, delay_s=first.delay_s))
         if waiters:
-            raise runner.unwind(Wait(waiters, f"{len(waiters)} waits in batch {self.key!r}"))
+            raise state.unwind(Wait(waiters, f"{len(waiters)} waits in batch {self.key!r}"))
         result = BatchResult(
             items=[self.items[i] for i in sorted(self.items)],
             completion_reason=reason or "all_completed",
             given=len(self.branches),
         )
-        with runner.lock:
+        with state.lock:
             self.entry.result = result.model_dump(mode="json")
             self.entry.partial, self.entry.children = False, None
         return _rebuilt(self.entry.result, self.adapters)

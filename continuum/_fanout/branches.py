@@ -17,8 +17,6 @@ where the batch was called.
 
 from __future__ import annotations
 
-import copy
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,10 +24,11 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from continuum._base.json_values import from_json, to_json
-from continuum._define.steps import active_runner, return_adapter, running, stable_name
+from continuum._define.steps import return_adapter, stable_name
+from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
-from continuum._steps.journal import Journal
+from continuum._steps.turn_state import TurnState
 from continuum.errors import ContinuumError
 
 
@@ -53,119 +52,82 @@ class Ended:
     progress: bool = False
 
 
-def child_runner(runner: Any, entries: list[JournalEntry], path: str, state: Any) -> Any:
-    """A runner that shares ``runner``'s record, budget, saves and lock, and journals in
-    ``entries`` (a child context's own journal), in the calling thread."""
-    child = copy.copy(runner)
-    child.journal = Journal(entries, task_id=runner.record.task_id, turn=runner.record.turn)
-    child.path = path
-    child.thread_id = threading.get_ident()
-    child.active_key = child.active_cursor = None
-    child.unwinding = child.refused = None
-    child.ctx = type(runner.ctx)(child, state)  # a TaskContext (not imported: no cycle)
-    return child
-
-
 def adapter_of(fn: Callable[..., Any]) -> tuple[TypeAdapter[Any], bool]:
     return return_adapter(fn, what=f"child context {stable_name(fn)!r}")
 
 
-def enter(runner: Any, label: str, kind: EntryKind) -> tuple[str, JournalEntry, bool]:
+def enter(state: TurnState, label: str, kind: EntryKind) -> tuple[str, JournalEntry, bool]:
     """The entry of a block or batch at this point of the journal: (key, entry, done)."""
-    runner.halt_check()
-    runner.replay_cancel()
-    key = runner.journal.key_for(label, None)
-    entry = runner.journal.replay(label, key)
+    state.halt_check()
+    state.replay_cancel()
+    key = state.journal.key_for(label, None)
+    entry = state.journal.replay(label, key)
     if entry is not None:
         if entry.kind != kind:
             raise ContinuumError(
-                f"turn {runner.record.turn} reached a {kind.value} where the journal recorded "
+                f"turn {state.record.turn} reached a {kind.value} where the journal recorded "
                 f"a {entry.kind}",
-                task_id=runner.record.task_id,
+                task_id=state.record.task_id,
                 step=key,
                 hint="code between steps must be deterministic",
             )
         return key, entry, not entry.partial
-    runner.boundary()
+    state.boundary()
     entry = JournalEntry(key, label, kind=kind, partial=True, children=[])
-    runner.journal.append(entry)
-    runner.progress = True
+    state.append(entry)
     return key, entry, False
 
 
-def run_in(child: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    """Run ``fn(child.ctx, *args)`` as ``child``'s code in this thread; check what it left."""
-    token = active_runner.set(child)
-    ident = threading.get_ident()
-    outer = running.get(ident)
-    running[ident] = child
-    try:
-        try:
-            value = fn(child.ctx, *args)
-        except Exception:
-            child._check_unwinding()
-            raise
-        child._check_unwinding()
-        with child.lock:
-            child.journal.check_complete()
-        return value
-    finally:
-        active_runner.reset(token)
-        if outer is None:
-            running.pop(ident, None)
-        else:
-            running[ident] = outer
-
-
-def state_of(runner: Any) -> str:
+def state_of(runner: ContextRunner) -> str:
     """The task's state as JSON, to tell whether a block or batch changed it."""
-    state = runner.ctx.state
+    state = runner.context.state
     dump = getattr(state, "model_dump_json", None)
     return str(dump()) if dump is not None else repr(state)
 
 
-def check_state(runner: Any, before: str, what: str, key: str) -> None:
+def check_state(runner: ContextRunner, before: str, what: str, key: str) -> None:
     """Refuse a change of ``ctx.state`` inside a block, branch or item: a finished one does
     not run on replay, so the change would be lost after a later suspension in the turn."""
     if state_of(runner) != before:
         raise ContinuumError(
             f"ctx.state changed inside {what} {key!r}: a finished one does not run again on "
             "replay, so the change would be lost",
-            task_id=runner.record.task_id,
+            task_id=runner.task_id,
             step=key,
             hint="return what it computed, and change the state after it",
         )
 
 
 def child_context(
-    runner: Any, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context``: run ``fn(child_ctx, *args)`` as a named, journaled block."""
+    state = runner.state
     label = name or stable_name(fn)
     adapter, typed = adapter_of(fn)
-    with runner.lock:
-        key, entry, done = enter(runner, label, EntryKind.CONTEXT)
+    with state.lock:
+        key, entry, done = enter(state, label, EntryKind.CONTEXT)
         if done:
             if not entry.ok:
-                raise _error(entry.error, runner.record.task_id, key)
+                raise _error(entry.error, state.record.task_id, key)
             return from_json(adapter, entry.result)
     assert entry.children is not None
-    child = child_runner(runner, entry.children, f"{runner.path}{key}/", runner.ctx.state)
+    child = runner.child(entry.children, f"{state.path}{key}/")
     before = state_of(runner)
     try:
-        value = run_in(child, fn, args)
+        value = child.run(fn, args)
     except Exception:
         check_state(runner, before, "child context", key)
         raise
     finally:
-        runner.progress = runner.progress or child.progress
+        state.progress = state.progress or child.state.progress
     check_state(runner, before, "child context", key)
-    with runner.lock:
+    with state.lock:
         result = to_json(
             adapter,
             value,
             what=f"the result of child context {key!r}",
-            task_id=runner.record.task_id,
+            task_id=state.record.task_id,
             typed=typed,
         )
         entry.result, entry.partial, entry.children = result, False, None

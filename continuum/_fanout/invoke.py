@@ -5,7 +5,7 @@ ids' prefix; the children are created once (their ids derive from the entry, so 
 finds them: If-None-Match makes a second create a no-op) and started; then the parent takes
 the children's reports from its inbox, or waits for them, as it waits for a callback. For
 ``map_tasks`` every child record is created at once, pending, and the first
-``max_concurrency`` are started; each finished child starts the next (``family.py``).
+``max_concurrency`` are started; each finished child starts the next (``child_tasks.py``).
 
 The child's side (at its end, and again for any message that finds it finished): write its
 report to the parent's inbox, wake the parent, start its successor. Each is idempotent, so a
@@ -28,6 +28,7 @@ from continuum._fanout.child_tasks import (
     child_id,
     decisive,
 )
+from continuum._fanout.context_runner import ContextRunner
 from continuum._record.inbox_items import ChildReport
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, check_task_id
 from continuum._record.waiting_for import (
@@ -41,6 +42,7 @@ from continuum._record.waiting_for import (
     seconds_of,
 )
 from continuum._steps.signals import Wait
+from continuum._steps.turn_state import TurnState
 from continuum.errors import (
     ChildTaskError,
     ConfigurationError,
@@ -51,58 +53,57 @@ from continuum.errors import (
 CREATE_CHUNK = 50
 
 
-def _starter(runner: Any) -> ChildTasks:
-    starter = getattr(runner, "children", None)
+def _starter(runner: ContextRunner) -> ChildTasks:
+    starter = runner.children
     if starter is None:
         raise ConfigurationError(
             "child tasks need a worker (ctx.invoke and ctx.map_tasks run in app.handler)",
-            task_id=runner.record.task_id,
+            task_id=runner.task_id,
         )
-    assert isinstance(starter, ChildTasks)
     return starter
 
 
-def _enter(runner: Any, label: str) -> tuple[str, JournalEntry | None]:
-    runner.halt_check()
-    runner.replay_cancel()
-    key = runner.journal.key_for(label, None)
-    entry = runner.journal.replay(label, key)
+def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
+    state.halt_check()
+    state.replay_cancel()
+    key = state.journal.key_for(label, None)
+    entry = state.journal.replay(label, key)
     if entry is not None and entry.kind != EntryKind.CHILDREN:
         raise ContinuumError(
-            f"turn {runner.record.turn} reached child tasks where the journal recorded a "
+            f"turn {state.record.turn} reached child tasks where the journal recorded a "
             f"{entry.kind}",
-            task_id=runner.record.task_id,
+            task_id=state.record.task_id,
             step=key,
         )
     if entry is None or entry.partial:
         # Re-entering the unfinished batch: a cancel delivered here takes its place in the
         # journal, so a replay after a suspension delivers it again (the ids stay in
         # record.children, for the cancel of the children).
-        runner.boundary(reopen=entry is not None)
+        state.boundary(reopen=entry is not None)
     return key, entry
 
 
-def _name_before_creating(runner: Any, entry: JournalEntry, batch: ChildBatch) -> None:
+def _name_before_creating(state: TurnState, entry: JournalEntry, batch: ChildBatch) -> None:
     """Journal the children's call and name them in the record, and save it, before any child
     is created: a worker that dies after creating one leaves a record that knows of it, so a
     cancel of the parent reaches it (else a replay that met the cancel before this call, at a
     step its dead worker had not saved, ended the parent with its children waiting for ever).
     """
-    runner.journal.append(entry)
-    runner.record.children.append(batch)
-    runner.progress = True
-    runner.save_strict()
+    state.journal.append(entry)
+    state.record.children.append(batch)
+    state.progress = True
+    state.save_strict()
 
 
-def _reports(runner: Any, prefix: str) -> dict[str, str]:
+def _reports(state: TurnState, prefix: str) -> dict[str, str]:
     """child id -> status of the batch's reports in the parent's inbox (listed afresh)."""
-    if now_s() - runner.inbox.listed_at > 1.0:
-        runner.note_inbox()
-    return batch_counts(runner.inbox.listing.keys, prefix)
+    if now_s() - state.inbox.listed_at > 1.0:
+        state.note_inbox()
+    return batch_counts(state.inbox.listing.keys, prefix)
 
 
-def _read_reports(runner: Any, found: dict[str, str]) -> list[ChildReport]:
-    inbox = runner.inbox
+def _read_reports(state: TurnState, found: dict[str, str]) -> list[ChildReport]:
+    inbox = state.inbox
 
     def read(item: tuple[str, str]) -> ChildReport | None:
         child, status = item
@@ -115,21 +116,22 @@ def _read_reports(runner: Any, found: dict[str, str]) -> list[ChildReport]:
 
 
 def invoke(
-    runner: Any, task_name: str, input: Any, name: str | None, timeout: Duration | None
+    runner: ContextRunner, task_name: str, input: Any, name: str | None, timeout: Duration | None
 ) -> Any:
     """``ctx.invoke``: run ``task_name`` as a child task and return its result."""
-    task_id = runner.record.task_id
+    state = runner.state
+    task_id = state.record.task_id
     label = check_name(name or f"invoke.{task_name}", what="invoke name", task_id=task_id)
     timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
-    with runner.lock:
-        key, entry = _enter(runner, label)
+    with state.lock:
+        key, entry = _enter(state, label)
         if entry is None:
-            cid = child_id(task_id, turn=runner.record.turn, path=runner.path, key=key, index=None)
+            cid = child_id(task_id, turn=state.record.turn, path=state.path, key=key, index=None)
             deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(
                 key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
             )
-            _name_before_creating(runner, entry, ChildBatch(prefix=cid, task_name=task_name))
+            _name_before_creating(state, entry, ChildBatch(prefix=cid, task_name=task_name))
         if not entry.partial:
             return _outcome(entry, task_id)
         cid = str(entry.ref)
@@ -139,16 +141,16 @@ def invoke(
             starter = _starter(runner)
             link = ParentLink(task_id=task_id, batch=cid)
             if not starter.create(task_name, input, cid, link):
-                mark_taken(runner, cid, [cid])
+                mark_taken(state, cid, [cid])
                 entry.ok, entry.partial, entry.cursor = False, False, None
                 entry.error = starter.report_taken(link, cid)
-                runner.progress = True
+                state.progress = True
                 return _outcome(entry, task_id)
             starter.start(cid)
             entry.cursor = {"started": True}
-        found = running_again(runner, _starter(runner), _reports(runner, cid), task_id)
+        found = running_again(state, _starter(runner), _reports(state, cid), task_id)
         if cid in found:
-            [report] = _read_reports(runner, {cid: found[cid]})
+            [report] = _read_reports(state, {cid: found[cid]})
             entry.ok = report.status == "succeeded"
             entry.result, entry.error = report.result, report.error
             if report.status == "cancelled" and entry.error is None:
@@ -156,7 +158,7 @@ def invoke(
                     type="TaskCancelledError", message="the child was cancelled"
                 )
             entry.partial, entry.cursor = False, None
-            runner.progress = True
+            state.progress = True
             return _outcome(entry, task_id)
         if entry.deadline is not None and now_s() >= entry.deadline:
             _starter(runner).cancel([cid], f"its parent {task_id} stopped waiting for it")
@@ -168,7 +170,7 @@ def invoke(
         waiter = Waiter(
             kind=WaitKind.CHILD, name=label, id=cid, deadline=epoch_to_datetime(entry.deadline)
         )
-        raise runner.unwind(Wait([waiter], f"waiting for child task {cid}"))
+        raise state.unwind(Wait([waiter], f"waiting for child task {cid}"))
 
 
 def _outcome(entry: JournalEntry, task_id: str) -> Any:
@@ -185,7 +187,7 @@ def _outcome(entry: JournalEntry, task_id: str) -> Any:
 
 
 def map_tasks(
-    runner: Any,
+    runner: ContextRunner,
     task_name: str,
     inputs: list[Any],
     name: str | None,
@@ -193,18 +195,17 @@ def map_tasks(
     completion: Completion | None,
 ) -> BatchResult:
     """``ctx.map_tasks``: one child task per input, at most ``max_concurrency`` at once."""
-    task_id = runner.record.task_id
+    state = runner.state
+    task_id = state.record.task_id
     limit = check_concurrency(max_concurrency, task_id=task_id)
     label = check_name(name or f"map_tasks.{task_name}", what="map_tasks name", task_id=task_id)
     n = len(inputs)
-    with runner.lock:
-        key, entry = _enter(runner, label)
+    with state.lock:
+        key, entry = _enter(state, label)
         if entry is not None and not entry.partial:
             return BatchResult.model_validate(entry.result)
         if entry is None:
-            prefix = child_id(
-                task_id, turn=runner.record.turn, path=runner.path, key=key, index=None
-            )
+            prefix = child_id(task_id, turn=state.record.turn, path=state.path, key=key, index=None)
             if n:  # every id must be valid before anything is created
                 check_task_id(f"{prefix}.{n - 1}")
             entry = JournalEntry(
@@ -216,28 +217,28 @@ def map_tasks(
                 cursor={"created": 0, "started": 0},
             )
             batch = ChildBatch(prefix=prefix, task_name=task_name, count=n, single=False)
-            _name_before_creating(runner, entry, batch)
+            _name_before_creating(state, entry, batch)
         prefix = str(entry.ref)
         _create_children(runner, entry, task_name, inputs, limit, completion)
-        found = _reports(runner, prefix)
+        found = _reports(state, prefix)
         policy = completion.model_dump() if completion else None
         if decisive(found, count=n, completion=policy):
-            found = running_again(runner, _starter(runner), found, task_id)
+            found = running_again(state, _starter(runner), found, task_id)
         if not decisive(found, count=n, completion=policy):
             waiter = Waiter(kind=WaitKind.CHILD, name=label, id=prefix, count=n, completion=policy)
-            raise runner.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))
-        reports = _read_reports(runner, found)
+            raise state.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))
+        reports = _read_reports(state, found)
         result = _batch_result(reports, n, completion)
         unfinished = [f"{prefix}.{i}" for i in range(n) if f"{prefix}.{i}" not in found]
         if unfinished:  # the policy stopped the batch: the rest are not needed
             _starter(runner).cancel(unfinished, f"batch {label} of {task_id} decided")
         entry.result, entry.partial, entry.cursor = result.model_dump(mode="json"), False, None
-        runner.progress = True
+        state.progress = True
         return result
 
 
 def _create_children(
-    runner: Any,
+    runner: ContextRunner,
     entry: JournalEntry,
     task_name: str,
     inputs: list[Any],
@@ -245,12 +246,8 @@ def _create_children(
     completion: Completion | None,
 ) -> None:
     """Create every child's record (in chunks, under the budget), then start the first ones."""
-    starter, task_id, prefix, n = (
-        _starter(runner),
-        runner.record.task_id,
-        str(entry.ref),
-        len(inputs),
-    )
+    state, starter = runner.state, _starter(runner)
+    task_id, prefix, n = runner.task_id, str(entry.ref), len(inputs)
     progress = entry.cursor or {}
     policy = completion.model_dump() if completion else None
     created = int(progress.get("created", 0))
@@ -270,15 +267,15 @@ def _create_children(
     while created < n:
         chunk = range(created, min(n, created + CREATE_CHUNK))
         stats_name = f"{entry.name}.create"
-        runner.check_work(stats_name)
+        runner.steps.check_work(stats_name)
 
         def create(i: int) -> bool:
             return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i))
 
         started = time.monotonic()
-        with runner.unlocked():
+        with state.unlocked():
             ours = in_parallel(create, chunk, threads=CHILD_THREADS)
-        runner.observe_work(stats_name, time.monotonic() - started)
+        runner.steps.observe_work(stats_name, time.monotonic() - started)
         taken |= {i for i, mine in zip(chunk, ours, strict=True) if not mine}
         created = chunk.stop
         entry.cursor = {**progress, "created": created, "taken": sorted(taken)}
@@ -286,7 +283,7 @@ def _create_children(
     first = n if limit is None else min(n, limit)
     begun = int(progress.get("started", 0))
     if taken and begun < first:
-        pass_over_taken(runner, starter, prefix, taken, limit, n, link_of)
+        pass_over_taken(state, starter, prefix, taken, limit, n, link_of)
     for i in range(begun, first):
         # A taken slot of the first wave hands its place to the next of its own in its chain.
         while i in taken and limit is not None:

@@ -13,10 +13,10 @@ import math
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
-from continuum._base.plain import Plain
 from continuum._define.settings import (
     DEFAULT_CONFIDENCE,
     DEFAULT_PREEMPTIBLE_CONFIDENCE,
@@ -76,7 +76,8 @@ def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> 
     return min(fitted, MAX_OVER_LONGEST * stats.max_s)
 
 
-class Budget(Plain):
+@dataclass(slots=True)
+class Budget:
     """The time rule of one invocation.
 
     Args:
@@ -88,33 +89,15 @@ class Budget(Plain):
         send_stats: measured durations of continuation sends (the record keeps them).
     """
 
-    # Written by hand (``plain.py``): as a dataclass it cost ~0.5 ms of the worker's cold import.
-    __match_args__ = (
-        "remaining",
-        "confidence",
-        "margin_s",
-        "default_step_s",
-        "preemptible_confidence",
-        "send_stats",
+    remaining: Callable[[], float]
+    confidence: float = DEFAULT_CONFIDENCE
+    margin_s: float = SAFETY_MARGIN_S
+    default_step_s: float = DEFAULT_STEP_S
+    preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
+    send_stats: StepStats | None = None
+    _save_cost: tuple[StepStats, int, int, float] | None = field(
+        default=None, init=False, repr=False, compare=False
     )
-    __slots__ = (*__match_args__, "_save_cost")
-
-    def __init__(
-        self,
-        remaining: Callable[[], float],
-        confidence: float = DEFAULT_CONFIDENCE,
-        margin_s: float = SAFETY_MARGIN_S,
-        default_step_s: float = DEFAULT_STEP_S,
-        preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
-        send_stats: StepStats | None = None,
-    ) -> None:
-        self.remaining = remaining
-        self.confidence = confidence
-        self.margin_s = margin_s
-        self.default_step_s = default_step_s
-        self.preemptible_confidence = preemptible_confidence
-        self.send_stats = send_stats
-        self._save_cost: tuple[StepStats, int, int, float] | None = None
 
     @classmethod
     def of(

@@ -1,29 +1,41 @@
-"""What the step calls and the waits of one turn loop share: the record, the budget, the
-journal, the inbox, the saves, and the boundaries where a cancel request is delivered.
+"""The state of a turn, or of one of its child contexts: what its step calls, its waits and its
+fan-out share, and the boundaries where a cancel request is delivered.
 
-``calls.StepCalls`` and ``waits.WaitCalls`` build on it; ``turns.TurnLoop`` is both.
+``step_calls.StepCaller``, ``wait_calls.WaitCaller`` and the fan-out code each get one
+``TurnState``. A child context (a block, a branch or an item of a batch) gets its own, made by
+:meth:`TurnState.child`: it shares the record, the budget, the saves, the inbox and the lock of
+its parent, and journals in its own journal under its own path.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.clock import now_s
 from continuum._define.observers import Observers, StepEnded, StepStarted
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum._record.history import InvocationRun, StepRun
-from continuum._record.inbox import Listing, TaskInbox
+from continuum._record.inbox import Listing
 from continuum._record.model import EntryKind, JournalEntry, TaskRecord
 from continuum._record.waiting_for import CancelState
 from continuum._steps.budget import Budget, Preemptor, alarm_preemptor
 from continuum._steps.journal import Journal
-from continuum._steps.signals import ControlFlow
+from continuum._steps.signals import ControlFlow, Suspend
+from continuum._steps.task_inbox import TaskInbox
 from continuum.errors import ContinuumError, TaskCancelledError
 
+if TYPE_CHECKING:
+    from continuum._define.steps import Step, StepScope
+
 C = TypeVar("C", bound=ControlFlow)
+
+#: What a test helper gives a live step call to run in its place (``continuum.testing``).
+StepWrapper = Callable[["Step[Any, Any]", "StepScope"], "Step[Any, Any]"]
 
 
 class Halt(threading.Event):
@@ -40,110 +52,130 @@ class Halt(threading.Event):
             self.set()
 
     def signal(self) -> ControlFlow:
-        from continuum._steps.signals import Suspend
-
         return Suspend(f"another branch stopped the batch: {self.reason}")
 
 
-class Unlocked:
-    """``with unlocked:`` releases a held lock for the block and takes it back after. A class,
-    not a generator: a ``contextmanager`` costs a few µs. (A step's own call releases the lock
-    inline: on every step's path, even these two method calls showed.)"""
-
-    __slots__ = ("lock",)
-
-    def __init__(self, lock: threading.RLock) -> None:
-        self.lock = lock
-
-    def __enter__(self) -> None:
-        self.lock.release()
-
-    def __exit__(self, *exc: object) -> None:
-        self.lock.acquire()
-
-
+@dataclass(slots=True, eq=False, kw_only=True)
 class TurnState:
-    """The state of one task's turns inside one invocation.
+    """The state of one task's turns inside one invocation, or of one child context of them.
 
-    Args:
-        record: the claimed record; its snapshot, journal, stats and counters are updated.
-        budget: the time rule of this invocation.
-        save: saves the record now (compare-and-swap); called by the persistence policy.
-            Raises ``Fenced`` when another worker moved the record.
-        save_strict: saves the record now or raises (``Suspend``): for what must be stored
-            before the task goes on (a callback's id). Default: ``save``.
-        inbox: the task's inbox (default: none, as in unit tests without a store).
-        persist_every_s: save the journal at least this often while steps complete.
-        max_step_crashes: worker deaths at one step after which the task fails.
-        preemptor: runs a preemptible step with a time limit (default: SIGALRM).
-        inbox_poll_s: while the task runs, list its inbox this often (for cancel requests).
-        invocation: this invocation's entry in the task's history (live steps are logged in
-            it).
+    Build the turn's with :meth:`start`, a child context's with :meth:`child`.
     """
 
-    def __init__(
-        self,
+    # -- shared by a turn and its child contexts -------------------------------------------------
+
+    #: the claimed record.
+    record: TaskRecord
+    #: the time rule of this invocation.
+    budget: Budget
+    #: saves the record now (compare-and-swap); raises ``Fenced`` when another worker moved it.
+    save: Callable[[], None]
+    #: saves it or raises ``Suspend``: for what must be stored first (a callback's id).
+    save_strict: Callable[[], None]
+    #: the task's inbox.
+    inbox: TaskInbox
+    #: save the journal at least this often while steps complete (0 in recovery: every step).
+    persist_every_s: float
+    #: while the task runs, list its inbox this often (for cancel requests).
+    inbox_poll_s: float = DEFAULT_INBOX_POLL_S
+    #: worker deaths at one step after which the task fails.
+    max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES
+    #: runs a preemptible step with a time limit.
+    preemptor: Preemptor = alarm_preemptor
+    #: this invocation's entry in the task's history (live steps are logged in it).
+    invocation: InvocationRun | None = None
+    #: the worker's observers, when any wants step events (else None).
+    observers: Observers | None = None
+    #: guards the record while the branches of a batch run in threads.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    #: for test helpers: a step a live call runs instead of the one called.
+    step_wrapper: StepWrapper | None = None
+
+    # -- this turn's or child context's own ------------------------------------------------------
+
+    #: the journal this state records in: the turn's, or a child context's.
+    journal: Journal
+    #: where it records: "" (the turn), or a child context's path ("search#0/").
+    path: str = ""
+    #: set by a batch when its branches must stop at their next boundary.
+    halt: Halt | None = None
+    #: the thread that runs it: steps called from another are refused.
+    thread_id: int = field(default_factory=threading.get_ident)
+    #: the idempotency key and cursor of the step running now, if any.
+    active_key: str | None = None
+    active_cursor: Any = None
+    #: a step ran, a step failed, a wait was answered or a turn completed here.
+    progress: bool = False
+    last_save: float = field(default_factory=time.monotonic)
+    #: the control-flow exception unwinding this turn (a swallowed one is detected).
+    unwinding: BaseException | None = None
+    #: an error that fails this turn whatever user code does with it.
+    refused: ContinuumError | None = None
+
+    @classmethod
+    def start(
+        cls,
         record: TaskRecord,
         budget: Budget,
         save: Callable[[], None],
         *,
+        persist_every_s: float,
         save_strict: Callable[[], None] | None = None,
         inbox: TaskInbox | None = None,
-        persist_every_s: float,
         max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
         preemptor: Preemptor = alarm_preemptor,
         inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
         invocation: InvocationRun | None = None,
         observers: Observers | None = None,
-    ) -> None:
-        self.record = record
-        self.budget = budget
-        self.save = save
-        self.save_strict = save_strict or save
+    ) -> TurnState:
+        """The state of a task's turns in this invocation. The arguments are the fields of
+        the same names; ``save_strict`` defaults to ``save``, and ``inbox`` to none (as in
+        unit tests without a store)."""
         checked = record.inbox_checked_at or record.created_at.timestamp()
-        self.inbox = inbox or TaskInbox(None, record.task_id, checked_at=checked)
-        self.inbox_poll_s = inbox_poll_s
-        self.invocation = invocation
-        #: the worker's observers, when any wants step events (else None: the hot path).
-        self.observers = observers if observers is not None and observers.steps else None
-        # In recovery (after a worker died), save after every step so a death names its step.
-        self.persist_every_s = 0.0 if record.recovering else persist_every_s
-        self.max_step_crashes = max_step_crashes
-        self.preemptor = preemptor
-        self.journal = Journal(record.journal, task_id=record.task_id, turn=record.turn)
-        self.thread_id = threading.get_ident()
-        self.active_key: str | None = None
-        self.active_cursor: Any = None
-        #: a step ran, a step failed, a wait was answered or a turn completed here.
-        self.progress = False
-        self.last_save = time.monotonic()
-        #: the control-flow exception unwinding this turn (a swallowed one is detected).
-        self.unwinding: BaseException | None = None
-        #: an error that fails this turn whatever user code does with it.
-        self.refused: ContinuumError | None = None
-        #: guards the record while the branches of a batch run in threads (``fanout.py``).
-        self.lock = threading.RLock()
-        self._unlocked = Unlocked(self.lock)
-        #: where in the journal tree this runner records: "" (the turn), or a child
-        #: context's path ("search#0/"), which prefixes its steps' idempotency keys.
-        self.path = ""
-        #: set by a batch when its branches must stop at their next boundary.
-        self.halt: Halt | None = None
-        #: starts child tasks (``children.ChildTasks``; given by the worker).
-        self.children: Any = None
-        #: for test helpers: ``wrap(step, runner)`` gives the step a live call runs instead
-        #: (``continuum.testing`` notes each execution, or answers it in the step's place).
-        self.step_wrapper: Callable[[Any, Any], Any] | None = None
+        return cls(
+            record=record,
+            budget=budget,
+            save=save,
+            save_strict=save_strict or save,
+            inbox=inbox or TaskInbox(None, record.task_id, checked_at=checked),
+            # In recovery (after a worker died), save after every step so a death names it.
+            persist_every_s=0.0 if record.recovering else persist_every_s,
+            inbox_poll_s=inbox_poll_s,
+            max_step_crashes=max_step_crashes,
+            preemptor=preemptor,
+            invocation=invocation,
+            observers=observers if observers is not None and observers.steps else None,
+            journal=Journal(record.journal, task_id=record.task_id, turn=record.turn),
+        )
 
-    def unlocked(self) -> Unlocked:
-        """Let the other branches at the record while this one runs user code or sleeps."""
-        return self._unlocked
+    def child(self, entries: list[JournalEntry], path: str, halt: Halt | None) -> TurnState:
+        """The state of a child context that journals in ``entries`` under ``path``, in the
+        calling thread; ``halt``: its batch's, if any."""
+        return TurnState(
+            record=self.record,
+            budget=self.budget,
+            save=self.save,
+            save_strict=self.save_strict,
+            inbox=self.inbox,
+            persist_every_s=self.persist_every_s,
+            inbox_poll_s=self.inbox_poll_s,
+            max_step_crashes=self.max_step_crashes,
+            preemptor=self.preemptor,
+            invocation=self.invocation,
+            observers=self.observers,
+            lock=self.lock,
+            step_wrapper=self.step_wrapper,
+            journal=Journal(entries, task_id=self.record.task_id, turn=self.record.turn),
+            path=path,
+            halt=halt if halt is not None else self.halt,
+            progress=self.progress,
+            last_save=self.last_save,
+        )
 
-    def halt_check(self) -> None:
-        """A branch of a batch stops at a boundary once the batch must suspend or stop."""
-        halt = self.halt
-        if halt is not None and halt.is_set():
-            raise self.unwind(halt.signal())
+    def new_turn(self) -> None:
+        """Start the next turn: journal in the record's (fresh) journal, nothing unwinding."""
+        self.journal = Journal(self.record.journal, task_id=self.task_id, turn=self.turn)
+        self.unwinding, self.refused = None, None
 
     @property
     def task_id(self) -> str:
@@ -153,10 +185,23 @@ class TurnState:
     def turn(self) -> int:
         return self.record.turn
 
-    def remaining(self) -> float:
-        return self.budget.remaining()
+    @contextmanager
+    def unlocked(self) -> Iterator[None]:
+        """Let the other branches at the record while this one runs user code or sleeps."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
+    def halt_check(self) -> None:
+        """A branch of a batch stops at a boundary once the batch must suspend or stop."""
+        halt = self.halt
+        if halt is not None and halt.is_set():
+            raise self.unwind(halt.signal())
 
     def refuse(self, error: ContinuumError) -> ContinuumError:
+        """Remember an error that must fail the turn even if user code catches it."""
         if self.refused is None:
             self.refused = error
         return error
@@ -165,6 +210,13 @@ class TurnState:
         """Remember that ``exc`` unwinds this turn, and return it to be raised."""
         self.unwinding = exc
         return exc
+
+    def append(self, entry: JournalEntry) -> None:
+        """Journal ``entry``: progress was made."""
+        self.journal.append(entry)
+        self.progress = True
+
+    # -- what a live step tells ------------------------------------------------------------------
 
     def step_started(self, key: str, name: str, attempt: int) -> None:
         """Tell the observers a live step's attempt starts."""
@@ -214,10 +266,9 @@ class TurnState:
             if reopen:
                 self.journal.reopen()
             cancel.delivered = True
-            self.journal.append(
+            self.append(
                 JournalEntry(f"cancel#{self.journal.position}", "cancel", kind=EntryKind.CANCEL)
             )
-            self.progress = True
             raise self.cancelled_error()
         return now
 

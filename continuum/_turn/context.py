@@ -1,7 +1,7 @@
 """TaskContext: what a task function, and through ``current_context()`` a step, sees.
 
-It is a thin view over the running turn (a :class:`~continuum._define.steps.Runner`, implemented by
-the turn loop in ``turns.py``), which does the work.
+It is a thin view over the running turn or child context (a
+:class:`~continuum._fanout.context_runner.ContextRunner`), which does the work.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from continuum._define.callbacks import Callback
-from continuum._define.steps import Runner, active_runner, as_step, stable_name
+from continuum._define.steps import active_runner, as_step, stable_name
 from continuum._record.waiting_for import Duration, Signal, derived_name
 from continuum._steps.signals import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum._define.completion import BatchResult, Completion
+    from continuum._fanout.context_runner import ContextRunner
 
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")
@@ -37,9 +38,13 @@ class TaskContext(Generic[S]):
         ...     return None if len(ctx.state.notes) < 3 else "done"
     """
 
-    def __init__(self, runner: Runner, state: S) -> None:
+    def __init__(self, runner: ContextRunner, state: S) -> None:
         self._runner = runner
         self.state = state
+
+    def served_by(self, runner: ContextRunner) -> TaskContext[S]:
+        """The same task's context (the same state) for a child context's runner."""
+        return TaskContext(runner, self.state)
 
     @property
     def task_id(self) -> str:

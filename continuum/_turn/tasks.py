@@ -9,7 +9,6 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from continuum._base.json_values import copy_json, to_json
-from continuum._base.plain import Plain
 from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
 from continuum._define.steps import Step, check_callable, return_adapter
 from continuum._turn.context import TaskContext
@@ -19,11 +18,8 @@ S = TypeVar("S", bound=BaseModel)
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
 
 
-# A dataclass whose methods are written by hand (``plain.py``): generated, they cost about
-# 0.4 ms of the worker's cold import. Equality compares every field, the result adapter
-# included, as the generated one did.
-@dataclass(init=False, repr=False, eq=False)
-class Task(Plain, Generic[S]):
+@dataclass
+class Task(Generic[S]):
     """A decorated task: a function called turn after turn over a typed state.
 
     Attributes:
@@ -43,30 +39,8 @@ class Task(Plain, Generic[S]):
     safety_margin_s: float | None = None
     _result_adapter: TypeAdapter[Any] | None = field(default=None, init=False, repr=False)
 
-    def __init__(
-        self,
-        fn: Callable[[TaskContext[S]], Any],
-        name: str,
-        state_model: type[S],
-        version: int = 1,
-        migrations: Mapping[int, Callable[[Any], Any]] | None = None,
-        max_continuations: int = DEFAULT_MAX_CONTINUATIONS,
-        confidence: float | None = None,
-        safety_margin_s: float | None = None,
-    ) -> None:
-        self.fn = fn
-        self.name = name
-        self.state_model = state_model
-        self.version = version
-        self.migrations = {} if migrations is None else migrations
-        self.max_continuations = max_continuations
-        self.confidence = confidence
-        self.safety_margin_s = safety_margin_s
-        self._result_adapter = None
+    def __post_init__(self) -> None:
         self._check()
-
-    def _values(self) -> tuple[Any, ...]:
-        return (*super()._values(), self._result_adapter)
 
     def _check(self) -> None:
         check_callable(self.fn, what=f"task {self.name!r}")

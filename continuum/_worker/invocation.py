@@ -15,11 +15,12 @@ from continuum._define.observers import InvocationEnded, InvocationStarted, Obse
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildTasks
 from continuum._record.continuation import Continuation
-from continuum._record.inbox import Listing, TaskInbox
+from continuum._record.inbox import Listing
 from continuum._record.model import ErrorInfo, Status
 from continuum._record.persistence import Records
 from continuum._steps.budget import Budget
 from continuum._steps.signals import Suspend
+from continuum._steps.task_inbox import TaskInbox
 from continuum._turn.loop import Cancelled, Failed, Lost, Returned, Suspended, TurnLoop, Waiting
 from continuum._turn.tasks import Task
 from continuum._worker.claim import Claim, error_info

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from continuum._app.app import Continuum
-from continuum._define.steps import Runner, Step
+from continuum._define.steps import Step, StepScope
 from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError
 
@@ -132,7 +132,7 @@ class StepLog:
         # contexts and batch items it runs, which share it); other apps are untouched.
         runner.step_wrapper = self._watched_step
 
-    def _watched_step(self, step: Step[Any, Any], runner: Runner) -> Step[Any, Any]:
+    def _watched_step(self, step: Step[Any, Any], runner: StepScope) -> Step[Any, Any]:
         """A copy of ``step`` whose function notes each execution before it runs."""
         _ = step.adapter  # computed from the user's function: the copy keeps its return type
         fn = step.fn
@@ -158,7 +158,7 @@ class StepLog:
         return watched
 
     def _start(
-        self, name: str, runner: Runner, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, name: str, runner: StepScope, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> StepRun:
         task_id, turn = runner.task_id, runner.turn
         key = (runner.active_key or "").removeprefix(f"{task_id}/{turn}/")

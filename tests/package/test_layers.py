@@ -64,7 +64,6 @@ OPTIONAL = ("pydantic_ai", "opentelemetry", "moto", "freezegun")
 #: Imports that still climb, each (file, package it imports) -> why; engineers are removing
 #: them. Each is an expected failure: once its import is gone, delete its entry.
 CLIMBING = {
-    ("continuum/_record/inbox.py", "_steps"): "the inbox raises Suspend, which _steps defines",
 }
 #: Module names a letter apart that remain, each pair -> why; delete an entry once renamed.
 LOOKALIKES = {

@@ -64,14 +64,14 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
     for _ in range(5):
         observe(record.step_stats["work"], 0.4)
     loop = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60)
-    real_call_step = loop.call_step
+    real_call_step = loop.runner.call_step
 
     def squeeze(*args):
         value = real_call_step(*args)
         left["s"] = 0.5  # enough to save, not enough for another 0.4 s step and its save
         return value
 
-    loop.call_step = squeeze  # type: ignore[method-assign]
+    loop.runner.call_step = squeeze
     outcome = loop.run()
     assert isinstance(outcome, Suspended)
     assert "step 'work' expects up to" in outcome.reason
@@ -83,8 +83,8 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
     record = TaskRecord(task_id="t", task_name="count", state={"n": 0})
     loop = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60)
     left["s"] = 100.0
-    second_call_step = loop.call_step
-    loop.call_step = lambda *a: (second_call_step(*a), left.update(s=0.1))[0]  # type: ignore[method-assign]
+    second_call_step = loop.runner.call_step
+    loop.runner.call_step = lambda *a: (second_call_step(*a), left.update(s=0.1))[0]
     assert loop.run().reason == "no time left for another turn"
 
 

@@ -15,6 +15,7 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from continuum._base.clock import now_s
@@ -47,71 +48,77 @@ INLINE_WAIT_S = 1.0
 INBOX_FRESH_S = 2.0
 
 
-class WaitCalls(TurnState):
-    """The waiting half of a turn loop (with ``calls.StepCalls``, mixed into ``TurnLoop``)."""
+@dataclass(slots=True)
+class WaitCaller:
+    """The waits of one turn or child context, on its state."""
+
+    state: TurnState
+
+    @property
+    def task_id(self) -> str:
+        return self.state.record.task_id
 
     # -- the waits, each with the record to itself (branches of a batch share it) -----------------
 
     def sleep(self, duration: Duration, name: str | None) -> None:
-        with self.lock:
-            self.halt_check()
+        with self.state.lock:
+            self.state.halt_check()
             self._sleep(duration, name)
 
     def create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
-        with self.lock:
-            self.halt_check()
+        with self.state.lock:
+            self.state.halt_check()
             return self._create_callback(name, timeout, heartbeat, request)
 
     def callback_result(self, callback: Callback) -> Any:
-        with self.lock:
-            self.halt_check()
+        with self.state.lock:
+            self.state.halt_check()
             return self._callback_result(callback)
 
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
-        with self.lock:
-            self.halt_check()
+        with self.state.lock:
+            self.state.halt_check()
             return self._wait_for_signal(name, timeout)
 
     def _enter(self, name: str, kind: EntryKind) -> tuple[str, JournalEntry | None]:
         """Start a wait: its key, and its entry (None: first reached; partial: not answered)."""
-        self.replay_cancel()
-        key = self.journal.key_for(name, None)
-        entry = self.journal.replay(name, key)
+        self.state.replay_cancel()
+        key = self.state.journal.key_for(name, None)
+        entry = self.state.journal.replay(name, key)
         if entry is None or entry.partial:
-            self.boundary(reopen=entry is not None)  # a wait reached live is a boundary
+            self.state.boundary(reopen=entry is not None)  # a wait reached live is a boundary
             if entry is not None:
-                self.journal.reopen()
+                self.state.journal.reopen()
         elif entry.kind != kind:
             raise ContinuumError(
-                f"turn {self.record.turn} reached a {kind.value} wait where the journal "
+                f"turn {self.state.record.turn} reached a {kind.value} wait where the journal "
                 f"recorded a {entry.kind}",
-                task_id=self.record.task_id,
+                task_id=self.state.record.task_id,
                 step=key,
             )
         return key, entry
 
     def _done(self, entry: JournalEntry) -> None:
         entry.partial = False
-        self.journal.append(entry)
-        self.progress = True
+        self.state.append(entry)
 
     def _wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
         """Leave the unanswered wait in the journal and unwind the turn to wait."""
         entry.partial = True
-        self.journal.append(entry)
-        return self.unwind(Wait([waiter], reason))
+        self.state.journal.append(entry)
+        return self.state.unwind(Wait([waiter], reason))
 
     def _listing_fresh(self) -> None:
-        if now_s() - self.inbox.listed_at > INBOX_FRESH_S:
-            self.note_inbox()
+        if now_s() - self.state.inbox.listed_at > INBOX_FRESH_S:
+            self.state.note_inbox()
 
     # -- sleep -------------------------------------------------------------------------------------
 
     def _sleep(self, duration: Duration, name: str | None) -> None:
-        label = check_name(name or "sleep", what="sleep name", task_id=self.record.task_id)
-        seconds = seconds_of(duration, what="ctx.sleep", task_id=self.record.task_id)
+        label = check_name(name or "sleep", what="sleep name", task_id=self.state.record.task_id)
+        seconds = seconds_of(duration, what="ctx.sleep", task_id=self.state.record.task_id)
         key, entry = self._enter(label, EntryKind.SLEEP)
         if entry is not None and not entry.partial:
             return
@@ -121,8 +128,8 @@ class WaitCalls(TurnState):
             entry = JournalEntry(key, label, kind=EntryKind.SLEEP, deadline=now + seconds)
         assert entry.deadline is not None
         left = entry.deadline - now
-        if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.remaining():
-            with self.unlocked():
+        if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.state.budget.remaining():
+            with self.state.unlocked():
                 time.sleep(left)
             left = 0
         if left <= 0:
@@ -136,7 +143,7 @@ class WaitCalls(TurnState):
     def _create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
-        task_id = self.record.task_id
+        task_id = self.state.record.task_id
         label = check_name(name or "callback", what="callback name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
         heartbeat_s = seconds_of(heartbeat, what="heartbeat_timeout", task_id=task_id)
@@ -149,7 +156,7 @@ class WaitCalls(TurnState):
         now = now_s()
         created = epoch_to_datetime(now)
         assert created is not None
-        self.record.callbacks[token] = OpenCallback(
+        self.state.record.callbacks[token] = OpenCallback(
             key=key,
             name=label,
             created_at=created,
@@ -162,9 +169,9 @@ class WaitCalls(TurnState):
         # The id must be in the stored record before anyone outside can hold it: a client
         # refuses ids the record does not list.
         try:
-            self.save_strict()
+            self.state.save_strict()
         except Suspend as signal:
-            raise self.unwind(signal) from None
+            raise self.state.unwind(signal) from None
         return Callback(self, token, label)
 
     def _callback_result(self, callback: Callback) -> Any:
@@ -174,23 +181,24 @@ class WaitCalls(TurnState):
             return self._callback_outcome(entry, callback)
         token = callback.token
         entry = entry or JournalEntry(key, name, kind=EntryKind.CALLBACK_RESULT, ref=token)
-        open_callback = self.record.callbacks.get(token)
+        open_callback = self.state.record.callbacks.get(token)
         if open_callback is None:  # awaited before in this task: the same outcome again
             earlier = self._earlier_outcome(token)
             self._done(earlier)
             return self._callback_outcome(earlier, callback)
         for attempt in range(2):
-            if self.inbox.listing.has_answer(token):
-                answer = self.inbox.answer(token)
+            if self.state.inbox.listing.has_answer(token):
+                answer = self.state.inbox.answer(token)
                 if answer is not None:
                     entry.ok, entry.result = answer.ok, answer.result
                     if not answer.ok:
                         entry.error = _failure(answer.error_type, answer.message)
                     return self._close(entry, callback)
-            if open_callback.heartbeat_timeout_s is not None and self.inbox.listing.has_heartbeat(
-                token
+            if (
+                open_callback.heartbeat_timeout_s is not None
+                and self.state.inbox.listing.has_heartbeat(token)
             ):
-                beat = self.inbox.heartbeat(token)
+                beat = self.state.inbox.heartbeat(token)
                 if beat is not None and (
                     open_callback.heartbeat_at is None or beat > open_callback.heartbeat_at
                 ):
@@ -198,7 +206,9 @@ class WaitCalls(TurnState):
             deadline = open_callback.deadline()
             if deadline is not None and now_s() >= deadline.timestamp():
                 # Closed in the inbox first: a sender's answer after this is refused.
-                answer = self.inbox.close_callback(token, _timeout(callback.name, open_callback))
+                answer = self.state.inbox.close_callback(
+                    token, _timeout(callback.name, open_callback)
+                )
                 entry.ok, entry.result = answer.ok, answer.result
                 if not answer.ok:
                     entry.error = _failure(answer.error_type, answer.message)
@@ -216,12 +226,12 @@ class WaitCalls(TurnState):
         raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
 
     def _close(self, entry: JournalEntry, callback: Callback) -> Any:
-        self.record.callbacks.pop(callback.token, None)
+        self.state.record.callbacks.pop(callback.token, None)
         self._done(entry)
         return self._callback_outcome(entry, callback)
 
     def _earlier_outcome(self, token: str) -> JournalEntry:
-        for entry in reversed(self.journal.entries):
+        for entry in reversed(self.state.journal.entries):
             if entry.kind == EntryKind.CALLBACK_RESULT and entry.ref == token and not entry.partial:
                 return JournalEntry(
                     entry.key,
@@ -234,7 +244,7 @@ class WaitCalls(TurnState):
                 )
         raise ContinuumError(
             "this callback was created in an earlier turn; await it in the turn that made it",
-            task_id=self.record.task_id,
+            task_id=self.state.record.task_id,
             hint="create the callback and call cb.result() in the same turn",
         )
 
@@ -244,18 +254,20 @@ class WaitCalls(TurnState):
         error = entry.error
         assert error is not None
         if error.type == "CallbackTimeoutError":
-            raise CallbackTimeoutError(error.message, task_id=self.record.task_id, step=entry.key)
+            raise CallbackTimeoutError(
+                error.message, task_id=self.state.record.task_id, step=entry.key
+            )
         raise CallbackFailedError(
             error.message,
             error_type=error.type,
-            task_id=self.record.task_id,
+            task_id=self.state.record.task_id,
             step=entry.key,
         )
 
     # -- signals -----------------------------------------------------------------------------------
 
     def _wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
-        task_id = self.record.task_id
+        task_id = self.state.record.task_id
         check_name(name, what="signal name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
         label = f"signal.{name}"
@@ -265,12 +277,12 @@ class WaitCalls(TurnState):
         if entry is None:
             deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(key, label, kind=EntryKind.SIGNAL, deadline=deadline)
-        taken = set(self.record.signals_taken)
+        taken = set(self.state.record.signals_taken)
         for attempt in range(2):
-            found = self.inbox.oldest_signal(name, taken)
+            found = self.state.inbox.oldest_signal(name, taken)
             if found is not None:
                 relative, signal = found
-                self.record.signals_taken.append(relative)
+                self.state.record.signals_taken.append(relative)
                 entry.ref, entry.result = relative, signal.model_dump(mode="json")
                 self._done(entry)
                 return Signal.model_validate(entry.result)  # as a replay would rebuild it

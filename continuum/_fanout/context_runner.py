@@ -1,0 +1,191 @@
+"""What a task's context talks to: a turn, or a child context of it, with its step calls and
+waits.
+
+A :class:`ContextRunner` holds one :class:`~continuum._steps.turn_state.TurnState`, the
+:class:`~continuum._steps.step_calls.StepCaller` and
+:class:`~continuum._waits.wait_calls.WaitCaller` on it, and the task context it serves. It is
+the ``Runner`` that ``Step.__call__`` finds as the active runner. A child context (a block, a
+branch or an item of a batch) gets a runner of its own from :meth:`ContextRunner.child`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+from continuum._define.callbacks import Callback
+from continuum._define.steps import Step, active_runner, running
+from continuum._record.model import ErrorInfo, JournalEntry
+from continuum._record.waiting_for import Duration, Signal
+from continuum._steps.journal import Journal
+from continuum._steps.signals import Abort, ControlFlow, Fenced
+from continuum._steps.step_calls import StepCaller
+from continuum._steps.turn_state import Halt, StepWrapper, TurnState
+from continuum._waits.wait_calls import WaitCaller
+from continuum.errors import ContinuumError, StepError
+
+if TYPE_CHECKING:
+    from continuum._fanout.child_tasks import ChildTasks
+
+
+class TaskView(Protocol):
+    """The task context a runner serves (``_turn.context.TaskContext``)."""
+
+    @property
+    def state(self) -> BaseModel: ...
+
+    def served_by(self, runner: ContextRunner) -> TaskView:
+        """The same task's context (the same state) for another runner."""
+        ...
+
+
+class ContextRunner:
+    """A turn's or a child context's state, its step calls, its waits, and its context.
+
+    Args:
+        state: the turn's or child context's state.
+        children: starts child tasks (given by the worker; None: none can start).
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "call_step",
+        "children",
+        "ctx",
+        "state",
+        "steps",
+        "thread_id",
+        "waits",
+    )
+
+    def __init__(self, state: TurnState, children: ChildTasks | None = None) -> None:
+        self.state = state
+        self.steps = StepCaller(state)
+        self.waits = WaitCaller(state)
+        self.children = children
+        #: the task context it serves, set when the turn or block starts.
+        self.ctx: TaskView | None = None
+        #: the thread that runs it (read on every step call: kept here, not looked up).
+        self.thread_id = state.thread_id
+        #: a step call (a slot, not a method: a test may put its own in front).
+        self.call_step: Callable[
+            [Step[Any, Any], tuple[Any, ...], dict[str, Any], str | None], Any
+        ] = self.steps.call
+
+    def child(
+        self, entries: list[JournalEntry], path: str, halt: Halt | None = None
+    ) -> ContextRunner:
+        """The runner of a child context that journals in ``entries`` under ``path``, in the
+        calling thread, serving the same task state."""
+        child = ContextRunner(self.state.child(entries, path, halt), self.children)
+        child.ctx = self.context.served_by(child)
+        return child
+
+    @property
+    def context(self) -> TaskView:
+        assert self.ctx is not None, "the runner's turn or block has started"
+        return self.ctx
+
+    def run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """Run ``fn(ctx, *args)`` as this runner's code in this thread; check what it left."""
+        state = self.state
+        token = active_runner.set(self)
+        ident = threading.get_ident()
+        outer = running.get(ident)
+        running[ident] = self
+        try:
+            try:
+                value = fn(self.ctx, *args)
+            except Exception:
+                check_unwinding(state)
+                raise
+            check_unwinding(state)
+            with state.lock:
+                state.journal.check_complete()
+            return value
+        finally:
+            active_runner.reset(token)
+            if outer is None:
+                running.pop(ident, None)
+            else:
+                running[ident] = outer
+
+    # -- the Runner protocol (``_define.steps``) -------------------------------------------------
+
+    @property
+    def task_id(self) -> str:
+        return self.state.record.task_id
+
+    @property
+    def turn(self) -> int:
+        return self.state.record.turn
+
+    @property
+    def active_key(self) -> str | None:
+        return self.state.active_key
+
+    @property
+    def active_cursor(self) -> Any:
+        return self.state.active_cursor
+
+    @property
+    def journal(self) -> Journal:
+        return self.state.journal
+
+    @property
+    def step_wrapper(self) -> StepWrapper | None:
+        return self.state.step_wrapper
+
+    @step_wrapper.setter
+    def step_wrapper(self, wrapper: StepWrapper | None) -> None:
+        self.state.step_wrapper = wrapper
+
+    def remaining(self) -> float:
+        return self.state.budget.remaining()
+
+    def refuse(self, error: ContinuumError) -> ContinuumError:
+        return self.state.refuse(error)
+
+    def sleep(self, duration: Duration, name: str | None) -> None:
+        self.waits.sleep(duration, name)
+
+    def create_callback(
+        self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
+    ) -> Callback:
+        return self.waits.create_callback(name, timeout, heartbeat, request)
+
+    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
+        return self.waits.wait_for_signal(name, timeout)
+
+
+def check_unwinding(state: TurnState) -> None:
+    """After the task's code returned (or raised something else): was a control-flow
+    exception or a refused call swallowed by user code? Then re-raise or fail."""
+    if isinstance(state.unwinding, Fenced | Abort):
+        raise state.unwinding
+    if isinstance(state.unwinding, ControlFlow):
+        kind = type(state.unwinding).__name__
+        raise Abort(
+            ErrorInfo(
+                type="ControlFlowSwallowed",
+                message=(
+                    f"the task caught continuum's {kind} exception (a bare `except:` or "
+                    "`except BaseException:`), so its step was skipped and the turn "
+                    "went on; continuing would save what that code did instead"
+                ),
+                turn=state.record.turn,
+            )
+        )
+    if state.refused is not None:
+        raise Abort(error_info(state.refused, state.record.turn))
+
+
+def error_info(exc: BaseException, turn: int) -> ErrorInfo:
+    """What the record keeps of an error that failed a turn."""
+    error_type = exc.error_type if isinstance(exc, StepError) else type(exc).__name__
+    message = exc.message if isinstance(exc, ContinuumError) else str(exc)
+    step = exc.step if isinstance(exc, ContinuumError) else None
+    return ErrorInfo(type=error_type, message=message, step=step, turn=turn)

@@ -1,0 +1,193 @@
+"""What becomes of a step attempt that does not return its value.
+
+It raised: the attempt is journaled, and with retries left the next one waits for its backoff
+here, or in a fresh invocation when the wait will not fit (the journal keeps the attempts made
+and when the next may start); else the step fails, journaled. It paused itself: its cursor is
+journaled and the task suspends. It was preempted: the task suspends and it runs again. An
+``at_most_once`` step found started (its worker died in it) is never run again: it fails, or
+with retries left its next attempt is scheduled like a retry.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from continuum._base.clock import now_s
+from continuum._define.steps import Step
+from continuum._record.model import ErrorInfo, JournalEntry, StepStats
+from continuum._steps.budget import observe
+from continuum._steps.signals import Suspend
+from continuum._steps.turn_state import TurnState
+from continuum.errors import StepError
+
+#: Longest error message kept in the journal.
+MAX_ERROR_CHARS = 2000
+
+
+def raised(
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    stats: StepStats,
+    started: float,
+    attempt: int,
+    wall: float,
+    exc: Exception,
+) -> JournalEntry:
+    """Attempt ``attempt`` raised ``exc``: schedule the next (its journal entry is returned,
+    to be reopened when it starts), or fail the step."""
+    options = step.options
+    elapsed = timed(stats, started)
+    error = ErrorInfo(
+        type=type(exc).__name__,
+        message=str(exc)[:MAX_ERROR_CHARS],
+        step=key,
+        turn=state.record.turn,
+    )
+    retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
+    outcome = "retry" if retrying else "failed"
+    state.log_step(key, wall, elapsed, attempt, outcome, name=options.name, error_type=error.type)
+    if not retrying:
+        raise failed(state, step, key, attempt, elapsed, error) from exc
+    return retry_later(state, step, key, stats, error, attempt, elapsed)
+
+
+def interrupted(
+    state: TurnState, step: Step[Any, Any], key: str, stats: StepStats, marker: JournalEntry
+) -> JournalEntry:
+    """An at_most_once step was started and not recorded: its worker died in it. With
+    retries left, schedule a new attempt (returned, to be reopened when it starts); else
+    fail the step with StepInterruptedError."""
+    state.journal.reopen()
+    error = ErrorInfo(
+        type="StepInterruptedError",
+        message=(
+            f"step {key!r} is at_most_once and its worker died while it ran (attempt "
+            f"{marker.attempts}); it is not run again, as it may have done its work"
+        ),
+        step=key,
+        turn=state.record.turn,
+    )
+    if marker.attempts > step.options.retries:
+        raise failed(state, step, key, marker.attempts, 0.0, error)
+    return retry_later(state, step, key, stats, error, marker.attempts, 0.0)
+
+
+def retry_later(
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    stats: StepStats,
+    error: ErrorInfo,
+    attempts: int,
+    elapsed: float,
+) -> JournalEntry:
+    """Journal that attempt ``attempts`` failed and when the next may start (after the
+    step's backoff, doubled per attempt), and wait for it."""
+    retry = JournalEntry(
+        key,
+        step.name,
+        ok=False,
+        partial=True,
+        error=error,
+        attempts=attempts,
+        duration_s=elapsed,
+        retry_at=now_s() + step.options.backoff_s * 2 ** (attempts - 1),
+    )
+    state.append(retry)
+    await_retry(state, key, stats, retry)
+    return retry
+
+
+def await_retry(state: TurnState, key: str, stats: StepStats, entry: JournalEntry) -> None:
+    """Wait for a retry's backoff here if it fits, else suspend for it (the journal keeps
+    the attempts made and when the next may start)."""
+    assert entry.retry_at is not None
+    wait = entry.retry_at - now_s()
+    if wait <= 0:
+        return
+    need = state.budget.need(stats, state.record.save_stats) + wait
+    if state.budget.remaining() >= need:
+        with state.unlocked():
+            time.sleep(wait)
+        return
+    raise state.unwind(
+        Suspend(f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}", delay_s=wait)
+    )
+
+
+def paused(
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    stats: StepStats,
+    started: float,
+    attempt: int,
+    wall: float,
+    cursor: Any,
+) -> Suspend:
+    """The step paused itself at ``cursor``: journal it, and suspend (returned, to raise)."""
+    elapsed = timed(stats, started)
+    state.append(
+        JournalEntry(
+            key, step.name, attempts=attempt, duration_s=elapsed, partial=True, cursor=cursor
+        )
+    )
+    state.log_step(key, wall, elapsed, attempt, "paused", name=step.name)
+    return state.unwind(Suspend(f"step {key!r} paused itself; it continues"))
+
+
+def preempted(state: TurnState, key: str, stats: StepStats, started: float) -> Suspend:
+    """The step was preempted: count it, and suspend (returned, to raise)."""
+    elapsed = time.monotonic() - started
+    # The step takes at least this long: remember it, but do not count a censored sample.
+    stats.max_s = max(stats.max_s, elapsed)
+    state.record.counters.preemptions += 1
+    state.record.counters.preempted_s += elapsed
+    return state.unwind(
+        Suspend(f"preempted step {key!r} after {elapsed:.2f}s; it runs again next time")
+    )
+
+
+def failed(
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    attempts: int,
+    elapsed: float,
+    error: ErrorInfo,
+) -> StepError:
+    """Journal that the step failed; the error to raise where it was called."""
+    state.append(
+        JournalEntry(key, step.name, ok=False, error=error, attempts=attempts, duration_s=elapsed)
+    )
+    state.record.counters.steps_executed += 1
+    state.record.counters.step_failures += 1
+    return step_error(state, error, key)
+
+
+def step_error(state: TurnState, error: ErrorInfo | None, key: str) -> StepError:
+    """The error a failed step raises where it was called (live or on replay)."""
+    error = error or ErrorInfo(type="StepError", message="the step failed")
+    return StepError(
+        error.message
+        if error.type == "UnserializableValueError"
+        else f"step raised {error.type}: {error.message}",
+        error_type=error.type,
+        task_id=state.record.task_id,
+        step=key,
+    )
+
+
+def unmark(state: TurnState, marker: JournalEntry | None) -> None:
+    """Take back an at_most_once step's started-marker before recording its outcome."""
+    if marker is not None and marker.started:
+        state.journal.reopen()
+
+
+def timed(stats: StepStats, started: float) -> float:
+    """The attempt's duration since ``started``, noted in the step's statistics."""
+    elapsed = time.monotonic() - started
+    observe(stats, elapsed)
+    return round(elapsed, 6)
