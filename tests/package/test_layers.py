@@ -19,8 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "continuum"
 #: The packages of continuum/, each with its ``May import:`` line.
@@ -60,16 +58,6 @@ LAMBDA_PATH = (
 NOT_ON_LAMBDA = ("_local", "_ops", "cli", "timeline", "testing", "integrations")
 #: Extras a plain install does not have, so the Lambda path imports them only where used.
 OPTIONAL = ("pydantic_ai", "opentelemetry", "moto", "freezegun")
-
-#: Imports that still climb, each (file, package it imports) -> why; engineers are removing
-#: them. Each is an expected failure: once its import is gone, delete its entry.
-CLIMBING = {
-}
-#: Module names a letter apart that remain, each pair -> why; delete an entry once renamed.
-LOOKALIKES = {
-    ("backend", "backends"): "integrations/pydantic_ai/_backend.py beside the backends package",
-    ("model", "models"): "integrations/pydantic_ai/_models.py beside _record/model.py",
-}
 
 
 @dataclass(frozen=True)
@@ -208,7 +196,7 @@ def lambda_path_breaks() -> list[tuple[Import, str]]:
 
 
 def unexpected(found: list[tuple[Import, str]]) -> list[str]:
-    return [f"{i.where()} ({rule})" for i, rule in found if (i.file, i.target) not in CLIMBING]
+    return [f"{i.where()} ({rule})" for i, rule in found]
 
 
 def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -349,36 +337,5 @@ def test_the_lambda_path_imports_optional_extras_only_inside_functions():
 
 def test_no_two_module_names_differ_by_one_letter():
     found = lookalikes()
-    new = [
-        f"continuum/: {found[pair]} differ by one letter"
-        for pair in found
-        if pair not in LOOKALIKES
-    ]
-    assert not new, "\n".join(new)
-
-
-@pytest.mark.parametrize(
-    ("file", "package"),
-    [
-        pytest.param(*key, marks=pytest.mark.xfail(strict=True, reason=why))
-        for key, why in CLIMBING.items()
-    ],
-)
-def test_a_known_climbing_import_is_gone(file: str, package: str):
-    still = [
-        i.where()
-        for i, _ in [*layer_breaks(), *lambda_path_breaks()]
-        if (i.file, i.target) == (file, package)
-    ]
-    assert still == []
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [
-        pytest.param(*pair, marks=pytest.mark.xfail(strict=True, reason=why))
-        for pair, why in LOOKALIKES.items()
-    ],
-)
-def test_a_known_pair_of_lookalike_names_is_gone(a: str, b: str):
-    assert (a, b) not in lookalikes()
+    pairs = [f"continuum/: {found[pair]} differ by one letter" for pair in found]
+    assert not pairs, "\n".join(pairs)

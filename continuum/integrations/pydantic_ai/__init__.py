@@ -25,9 +25,9 @@ from continuum.integrations.pydantic_ai._approvals import (
     approval_digest,
     print_request,
 )
-from continuum.integrations.pydantic_ai._backend import TOOL_CONFIG_KEY, UnitConfig
 from continuum.integrations.pydantic_ai._capability import ContinuumDurability
-from continuum.integrations.pydantic_ai._models import BEDROCK_MODEL_ENV, model_from_env
+from continuum.integrations.pydantic_ai._model_choice import BEDROCK_MODEL_ENV, model_from_env
+from continuum.integrations.pydantic_ai._operations import TOOL_CONFIG_KEY, UnitConfig
 
 __all__ = [
     "BEDROCK_MODEL_ENV",

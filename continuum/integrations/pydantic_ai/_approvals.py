@@ -18,7 +18,7 @@ raises ``ApprovalRequired``) and asks the run's capabilities to decide it
    this one. An answer that reached the task unchecked (an older client) and does not fit is
    refused there, and the call is asked again with a fresh callback (after
    ``MAX_REFUSED_ANSWERS`` refusals it is denied, saying why).
-4. The approved call runs as an ``effect`` and ``at_most_once`` step (see ``_backend``).
+4. The approved call runs as an ``effect`` and ``at_most_once`` step (see ``_operations``).
 
 The answers are journaled with the callbacks, so a replayed turn takes the same decisions.
 """

@@ -44,7 +44,7 @@ from continuum._steps.signals import ControlFlow
 from continuum._turn.context import current_context
 from continuum.errors import CallbackFailedError, CallbackTimeoutError, TaskCancelledError
 from continuum.integrations.pydantic_ai._approvals import Approvals, Notify, print_request
-from continuum.integrations.pydantic_ai._backend import (
+from continuum.integrations.pydantic_ai._operations import (
     TOOL_CONFIG_KEY,
     ContinuumOperationBackend,
     UnitConfig,
