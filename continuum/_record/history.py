@@ -108,10 +108,10 @@ class InvocationRun(KeepsUnknownFields):
     steps_replayed: int = 0
     outcome: RunOutcome = RunOutcome.RUNNING
     reason: str | None = None
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = []
     hops: int = 0
     usage: Usage = Field(default_factory=Usage)
-    steps: list[StepRun] = Field(default_factory=list)
+    steps: list[StepRun] = []
     #: step details trimmed from this run to keep the record small (see HISTORY_STEPS).
     steps_dropped: int = 0
 

@@ -223,11 +223,11 @@ class TaskRecord(KeepsUnknownFields):
     state: Any = None
     state_ref: BlobRef | None = None
     #: the state's large lists stored as segments: the stored state holds only their tails.
-    state_segments: list[SegmentedList] = Field(default_factory=list)
+    state_segments: list[SegmentedList] = []
     state_version: int = 1
     turn: int = 0
-    journal: Annotated[list[JournalEntry], _Slim()] = Field(default_factory=list)
-    step_stats: dict[str, StepStats] = Field(default_factory=dict)
+    journal: Annotated[list[JournalEntry], _Slim()] = []
+    step_stats: dict[str, StepStats] = {}
     #: durations of record saves and of continuation sends: a suspension costs one of each.
     save_stats: StepStats = Field(default_factory=StepStats)
     send_stats: StepStats = Field(default_factory=StepStats)
@@ -254,26 +254,26 @@ class TaskRecord(KeepsUnknownFields):
     updated_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
     #: what a ``waiting`` task waits for, and when the earliest deadline falls.
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    waiting_for: list[Waiter] = []
     wake_at: datetime | None = None
     #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
-    callbacks: dict[str, OpenCallback] = Field(default_factory=dict)
+    callbacks: dict[str, OpenCallback] = {}
     #: inbox keys of the signals the task took (a signal is taken once).
-    signals_taken: list[str] = Field(default_factory=list)
+    signals_taken: list[str] = []
     #: a cancel request the worker saw.
     cancel: CancelState | None = None
     max_value_bytes: int | None = None  #: its worker's max_state_bytes: clients check sends
     #: when a worker last listed the task's inbox (epoch seconds).
     inbox_checked_at: float | None = None
     #: what each recent invocation did (``history.py``), and what the task cost so far.
-    history: list[InvocationRun] = Field(default_factory=list)
+    history: list[InvocationRun] = []
     usage: Usage = Field(default_factory=Usage)
     #: the task this one was forked from (``continuum fork``).
     forked_from: str | None = None
     #: the parent of a child task (``ctx.invoke``, ``ctx.map_tasks``), and the children this
     #: task started.
     parent: ParentLink | None = None
-    children: list[ChildBatch] = Field(default_factory=list)
+    children: list[ChildBatch] = []
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""

@@ -125,7 +125,7 @@ class ChildBatch(KeepsUnknownFields):
     count: int = 1
     single: bool = True
     #: ids another task held before this one could create them: not its children.
-    taken: list[str] = Field(default_factory=list)
+    taken: list[str] = []
 
     def ids(self) -> list[str]:
         every = [self.prefix] if self.single else [f"{self.prefix}.{i}" for i in range(self.count)]
