@@ -362,6 +362,41 @@ def test_on_aws_a_wait_schedule_deletes_itself_after_its_fire_and_targets_the_qu
     assert raw["Target"]["Input"] == BODY
 
 
+def test_on_aws_pausing_a_wait_schedule_asks_for_delete_after_completion_again():
+    # moto ignores ActionAfterCompletion on UpdateSchedule, and AWS resets what is left out.
+    client = boto3.client("scheduler", region_name=REGION)
+    scheduler = EventBridgeScheduler(client, group=GROUP, target_arn="a", role_arn=ROLE_ARN)
+    target = {"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": ROLE_ARN, "Input": BODY}
+    read = {
+        "Name": "w1",
+        "GroupName": GROUP,
+        "ScheduleExpression": "at(2031-01-01T09:00:00)",
+        "ScheduleExpressionTimezone": "UTC",
+        "State": "ENABLED",
+        "Target": target,
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "ActionAfterCompletion": "DELETE",
+    }
+    with Stubber(client) as stub:
+        stub.add_response("get_schedule", read, {"Name": "w1", "GroupName": GROUP})
+        stub.add_response(
+            "update_schedule",
+            {"ScheduleArn": "arn:aws:scheduler:us-east-1:123456789012:schedule/g/w1"},
+            {
+                "Name": "w1",
+                "GroupName": GROUP,
+                "ScheduleExpression": "at(2031-01-01T09:00:00)",
+                "ScheduleExpressionTimezone": "UTC",
+                "ActionAfterCompletion": "DELETE",
+                "FlexibleTimeWindow": {"Mode": "OFF"},
+                "Target": target,
+                "State": "DISABLED",
+            },
+        )
+        scheduler.pause("w1")
+        stub.assert_no_pending_responses()
+
+
 @pytest.mark.moto_only("pausing goes through UpdateSchedule, which replaces the whole schedule")
 def test_on_aws_pausing_a_wait_schedule_keeps_its_target_and_its_delete_after_completion(h):
     h.scheduler.schedule_at(name="w1", at=h.now + timedelta(hours=1), message_body=BODY)

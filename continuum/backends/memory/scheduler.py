@@ -228,7 +228,7 @@ class ScheduleFirer:
                     self.scheduler.delete(schedule.name)
                 else:
                     self._cursor(schedule).after = fire.scheduled_time
-            for schedule in recurring:  # times left out by catch_up are passed too
+            for schedule in recurring:  # times paused or left out by catch_up pass too
                 cursor = self._cursor(schedule)
                 cursor.after = max(cursor.after, when)
             return fired
@@ -260,11 +260,9 @@ class ScheduleFirer:
                     due.append((_fire(schedule, at), schedule))
                 continue
             recurring.append(schedule)
-            cursor = self._cursor(schedule)
             if schedule.state is not ScheduleState.ENABLED:
-                cursor.after = max(cursor.after, now)  # a paused schedule's times pass
-                continue
-            times = _times(schedule, cursor.after, now)
+                continue  # its times pass undelivered (fire_due moves its cursor past them)
+            times = _times(schedule, self._cursor(schedule).after, now)
             if self.catch_up is not None:
                 times = times[-self.catch_up :] if self.catch_up > 0 else []
             due.extend((_fire(schedule, when), schedule) for when in times)
