@@ -18,6 +18,7 @@ from continuum.backends.eventbridge import EventBridgeScheduler
 from continuum.backends.memory.clock import ManualClock
 from continuum.backends.memory.queue import InMemoryContinuationQueue
 from continuum.backends.memory.scheduler import InMemoryScheduler, ScheduleFirer
+from continuum.backends.queue import QueueError
 from continuum.backends.scheduler import (
     SCHEDULED_TIME,
     InvalidSchedule,
@@ -331,6 +332,54 @@ def test_a_firer_that_catches_up_keeps_only_the_latest_missed_times(h):
     assert [f.scheduled_time for f in firer.fire_due(h.queue)] == [first + timedelta(hours=1)]
     h.advance(5 * 60)
     assert [f.scheduled_time for f in firer.fire_due(h.queue)] == [first + timedelta(minutes=65)]
+
+
+class FailingSends:
+    """A queue whose sends fail after the first ``good`` ones."""
+
+    def __init__(self, queue, good: int):
+        self.queue = queue
+        self.good = good
+
+    def send(self, body: str, *, delay_s: int = 0) -> str:
+        if self.good <= 0:
+            raise QueueError("send failed: injected")
+        self.good -= 1
+        return self.queue.send(body, delay_s=delay_s)
+
+
+def test_a_fire_whose_send_fails_is_delivered_by_the_next_firing_and_nothing_twice(h):
+    h.scheduler.schedule_at(name="w1", at=h.now + timedelta(minutes=1), message_body=BODY)
+    h.scheduler.put_recurring(name="hourly", expression="rate(1 hour)", message_body=STARTS)
+    h.advance(2 * 3600 + 120)
+    # Due, in time order: hourly's first time (its creation), w1, then two more hourly times.
+    with pytest.raises(QueueError):
+        h.firer.fire_due(FailingSends(h.queue, good=2))
+    assert h.scheduler.get("w1") is None  # delivered, then deleted
+    h.fire()
+    first = h.scheduler.get("hourly").created_at.replace(microsecond=0)
+    bodies = h.delivered()
+    assert sorted(bodies) == sorted(
+        [BODY]
+        + [
+            STARTS.replace(
+                SCHEDULED_TIME, (first + timedelta(hours=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            )
+            for n in range(3)
+        ]
+    )
+
+
+def test_a_create_the_fault_hook_fails_stores_nothing():
+    def fail(operation: str, name: str) -> None:
+        if operation == "schedule_at":
+            raise TransientSchedulerError("injected", schedule=name)
+
+    scheduler = InMemoryScheduler(clock=ManualClock(), on_call=fail)
+    at = datetime(2031, 1, 1, tzinfo=UTC)
+    with pytest.raises(TransientSchedulerError, match="'w1'"):
+        scheduler.schedule_at(name="w1", at=at, message_body=BODY)
+    assert scheduler.schedules() == []
 
 
 def test_the_next_fire_time_is_the_soonest_of_the_enabled_schedules(h):
