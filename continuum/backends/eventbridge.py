@@ -159,11 +159,15 @@ class EventBridgeScheduler:
             try:
                 self._create(**fields, State=(state or ScheduleState.ENABLED).value)
                 return
-            except ScheduleConflict:  # created meanwhile: replace it as below
+            except ScheduleConflict as conflict:  # created meanwhile: replace it as below
                 existing = self.get(name)
-        if existing is not None:
-            check_replaceable(existing)
-            self._update(**fields, State=(state or existing.state).value)
+                if existing is None:
+                    raise TransientSchedulerError(
+                        "created and deleted by another caller meanwhile: try again",
+                        schedule=name,
+                    ) from conflict
+        check_replaceable(existing)
+        self._update(**fields, State=(state or existing.state).value)
 
     def pause(self, name: str) -> None:
         self._set_state(name, ScheduleState.DISABLED)

@@ -490,6 +490,18 @@ def test_eventbridge_failures_are_scheduler_errors_naming_the_schedule(code, sta
     assert raised.value.schedule == "w1"
 
 
+def test_a_recurring_schedule_created_and_deleted_by_another_caller_meanwhile_is_worth_a_retry():
+    client = boto3.client("scheduler", region_name=REGION)
+    scheduler = EventBridgeScheduler(client, group=GROUP, target_arn="a", role_arn=ROLE_ARN)
+    with Stubber(client) as stub:
+        stub.add_client_error("get_schedule", "ResourceNotFoundException", "Schedule x gone")
+        stub.add_client_error("create_schedule", "ConflictException", "Schedule x exists")
+        stub.add_client_error("get_schedule", "ResourceNotFoundException", "Schedule x gone")
+        with pytest.raises(TransientSchedulerError, match=r"'nightly'.*try again"):
+            scheduler.put_recurring(name="nightly", expression="rate(1 day)", message_body=STARTS)
+        stub.assert_no_pending_responses()
+
+
 def test_a_delete_that_fails_for_another_reason_than_a_missing_schedule_says_so():
     client = boto3.client("scheduler", region_name=REGION)
     scheduler = EventBridgeScheduler(client, group=GROUP, target_arn="a", role_arn=ROLE_ARN)
