@@ -17,6 +17,9 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from continuum.backends.recurrence import (
+    check_recurring,
+)
 from continuum.backends.scheduler import (
     InvalidSchedule,
     Schedule,
@@ -29,7 +32,6 @@ from continuum.backends.scheduler import (
     check_body,
     check_name,
     check_recreate,
-    check_recurring,
     check_replaceable,
     check_timezone,
 )

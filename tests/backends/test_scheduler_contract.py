@@ -19,6 +19,12 @@ from continuum.backends.memory.clock import ManualClock
 from continuum.backends.memory.queue import InMemoryContinuationQueue
 from continuum.backends.memory.scheduler import InMemoryScheduler, ScheduleFirer
 from continuum.backends.queue import QueueError
+from continuum.backends.recurrence import (
+    cron_times,
+    parse_cron,
+    rate_expression,
+    recurring_expression,
+)
 from continuum.backends.scheduler import (
     SCHEDULED_TIME,
     InvalidSchedule,
@@ -27,11 +33,7 @@ from continuum.backends.scheduler import (
     SchedulerError,
     ScheduleState,
     TransientSchedulerError,
-    cron_times,
-    parse_cron,
     parse_scheduled_time,
-    rate_expression,
-    recurring_expression,
     wait_schedule_name,
 )
 from tests.backends.scheduler_harness import (

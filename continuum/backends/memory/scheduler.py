@@ -14,6 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 from continuum.backends.memory.clock import Clock, Hook, wall_clock
 from continuum.backends.queue import ContinuationQueue
+from continuum.backends.recurrence import (
+    check_recurring,
+    cron_times,
+    parse_cron,
+    rate_period,
+    rate_times,
+)
 from continuum.backends.scheduler import (
     SCHEDULED_TIME,
     ContinuationScheduler,
@@ -25,13 +32,8 @@ from continuum.backends.scheduler import (
     check_body,
     check_name,
     check_recreate,
-    check_recurring,
     check_replaceable,
     check_timezone,
-    cron_times,
-    parse_cron,
-    rate_period,
-    rate_times,
     scheduled_time_text,
 )
 
