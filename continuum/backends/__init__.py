@@ -5,7 +5,10 @@ conditional writes) and :class:`ContinuationQueue` (an SQS standard queue) with 
 exported here, and passes the contract suite (``tests/backends/test_contract.py``). Here too:
 the S3 and SQS implementations (:class:`S3RecordStore`, :class:`SQSContinuationQueue`) and
 ``memory``, the in-memory twins on an injectable clock (also exported by
-``continuum.testing``).
+``continuum.testing``). The scheduler seam (:class:`ContinuationScheduler`: one-time and
+recurring schedules that send continuations, on EventBridge Scheduler or in memory, with a
+contract suite of its own in ``tests/backends/test_scheduler_contract.py``) is here too; no
+wait uses it yet.
 
 Example:
     >>> from continuum.backends import PreconditionFailed, RecordStore, StoredObject
@@ -31,8 +34,13 @@ from continuum.backends.store import (
 
 __all__ = [
     "ContinuationQueue",
+    "ContinuationScheduler",
+    "EventBridgeScheduler",
+    "Fire",
     "InMemoryContinuationQueue",
     "InMemoryRecordStore",
+    "InMemoryScheduler",
+    "InvalidSchedule",
     "ManualClock",
     "NoSuchKey",
     "ObjectVersion",
@@ -42,19 +50,45 @@ __all__ = [
     "RecordStore",
     "S3RecordStore",
     "SQSContinuationQueue",
+    "Schedule",
+    "ScheduleConflict",
+    "ScheduleFirer",
+    "ScheduleNotFound",
+    "ScheduleState",
+    "SchedulerError",
     "StoreError",
     "StoredObject",
+    "TransientSchedulerError",
     "TransientStoreError",
+    "parse_scheduled_time",
     "put_with_retries",
+    "recurring_expression",
+    "wait_schedule_name",
 ]
 
 if TYPE_CHECKING:
+    from continuum.backends.eventbridge import EventBridgeScheduler
     from continuum.backends.memory import (
         InMemoryContinuationQueue,
         InMemoryRecordStore,
         ManualClock,
     )
+    from continuum.backends.memory.scheduler import InMemoryScheduler, ScheduleFirer
+    from continuum.backends.recurrence import recurring_expression
     from continuum.backends.s3 import S3RecordStore
+    from continuum.backends.scheduler import (
+        ContinuationScheduler,
+        Fire,
+        InvalidSchedule,
+        Schedule,
+        ScheduleConflict,
+        ScheduleNotFound,
+        SchedulerError,
+        ScheduleState,
+        TransientSchedulerError,
+        parse_scheduled_time,
+        wait_schedule_name,
+    )
     from continuum.backends.sqs import SQSContinuationQueue
 
 #: Imported on first use: S3 and SQS bring botocore, which a worker on the protocols alone
@@ -65,6 +99,27 @@ _LAZY = {
     "InMemoryContinuationQueue": "continuum.backends.memory",
     "InMemoryRecordStore": "continuum.backends.memory",
     "ManualClock": "continuum.backends.memory",
+    "EventBridgeScheduler": "continuum.backends.eventbridge",
+    "InMemoryScheduler": "continuum.backends.memory.scheduler",
+    "ScheduleFirer": "continuum.backends.memory.scheduler",
+    "recurring_expression": "continuum.backends.recurrence",
+    # The scheduler seam: no wait uses it yet, so the worker does not load it.
+    **dict.fromkeys(
+        [
+            "ContinuationScheduler",
+            "Fire",
+            "InvalidSchedule",
+            "Schedule",
+            "ScheduleConflict",
+            "ScheduleNotFound",
+            "ScheduleState",
+            "SchedulerError",
+            "TransientSchedulerError",
+            "parse_scheduled_time",
+            "wait_schedule_name",
+        ],
+        "continuum.backends.scheduler",
+    ),
 }
 
 

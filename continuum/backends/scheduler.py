@@ -189,7 +189,7 @@ def wait_schedule_name(*, task_id: str, generation: int, wait: str) -> str:
 
     Example:
         >>> wait_schedule_name(task_id="order-42", generation=7, wait="sleep:ship")
-        'order-42-g7-...'  # doctest: +SKIP
+        'order-42-g7-f2769c3e771b74fb'
     """
     digest = hashlib.sha256(f"{task_id}\n{generation}\n{wait}".encode()).hexdigest()
     readable = re.sub(r"[^0-9A-Za-z_.-]", "_", task_id)[:_NAME_TASK_CHARS]

@@ -52,11 +52,13 @@ class InMemoryScheduler:
         clock: epoch seconds (default: the real clock); creation times and fires follow it.
         on_call: a fault hook, called with ``(operation, schedule name)``.
 
-    Example:
-        >>> clock = ManualClock()
-        >>> scheduler = InMemoryScheduler(clock=clock)
-        >>> scheduler.schedule_at(name="w1", at=at, message_body=body)  # doctest: +SKIP
-        >>> clock.advance(3600); scheduler.fire_due(queue)  # doctest: +SKIP
+    Example (a sketch; ``tests/backends/test_scheduler_contract.py`` runs it for real)::
+
+        clock = ManualClock()
+        scheduler = InMemoryScheduler(clock=clock)
+        scheduler.schedule_at(name="w1", at=at, message_body=body)
+        clock.advance(3600)
+        ScheduleFirer(scheduler, clock=clock).fire_due(queue)
     """
 
     def __init__(self, *, clock: Clock | None = None, on_call: Hook | None = None) -> None:
@@ -193,9 +195,10 @@ class ScheduleFirer:
         clock: epoch seconds (default: the real clock).
         catch_up: how many of one schedule's missed times one call delivers at most.
 
-    Example:
-        >>> firer = ScheduleFirer(EventBridgeScheduler(client, ...), clock=clock)  # doctest: +SKIP
-        >>> firer.fire_due(queue)  # doctest: +SKIP
+    Example (a sketch)::
+
+        firer = ScheduleFirer(EventBridgeScheduler(client, ...), clock=clock)
+        firer.fire_due(queue)
     """
 
     def __init__(
