@@ -1,5 +1,6 @@
-"""The dataclasses whose methods are written by hand (``continuum/_base/plain.py``, for import time)
-behave as the dataclasses ``@dataclass`` would have made of the same fields."""
+"""The value classes users and the record rely on are dataclasses: their fields in order with
+their defaults, the generated repr, equality, hash and mutability, as ``@dataclass`` makes
+them (they were once written by hand; these checks keep what users relied on)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from continuum import (
 )
 from tests.support import Counters, JournalEntry, StepRun, StepStats, Usage
 
-HAND_WRITTEN = [
+VALUE_CLASSES = [
     Counters,
     InvocationEnded,
     InvocationStarted,
@@ -58,8 +59,8 @@ def values(cls: type, seed: str) -> dict[str, object]:
     return {f.name: f"{seed}{i}" for i, f in enumerate(dataclasses.fields(cls))}
 
 
-@pytest.mark.parametrize("cls", HAND_WRITTEN, ids=lambda c: c.__name__)
-def test_a_hand_written_dataclass_takes_its_fields_in_order_with_their_defaults(cls):
+@pytest.mark.parametrize("cls", VALUE_CLASSES, ids=lambda c: c.__name__)
+def test_a_value_class_takes_its_fields_in_order_with_their_defaults(cls):
     made, _ = generated(cls)
 
     def shape(c: type) -> list[tuple[str, object, object]]:
@@ -70,8 +71,8 @@ def test_a_hand_written_dataclass_takes_its_fields_in_order_with_their_defaults(
     assert ("__slots__" in cls.__dict__) == ("__slots__" in made.__dict__)
 
 
-@pytest.mark.parametrize("cls", HAND_WRITTEN, ids=lambda c: c.__name__)
-def test_a_hand_written_dataclass_has_the_generated_repr_equality_hash_and_mutability(cls):
+@pytest.mark.parametrize("cls", VALUE_CLASSES, ids=lambda c: c.__name__)
+def test_a_value_class_has_the_generated_repr_equality_hash_and_mutability(cls):
     made, frozen = generated(cls)
     if cls is StepOptions:  # it checks its values: use the one field it needs
         mine, theirs = StepOptions("a"), made(name="a")
@@ -135,7 +136,7 @@ PUBLIC_FROZEN = [StepOptions, Settings, StepEnded]
 
 @pytest.mark.parametrize("base", PUBLIC_FROZEN, ids=lambda c: c.__name__)
 def test_a_public_frozen_dataclass_is_frozen_to_dataclasses_and_can_be_extended(base):
-    """Declared non-frozen over plain.Frozen, they refused a frozen dataclass subclass
+    """Declared non-frozen over a hand-written frozen base, they refused a frozen dataclass subclass
     ("cannot inherit frozen dataclass from a non-frozen one")."""
     assert base.__dataclass_params__.frozen
 
