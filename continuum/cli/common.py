@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from continuum._app.backend_config import BUCKET_ENV, DEFAULT_PREFIX, PREFIX_ENV, QUEUE_URL_ENV
 from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -34,8 +35,6 @@ CREATE_HINT = (
     "deploy the stack (sam deploy --guided; its CliEnvironment output sets them) or run "
     "`continuum dev` locally and paste the export line it prints"
 )
-#: The record prefix when neither --prefix nor CONTINUUM_PREFIX says otherwise (as the app).
-DEFAULT_PREFIX = "tasks"
 #: What a command that needs moto says when continuum was installed without it.
 LOCAL_HINT = "the local runtime needs moto: pip install 'continuum-lambda[local]'"
 NO_REGION = (
@@ -176,24 +175,22 @@ class Stack:
     def from_args(cls, args: argparse.Namespace) -> Stack:
         """The flags, each falling back to its environment variable."""
         return cls(
-            bucket=args.bucket or os.environ.get("CONTINUUM_BUCKET") or None,
-            queue_url=getattr(args, "queue_url", None)
-            or os.environ.get("CONTINUUM_QUEUE_URL")
-            or None,
-            prefix=args.prefix or os.environ.get("CONTINUUM_PREFIX") or None,
+            bucket=args.bucket or os.environ.get(BUCKET_ENV) or None,
+            queue_url=getattr(args, "queue_url", None) or os.environ.get(QUEUE_URL_ENV) or None,
+            prefix=args.prefix or os.environ.get(PREFIX_ENV) or None,
             endpoint_url=args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None,
             region=args.region,
         )
 
     def need_bucket(self) -> str:
         if not self.bucket:
-            raise CliError(f"no bucket: pass --bucket or set CONTINUUM_BUCKET; {CREATE_HINT}")
+            raise CliError(f"no bucket: pass --bucket or set {BUCKET_ENV}; {CREATE_HINT}")
         return self.bucket
 
     def need_queue(self) -> str:
         if not self.queue_url:
             raise CliError(
-                f"no continuation queue: pass --queue-url or set CONTINUUM_QUEUE_URL; {CREATE_HINT}"
+                f"no continuation queue: pass --queue-url or set {QUEUE_URL_ENV}; {CREATE_HINT}"
             )
         return self.queue_url
 
@@ -249,7 +246,7 @@ class _NoQueue:
     def __getattr__(self, name: str) -> Callable[..., NoReturn]:
         def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
             raise CliError(
-                f"no continuation queue: pass --queue-url or set CONTINUUM_QUEUE_URL; {CREATE_HINT}"
+                f"no continuation queue: pass --queue-url or set {QUEUE_URL_ENV}; {CREATE_HINT}"
             )
 
         return missing
