@@ -845,9 +845,21 @@ GETENV = re.compile(r"(os\.)?(getenv|environ\.get)")
 
 
 def env_reads(path: Path) -> set[str]:
-    """X of os.environ.get(X), os.environ[X] and os.getenv(X), X a string literal."""
+    """X of os.environ.get(X), os.environ[X] and os.getenv(X).
+
+    X is a string literal, or the name of a module-level string constant of the same file
+    (``BUCKET_ENV = "CONTINUUM_BUCKET"``).
+    """
+    tree = ast.parse(path.read_text(), filename=str(path))
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name) and isinstance(node.value.value, str)
+    }
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(tree):
         key = None
         if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("environ"):
             key = node.slice
@@ -855,6 +867,8 @@ def env_reads(path: Path) -> set[str]:
             key = node.args[0]
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             found.add(key.value)
+        elif isinstance(key, ast.Name) and key.id in constants:
+            found.add(constants[key.id])
     return found
 
 
