@@ -40,6 +40,7 @@ from continuum._worker.worker import Worker
 
 if TYPE_CHECKING:
     from continuum._ops.client import Client
+    from continuum.backends.scheduler import ContinuationScheduler
 
 ObserverT = TypeVar("ObserverT", bound=Observer)
 
@@ -156,6 +157,11 @@ class Continuum(Decorators):
             queue = self.meter.wrap(self._backends.queue())
             self._continuations = Continuations(queue, keys=self.settings.signing_keys)
         return self._continuations
+
+    def scheduler(self) -> ContinuationScheduler | None:
+        """The continuation scheduler (EventBridge Scheduler, or the one given), or None when
+        none is configured."""
+        return self._backends.scheduler()
 
     # -- entry points ------------------------------------------------------------------------
 

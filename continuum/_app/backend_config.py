@@ -22,10 +22,18 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
+    from continuum.backends.eventbridge import SchedulerClient
+    from continuum.backends.scheduler import ContinuationScheduler
+
 #: The environment variables an app reads where its configuration does not say.
 BUCKET_ENV = "CONTINUUM_BUCKET"
 QUEUE_URL_ENV = "CONTINUUM_QUEUE_URL"
 PREFIX_ENV = "CONTINUUM_PREFIX"
+#: The EventBridge Scheduler group of the stack, the role its schedules send with, and the
+#: ARN of the continuation queue they send to: all three, or no scheduler.
+SCHEDULE_GROUP_ENV = "CONTINUUM_SCHEDULE_GROUP"
+SCHEDULER_ROLE_ENV = "CONTINUUM_SCHEDULER_ROLE_ARN"
+QUEUE_ARN_ENV = "CONTINUUM_QUEUE_ARN"
 #: The key prefix of the records unless configured (or ``CONTINUUM_PREFIX``).
 DEFAULT_PREFIX = "tasks"
 
@@ -49,16 +57,22 @@ class BackendConfig:
     store: RecordStore | None = None
     #: A continuation queue instead of SQS (``InMemoryContinuationQueue``).
     queue: ContinuationQueue | None = None
+    #: A continuation scheduler instead of EventBridge Scheduler (``InMemoryScheduler``).
+    scheduler: ContinuationScheduler | None = None
+    #: A boto3 EventBridge Scheduler client (default: one made on first use).
+    scheduler_client: SchedulerClient | None = None
 
     def changed_by(self, changes: BackendConfig) -> BackendConfig:
         """This configuration with what ``changes`` says; a bucket or S3 client replaces a
         store, and a queue URL or SQS client a queue."""
-        store, queue = self.store, self.queue
+        store, queue, scheduler = self.store, self.queue, self.scheduler
         # ``is not None``: a fake may be falsy (an empty queue has len 0).
         if changes.bucket or changes.s3_client is not None:
             store = None
         if changes.queue_url or changes.sqs_client is not None:
             queue = None
+        if changes.scheduler_client is not None:
+            scheduler = None
         return BackendConfig(
             self.bucket if not changes.bucket else changes.bucket,
             self.queue_url if not changes.queue_url else changes.queue_url,
@@ -67,6 +81,12 @@ class BackendConfig:
             sqs_client=self.sqs_client if changes.sqs_client is None else changes.sqs_client,
             store=store if changes.store is None else changes.store,
             queue=queue if changes.queue is None else changes.queue,
+            scheduler=scheduler if changes.scheduler is None else changes.scheduler,
+            scheduler_client=(
+                self.scheduler_client
+                if changes.scheduler_client is None
+                else changes.scheduler_client
+            ),
         )
 
 
@@ -91,6 +111,8 @@ class Backends:
             self._made.discard("s3")
         if changes.sqs_client is not None:
             self._made.discard("sqs")
+        if changes.scheduler_client is not None:
+            self._made.discard("scheduler")
 
     def forget_made_clients(self) -> None:
         """Drop the boto3 clients made here (not those given): the next use makes new ones."""
@@ -98,6 +120,8 @@ class Backends:
             self.config = dataclasses.replace(self.config, s3_client=None)
         if "sqs" in self._made:
             self.config = dataclasses.replace(self.config, sqs_client=None)
+        if "scheduler" in self._made:
+            self.config = dataclasses.replace(self.config, scheduler_client=None)
         self._made.clear()
 
     @property
@@ -154,3 +178,35 @@ class Backends:
             self.config = dataclasses.replace(config, sqs_client=sqs_client)
             self._made.add("sqs")
         return SQSContinuationQueue(sqs_client, queue_url)
+
+    def scheduler(self) -> ContinuationScheduler | None:
+        """The continuation scheduler: the one given, else EventBridge Scheduler when the
+        environment names the stack's schedule group, the scheduler's role and the queue's ARN;
+        else None (long waits then hop on delayed messages).
+
+        Raises:
+            ConfigurationError: the environment names some of the three, not all.
+        """
+        config = self.config
+        if config.scheduler is not None:
+            return config.scheduler
+        names = (SCHEDULE_GROUP_ENV, SCHEDULER_ROLE_ENV, QUEUE_ARN_ENV)
+        group, role_arn, queue_arn = (os.environ.get(name) for name in names)
+        if not (group or role_arn or queue_arn):
+            return None
+        if not (group and role_arn and queue_arn):
+            missing = [name for name in names if not os.environ.get(name)]
+            raise ConfigurationError(
+                f"the scheduler's environment is incomplete: {', '.join(missing)} not set",
+                hint=f"set all of {', '.join(names)}, or none (no scheduler)",
+            )
+        from continuum.backends.eventbridge import EventBridgeScheduler
+
+        client = config.scheduler_client
+        if client is None:
+            import boto3
+
+            client = boto3.client("scheduler")
+            self.config = dataclasses.replace(config, scheduler_client=client)
+            self._made.add("scheduler")
+        return EventBridgeScheduler(client, group=group, target_arn=queue_arn, role_arn=role_arn)

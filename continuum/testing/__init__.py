@@ -36,6 +36,7 @@ continuum.
 
 from continuum.backends.memory.clock import ManualClock
 from continuum.backends.memory.queue import InMemoryContinuationQueue
+from continuum.backends.memory.scheduler import InMemoryScheduler, ScheduleFirer
 from continuum.backends.memory.store import InMemoryRecordStore
 from continuum.testing.handles import CallbackHandle, TaskHandle
 from continuum.testing.observe import StepRun
@@ -54,11 +55,13 @@ __all__ = [
     "Failure",
     "InMemoryContinuationQueue",
     "InMemoryRecordStore",
+    "InMemoryScheduler",
     "ManualClock",
     "ReadyAnswer",
     "ReplayDivergence",
     "ReplayReport",
     "ReplayRun",
+    "ScheduleFirer",
     "StepRun",
     "TaskHandle",
     "TaskRunner",
