@@ -15,7 +15,7 @@ where ``continuum inspect`` finds them.
 # pydantic would compile and evaluate each string when it builds a model, on the worker's cold
 # import.
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -116,12 +116,14 @@ class InvocationRun(KeepsUnknownFields):
     steps_dropped: int = 0
 
 
-@dataclass(slots=True)
 class RunClock:
     """The start of the invocation running now, on the real monotonic clock (what Lambda
     bills; a virtual clock's jumps do not count)."""
 
-    started: float = field(default_factory=real_monotonic)
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = real_monotonic()
 
     def elapsed_s(self) -> float:
         return real_monotonic() - self.started

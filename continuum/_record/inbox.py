@@ -18,7 +18,6 @@ record and wakes the generation it finds; one of the two always sees the other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -45,7 +44,6 @@ MAX_INBOX_VALUE_BYTES = 256 * 1024
 MAX_INBOX_MESSAGE_CHARS = 2000
 
 
-@dataclass(slots=True)
 class Listing:
     """The keys of a task's inbox, as one LIST saw them (relative to ``inbox/``).
 
@@ -53,8 +51,11 @@ class Listing:
     clock applies).
     """
 
-    keys: frozenset[str] = frozenset()
-    listed_at: float = field(default_factory=now_s)
+    __slots__ = ("keys", "listed_at")
+
+    def __init__(self, keys: frozenset[str] = frozenset(), listed_at: float | None = None) -> None:
+        self.keys = keys
+        self.listed_at = now_s() if listed_at is None else listed_at
 
     def has_answer(self, token: str) -> bool:
         return f"callbacks/{token}.json" in self.keys

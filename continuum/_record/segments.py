@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from continuum._base.json_values import dump_json
 from continuum.errors import ConfigurationError
@@ -69,8 +69,7 @@ class Segmenting:
 DEFAULT_SEGMENTING = Segmenting()
 
 
-@dataclass(frozen=True, slots=True)
-class CutList:
+class CutList(NamedTuple):
     """One large list of a state, cut: where it is, and its sealed segments.
 
     Attributes:

@@ -13,7 +13,6 @@ import math
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
@@ -76,7 +75,6 @@ def predict(stats: StepStats | None, *, confidence: float, default_s: float) -> 
     return min(fitted, MAX_OVER_LONGEST * stats.max_s)
 
 
-@dataclass(slots=True)
 class Budget:
     """The time rule of one invocation.
 
@@ -89,15 +87,32 @@ class Budget:
         send_stats: measured durations of continuation sends (the record keeps them).
     """
 
-    remaining: Callable[[], float]
-    confidence: float = DEFAULT_CONFIDENCE
-    margin_s: float = SAFETY_MARGIN_S
-    default_step_s: float = DEFAULT_STEP_S
-    preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE
-    send_stats: StepStats | None = None
-    _save_cost: tuple[StepStats, int, int, float] | None = field(
-        default=None, init=False, repr=False, compare=False
+    __slots__ = (
+        "_save_cost",
+        "confidence",
+        "default_step_s",
+        "margin_s",
+        "preemptible_confidence",
+        "remaining",
+        "send_stats",
     )
+
+    def __init__(
+        self,
+        remaining: Callable[[], float],
+        confidence: float = DEFAULT_CONFIDENCE,
+        margin_s: float = SAFETY_MARGIN_S,
+        default_step_s: float = DEFAULT_STEP_S,
+        preemptible_confidence: float = DEFAULT_PREEMPTIBLE_CONFIDENCE,
+        send_stats: StepStats | None = None,
+    ) -> None:
+        self.remaining = remaining
+        self.confidence = confidence
+        self.margin_s = margin_s
+        self.default_step_s = default_step_s
+        self.preemptible_confidence = preemptible_confidence
+        self.send_stats = send_stats
+        self._save_cost: tuple[StepStats, int, int, float] | None = None
 
     @classmethod
     def of(

@@ -11,7 +11,6 @@ in ``attempt_endings.py``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from continuum._base.clock import now_s
@@ -35,11 +34,13 @@ from continuum._steps.turn_state import TurnState
 from continuum.errors import UnserializableValueError
 
 
-@dataclass(slots=True)
 class StepCaller:
     """The step calls of one turn or child context, on its state."""
 
-    state: TurnState
+    __slots__ = ("state",)
+
+    def __init__(self, state: TurnState) -> None:
+        self.state = state
 
     def call(
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None

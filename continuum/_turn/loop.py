@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,43 +30,37 @@ if TYPE_CHECKING:
     from continuum._fanout.child_tasks import ChildTasks
 
 
-@dataclass(frozen=True, slots=True)
-class Returned:
+class Returned(NamedTuple):
     """The task returned its result (kept in ``record.result``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
+class Failed(NamedTuple):
     """The task failed: the step raised and the task did not catch it, or worse."""
 
     error: ErrorInfo
 
 
-@dataclass(frozen=True, slots=True)
-class Suspended:
+class Suspended(NamedTuple):
     """The task must continue in a fresh invocation, ``delay_s`` from now."""
 
     reason: str
     delay_s: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class Waiting:
+class Waiting(NamedTuple):
     """The task waits (for time, a callback, a signal) in no invocation at all."""
 
     waiters: list[Waiter]
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class Cancelled:
+class Cancelled(NamedTuple):
     """A cancel request ended the task (after any cleanup it ran)."""
 
     reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Lost:
+class Lost(NamedTuple):
     """Another worker moved the record: stop, write nothing."""
 
 

@@ -15,7 +15,6 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from continuum._base.clock import now_s
@@ -48,11 +47,13 @@ INLINE_WAIT_S = 1.0
 INBOX_FRESH_S = 2.0
 
 
-@dataclass(slots=True)
 class WaitCaller:
     """The waits of one turn or child context, on its state."""
 
-    state: TurnState
+    __slots__ = ("state",)
+
+    def __init__(self, state: TurnState) -> None:
+        self.state = state
 
     @property
     def task_id(self) -> str:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import (
@@ -38,8 +37,7 @@ class LambdaContext(Protocol):
     def get_remaining_time_in_millis(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(NamedTuple):
     """One SQS message as the worker sees it."""
 
     body: str

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from continuum._base.clock import now_s, real_monotonic, utcnow
 from continuum._define.observers import MessageHandled, Observers
@@ -77,8 +76,7 @@ class _StaleMemory(Exception):
     """The record this worker remembered has been changed by someone else."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Handling:
+class _Handling(NamedTuple):
     """One message on its way through the steps, and whether the record it is judged against
     is the one this worker remembers (then only a conditional write may act on it)."""
 

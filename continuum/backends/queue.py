@@ -9,8 +9,7 @@ memory. What a body means (and its signature) is ``continuum._record.continuatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 #: SQS refuses DelaySeconds above 900 on a standard queue.
 MAX_DELAY_S = 900
@@ -22,8 +21,7 @@ class QueueError(Exception):
     """A queue operation failed (the SQS call raised, or the fake was told to fail)."""
 
 
-@dataclass(frozen=True, slots=True)
-class QueueMessage:
+class QueueMessage(NamedTuple):
     """A received message: its body, its id, the handle to delete it, how often it came."""
 
     body: str

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 #: Transient store errors are tried again this often, with this backoff doubling from here.
 WRITE_RETRIES = 3
@@ -37,8 +36,7 @@ class TransientStoreError(StoreError):
     """Worth trying again: S3's 409 ConditionalRequestConflict, a 5xx, throttling."""
 
 
-@dataclass(frozen=True, slots=True)
-class StoredObject:
+class StoredObject(NamedTuple):
     """An object as read: its bytes, its etag and (in a versioned bucket) its version."""
 
     body: bytes
@@ -46,8 +44,7 @@ class StoredObject:
     version_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectVersion:
+class ObjectVersion(NamedTuple):
     """One stored version of a key (bucket versioning)."""
 
     version_id: str
