@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from continuum._base.json_values import dump_json
@@ -50,20 +49,28 @@ SEGMENT_SPREAD_BYTES = 32 * 1024
 SEGMENT_MAX_BYTES = 128 * 1024
 
 
-@dataclass(frozen=True, slots=True)
 class Segmenting:
     """Where the large lists of a state are cut (sizes in bytes of canonical JSON)."""
 
-    min_bytes: int = SEGMENT_MIN_BYTES
-    spread_bytes: int = SEGMENT_SPREAD_BYTES
-    max_bytes: int = SEGMENT_MAX_BYTES
+    __slots__ = ("max_bytes", "min_bytes", "spread_bytes")
 
-    def __post_init__(self) -> None:
-        if not 0 <= self.min_bytes <= self.max_bytes or self.spread_bytes < 1:
+    def __init__(
+        self,
+        min_bytes: int = SEGMENT_MIN_BYTES,
+        spread_bytes: int = SEGMENT_SPREAD_BYTES,
+        max_bytes: int = SEGMENT_MAX_BYTES,
+    ) -> None:
+        if not 0 <= min_bytes <= max_bytes or spread_bytes < 1:
             raise ConfigurationError(
                 "segmenting needs 0 <= min_bytes <= max_bytes and spread_bytes >= 1, got "
-                f"{self.min_bytes}, {self.max_bytes} and {self.spread_bytes}"
+                f"{min_bytes}, {max_bytes} and {spread_bytes}"
             )
+        self.min_bytes = min_bytes
+        self.spread_bytes = spread_bytes
+        self.max_bytes = max_bytes
+
+    def __repr__(self) -> str:
+        return f"Segmenting({self.min_bytes}, {self.spread_bytes}, {self.max_bytes})"
 
 
 DEFAULT_SEGMENTING = Segmenting()

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.clock import now_s
@@ -55,62 +54,79 @@ class Halt(threading.Event):
         return Suspend(f"another branch stopped the batch: {self.reason}")
 
 
-@dataclass(slots=True, eq=False, kw_only=True)
 class TurnState:
     """The state of one task's turns inside one invocation, or of one child context of them.
 
     Build the turn's with :meth:`start`, a child context's with :meth:`child`.
+
+    Shared by a turn and its child contexts: ``record`` (the claimed record), ``budget`` (the
+    time rule of this invocation), ``save`` (saves the record now, compare-and-swap; raises
+    ``Fenced`` when another worker moved it), ``save_strict`` (saves it or raises ``Suspend``:
+    for what must be stored first, a callback's id), ``inbox`` (the task's inbox),
+    ``persist_every_s`` (save the journal at least this often while steps complete; 0 in
+    recovery: every step), ``inbox_poll_s`` (while the task runs, list its inbox this often,
+    for cancel requests), ``max_step_crashes`` (worker deaths at one step after which the task
+    fails), ``preemptor`` (runs a preemptible step with a time limit), ``invocation`` (this
+    invocation's entry in the task's history: live steps are logged in it), ``observers`` (the
+    worker's observers, when any wants step events, else None), ``lock`` (guards the record
+    while the branches of a batch run in threads), ``step_wrapper`` (for test helpers: a step
+    a live call runs instead of the one called).
+
+    Its own: ``journal`` (the turn's, or a child context's), ``path`` ("" for the turn, or a
+    child context's path, "search#0/"), ``halt`` (set by a batch when its branches must stop
+    at their next boundary).
     """
 
-    # -- shared by a turn and its child contexts -------------------------------------------------
-
-    #: the claimed record.
-    record: TaskRecord
-    #: the time rule of this invocation.
-    budget: Budget
-    #: saves the record now (compare-and-swap); raises ``Fenced`` when another worker moved it.
-    save: Callable[[], None]
-    #: saves it or raises ``Suspend``: for what must be stored first (a callback's id).
-    save_strict: Callable[[], None]
-    #: the task's inbox.
-    inbox: TaskInbox
-    #: save the journal at least this often while steps complete (0 in recovery: every step).
-    persist_every_s: float
-    #: while the task runs, list its inbox this often (for cancel requests).
-    inbox_poll_s: float = DEFAULT_INBOX_POLL_S
-    #: worker deaths at one step after which the task fails.
-    max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES
-    #: runs a preemptible step with a time limit.
-    preemptor: Preemptor = alarm_preemptor
-    #: this invocation's entry in the task's history (live steps are logged in it).
-    invocation: InvocationRun | None = None
-    #: the worker's observers, when any wants step events (else None).
-    observers: Observers | None = None
-    #: guards the record while the branches of a batch run in threads.
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    #: for test helpers: a step a live call runs instead of the one called.
-    step_wrapper: StepWrapper | None = None
-
-    # -- this turn's or child context's own ------------------------------------------------------
-
-    #: the journal this state records in: the turn's, or a child context's.
-    journal: Journal
-    #: where it records: "" (the turn), or a child context's path ("search#0/").
-    path: str = ""
-    #: set by a batch when its branches must stop at their next boundary.
-    halt: Halt | None = None
-    #: the thread that runs it: steps called from another are refused.
-    thread_id: int = field(default_factory=threading.get_ident)
-    #: the idempotency key and cursor of the step running now, if any.
-    active_key: str | None = None
-    active_cursor: Any = None
-    #: a step ran, a step failed, a wait was answered or a turn completed here.
-    progress: bool = False
-    last_save: float = field(default_factory=time.monotonic)
-    #: the control-flow exception unwinding this turn (a swallowed one is detected).
-    unwinding: BaseException | None = None
-    #: an error that fails this turn whatever user code does with it.
-    refused: ContinuumError | None = None
+    def __init__(
+        self,
+        *,
+        record: TaskRecord,
+        budget: Budget,
+        save: Callable[[], None],
+        save_strict: Callable[[], None],
+        inbox: TaskInbox,
+        persist_every_s: float,
+        journal: Journal,
+        inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
+        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
+        preemptor: Preemptor = alarm_preemptor,
+        invocation: InvocationRun | None = None,
+        observers: Observers | None = None,
+        lock: threading.RLock | None = None,
+        step_wrapper: StepWrapper | None = None,
+        path: str = "",
+        halt: Halt | None = None,
+        progress: bool = False,
+        last_save: float | None = None,
+    ) -> None:
+        self.record = record
+        self.budget = budget
+        self.save = save
+        self.save_strict = save_strict
+        self.inbox = inbox
+        self.persist_every_s = persist_every_s
+        self.inbox_poll_s = inbox_poll_s
+        self.max_step_crashes = max_step_crashes
+        self.preemptor = preemptor
+        self.invocation = invocation
+        self.observers = observers
+        self.lock = threading.RLock() if lock is None else lock
+        self.step_wrapper = step_wrapper
+        self.journal = journal
+        self.path = path
+        self.halt = halt
+        #: the thread that runs it: steps called from another are refused.
+        self.thread_id = threading.get_ident()
+        #: the idempotency key and cursor of the step running now, if any.
+        self.active_key: str | None = None
+        self.active_cursor: Any = None
+        #: a step ran, a step failed, a wait was answered or a turn completed here.
+        self.progress = progress
+        self.last_save = time.monotonic() if last_save is None else last_save
+        #: the control-flow exception unwinding this turn (a swallowed one is detected).
+        self.unwinding: BaseException | None = None
+        #: an error that fails this turn whatever user code does with it.
+        self.refused: ContinuumError | None = None
 
     @classmethod
     def start(
