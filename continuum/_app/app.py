@@ -25,9 +25,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from continuum._app.backend_config import BackendConfig, Backends, backend_config_of
+from continuum._app.backend_config import BackendConfig, Backends
 from continuum._app.decorators import Decorators
-from continuum._app.options import ContinuumOptions, keywords_of
+from continuum._app.options import (
+    CONTINUUM_SIGNATURE,
+    continuum_keywords,
+    keywords_of,
+    split_options,
+)
 from continuum._define.observers import Observer, Observers
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
@@ -59,14 +64,14 @@ class Continuum(Decorators):
         ConfigurationError: a value of the wrong type, or out of range.
     """
 
-    @keywords_of(ContinuumOptions)
+    @continuum_keywords
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        options = ContinuumOptions(*args, **kwargs)
+        options = split_options(CONTINUUM_SIGNATURE, *args, **kwargs)
         self.registry = Registry()
-        self._settings = options.settings()
+        self._settings = options.settings
         self._keys_given = options.signing_key is not None
         self._keys_read = False  # read from the environment (signing.load_signing_keys)
-        self._backends = Backends(backend_config_of(options))
+        self._backends = Backends(options.backends)
         #: counts the store and queue calls each message makes (``record.usage``).
         self.meter = Meter()
         #: hooks on what the worker does (``app.observe``).

@@ -90,12 +90,6 @@ class BackendConfig:
         )
 
 
-def backend_config_of(config: BackendConfig) -> BackendConfig:
-    """Only the :class:`BackendConfig` fields of ``config`` (of a subclass, say)."""
-    names = (f.name for f in dataclasses.fields(BackendConfig))
-    return BackendConfig(**{name: getattr(config, name) for name in names})
-
-
 class Backends:
     """The configured bucket and queue (or store and queue) of one app, as the two seams."""
 
