@@ -13,11 +13,20 @@ it, and measures, with each tree first on ``PYTHONPATH`` and the rounds interlea
 The working tree counts as the revision ``.``. Medians over the rounds, then each figure as a
 ratio to the first revision's: on a shared machine only those ratios mean anything. The
 revisions must have ``benchmarks/step_overhead.py`` (b6d92d2 and later have it).
+
+``--instructions`` also counts the instructions each revision executes, under valgrind's
+cachegrind (when installed): the same import, ``continuum_own`` as ``cold_import`` defines it
+(``import handlers.worker`` minus ``import boto3, pydantic``), and a step (6,000 steps minus
+1,000, over 5,000). A count does not depend on what else the machine runs, so one round is
+enough, and its ratios are what CPU times show on a quiet machine, less the noise (not
+exactly: an instruction is not a fixed time).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,6 +73,24 @@ print(min(best), continuum.__file__)
 """
 
 
+#: ``STEPS`` without the timing: run ``sys.argv[1]`` no-op steps in one turn, checked.
+COUNTED_STEPS = (
+    STEPS.split("best = []")[0]
+    + """
+import sys
+steps = int(sys.argv[1])
+task, _ = build(1, steps)
+record = TaskRecord(task_id="versus", task_name="spin", state={})
+turn_loop(task, record).run()
+if record.counters.steps_executed != steps:
+    raise SystemExit(f"{record.counters.steps_executed} steps ran live, of {steps}")
+"""
+)
+COUNTED_IMPORT = "import handlers.worker"
+IMPORT_BASELINE = KINDS["handler_after_baseline_no_powertools"][0]
+OWN_BASELINE = KINDS["baseline"][0]
+
+
 def label(rev: str) -> str:
     return "working_tree" if rev == "." else rev
 
@@ -83,6 +110,36 @@ def run_in(tree: Path, code: str) -> float:
     )
     check(float(figure) > 0, f"{tree}: measured {figure} s")
     return float(figure)
+
+
+def instructions(tree: Path, code: str, *args: str) -> int:
+    """The instructions a fresh interpreter executes running ``code`` on ``tree``'s code."""
+    env = {**ENV, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
+    valgrind.append("--cachegrind-out-file=/dev/null")
+    done = subprocess.run(
+        [*valgrind, sys.executable, "-c", code, *args],
+        env=env, cwd=tree, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise Mismeasured(f"{tree}: valgrind did not count {code!r}: {done.stderr[-300:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def counted(tree: Path) -> dict[str, float]:
+    """Millions of instructions of the import and of continuum's own part, thousands a step."""
+    after = instructions(tree, f"{IMPORT_BASELINE}\n{COUNTED_IMPORT}")
+    before = instructions(tree, IMPORT_BASELINE)
+    own = instructions(tree, COUNTED_IMPORT) - instructions(tree, OWN_BASELINE)
+    per_step = (
+        instructions(tree, COUNTED_STEPS, "6000") - instructions(tree, COUNTED_STEPS, "1000")
+    ) / 5000
+    figures = {"cold_import": (after - before) / 1e6, "continuum_own": own / 1e6}
+    figures["step_overhead"] = per_step / 1e3
+    for name, value in figures.items():
+        check(value > 0, f"{tree}: counted {value} for {name}")
+    return figures
 
 
 def checkout(rev: str, into: Path) -> Path:
@@ -113,7 +170,11 @@ def main(argv: list[str]) -> int:
         at = argv.index("--rounds")
         rounds = int(argv[at + 1])
         del argv[at : at + 2]
+    count = "--instructions" in argv
+    if count and shutil.which("valgrind") is None:
+        raise Mismeasured("--instructions needs valgrind (apt-get install valgrind)")
     revs = [a for a in argv if not a.startswith("-")] or ["b6d92d2", "."]
+    counts: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="continuum-versus-") as tmp:
         trees = {rev: checkout(rev, Path(tmp)) for rev in revs}
         try:
@@ -125,6 +186,8 @@ def main(argv: list[str]) -> int:
                 for rev in revs if n % 2 == 0 else revs[::-1]:  # interleaved, alternating
                     imports[rev].append(run_in(trees[rev], IMPORT))
                     steps[rev].append(run_in(trees[rev], STEPS))
+            if count:
+                counts = {rev: counted(tree) for rev, tree in trees.items()}
         finally:
             for rev, tree in trees.items():
                 if rev != ".":
@@ -147,6 +210,15 @@ def main(argv: list[str]) -> int:
             median(steps[rev]) / median(steps[first]),
             f"x {first}",
         )
+    units = {"cold_import": "M instructions", "continuum_own": "M instructions"}
+    for rev, figures in counts.items():
+        for name, value in figures.items():
+            unit = units.get(name, "K instructions per step")
+            emit(f"versus.{label(rev)}.{name}_instructions", value, unit)
+    for rev in revs[1:] if counts else []:
+        for name, value in counts[rev].items():
+            ratio = value / counts[first][name]
+            emit(f"versus.{label(rev)}.{name}_instructions_ratio", ratio, f"x {first}")
     return 0
 
 
