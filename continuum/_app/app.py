@@ -30,7 +30,7 @@ from continuum._app.backend_config import BackendConfig, Backends, backend_confi
 from continuum._app.decorators import Decorators
 from continuum._app.options import ContinuumOptions, keywords_of
 from continuum._define.observers import Observer, Observers
-from continuum._define.schedules import ScheduleDeclaration, check_input, declare_schedule
+from continuum._define.recurring import ScheduleDeclaration, check_input, declare_schedule
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
 from continuum._record.continuation import Continuations

@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from continuum._base.json_values import copy_json, to_json
-from continuum._define.schedules import ScheduleDeclaration
+from continuum._define.recurring import ScheduleDeclaration
 from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
 from continuum._define.steps import Step, check_callable, return_adapter
 from continuum._turn.context import TaskContext
