@@ -23,14 +23,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._app.backend_config import BackendConfig, Backends, backend_config_of
 from continuum._app.decorators import Decorators
 from continuum._app.options import ContinuumOptions, keywords_of
 from continuum._define.observers import Observer, Observers
-from continuum._define.recurring import ScheduleDeclaration, check_input, declare_schedule
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
 from continuum._record.continuation import Continuations
@@ -42,6 +40,9 @@ from continuum._worker.worker import Worker
 from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from continuum._define.recurring import ScheduleDeclaration
     from continuum._ops.client import Client
     from continuum.backends.scheduler import ContinuationScheduler
 
@@ -120,6 +121,9 @@ class Continuum(Decorators):
             ConfigurationError: naming the schedule: a bad name, expression, time zone,
                 overlap or input, not exactly one of ``cron`` and ``every``, or a taken name.
         """
+        # Imported here: a worker whose app declares no schedule never loads it.
+        from continuum._define.recurring import check_input, declare_schedule
+
         if not isinstance(task, Task | str):
             raise ConfigurationError(
                 f"schedule {name!r}: task= is a registered task or its name, got "

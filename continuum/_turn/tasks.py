@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from continuum._base.json_values import copy_json, to_json
-from continuum._define.recurring import ScheduleDeclaration
 from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
 from continuum._define.steps import Step, check_callable, return_adapter
 from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError, MigrationError, UnknownTaskError
+
+if TYPE_CHECKING:
+    from continuum._define.recurring import ScheduleDeclaration
 
 S = TypeVar("S", bound=BaseModel)
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
