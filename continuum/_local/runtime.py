@@ -10,6 +10,7 @@ timeouts apply, so continuations, retries and redeliveries really happen.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -89,7 +90,12 @@ def sync_local_schedules(app: Continuum, *, memory: bool) -> None:
 
     if memory and not isinstance(scheduler, InMemoryScheduler):
         return
-    sync_schedules(app, scheduler)
+    from continuum.backends.scheduler import SchedulerError
+
+    try:
+        sync_schedules(app, scheduler)
+    except SchedulerError as exc:  # a local run goes on without them, and says so
+        logging.getLogger("continuum.local").warning(f"the app's schedules were not synced: {exc}")
 
 
 @contextlib.contextmanager

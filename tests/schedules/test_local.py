@@ -3,6 +3,7 @@ starts, so that a firer on its clock fires them into the runtime's queue."""
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 
@@ -10,7 +11,7 @@ from continuum import Continuum, TaskContext
 from continuum.backends.memory.clock import ManualClock
 from continuum.testing import InMemoryScheduler
 from tests.schedules.conftest import Report
-from tests.support import LocalRuntime
+from tests.support import LocalRuntime, moto_backend
 
 
 def test_the_local_runtime_syncs_the_declared_schedules_and_their_fires_run():
@@ -51,3 +52,25 @@ def test_a_runtime_on_memory_never_syncs_into_a_scheduler_the_environment_names(
 
     app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"})
     LocalRuntime(app, budget_s=30, backend="memory")  # no call to EventBridge Scheduler
+
+
+def test_a_local_run_whose_schedules_cannot_sync_goes_on_and_says_so(monkeypatch, caplog):
+    for name, value in {
+        "CONTINUUM_SCHEDULE_GROUP": "no-such-group",
+        "CONTINUUM_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/r",
+        "CONTINUUM_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:q",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        return ctx.state.region
+
+    app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"})
+    with moto_backend(), caplog.at_level(logging.WARNING):
+        runtime = LocalRuntime(app, budget_s=30, backend="moto")
+        assert runtime.run("report", {"region": "eu"}).result == "eu"
+    assert "the app's schedules were not synced" in caplog.text
+    assert "no-such-group" in caplog.text
