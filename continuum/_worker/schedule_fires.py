@@ -7,7 +7,8 @@
    delivered twice, or late, finds its record and starts nothing new.
 3. With ``overlap="skip"``, the schedule's object (``_record/schedule_runs.py``) names its last
    run; a fire while that run has not finished starts nothing, logs it, counts it as the
-   ``schedule-skipped`` outcome and notes it in the object (``continuum schedules list``).
+   ``schedule-skipped`` outcome and notes it in the object (``continuum schedules list``); a
+   skipped fire delivered again is skipped again, even once the previous run has finished.
    A fire that would start writes the object first, conditionally: of two concurrent fires
    one wins the write, and the other reads the winner's run and skips.
 4. Else the run starts as ``client.start`` starts a task: a pending record, then its
@@ -166,6 +167,8 @@ class ScheduleFires:
             return FireResult("duplicate", task_id)
         for _ in range(OBJECT_RETRIES):
             runs, etag = self.markers.read(name)
+            if runs is not None and runs.skipped and runs.skipped.scheduled_time == scheduled_time:
+                return FireResult("skipped", task_id, running=runs.skipped.running)  # again
             running = self._running(runs, task_id) if declaration.overlap == "skip" else None
             if running is not None and runs is not None:
                 self._note_skip(runs, etag, scheduled_time, running)

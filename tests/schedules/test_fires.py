@@ -71,6 +71,8 @@ def test_overlap_skip_starts_nothing_while_the_previous_run_has_not_finished(s, 
     assert runs.skipped is not None
     assert (runs.skipped.scheduled_time, runs.skipped.running, runs.skips) == (second, first_id, 1)
     s.finish(first_id)
+    assert s.fire("nightly", second) == "schedule-skipped"  # delivered again: skipped still
+    assert markers(s).read("nightly")[0].skips == 1
     assert s.fire("nightly", third) == "schedule-started"
     assert len(s.task_ids()) == 2
 
