@@ -120,11 +120,13 @@ __all__ = [
     "WaitKind",
     "Waiter",
     "current_context",
+    "sync_schedules",
 ]
 
 if TYPE_CHECKING:
     from continuum._define.completion import BatchResult, Completion, Item
     from continuum._ops.client import Client
+    from continuum._ops.schedule_sync import sync_schedules
     from continuum._ops.status import TaskStatus
 
 
@@ -139,6 +141,10 @@ def __getattr__(name: str) -> Any:
         from continuum._ops.client import Client
 
         return Client
+    if name == "sync_schedules":
+        from continuum._ops.schedule_sync import sync_schedules
+
+        return sync_schedules
     if name in ("BatchResult", "Completion", "Item"):
         from continuum._define import completion
 

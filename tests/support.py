@@ -29,7 +29,9 @@ from continuum._record.continuation import (
     Continuation,
     Continuations,
     decode_continuation,
+    decode_schedule_fire,
     encode_continuation,
+    schedule_fire_body,
 )
 from continuum._record.history import InvocationRun, StepRun, Usage
 from continuum._record.inbox_items import CallbackAnswer
@@ -44,6 +46,7 @@ from continuum._record.model import (
 )
 from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery, note_death
+from continuum._record.schedule_runs import RunMarkers, ScheduleRuns
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
 from continuum._steps.budget import Budget, observe, predict
 from continuum._steps.journal import Journal
@@ -52,6 +55,7 @@ from continuum._turn.loop import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum._worker.claim import Claim
 from continuum._worker.fence import Verdict, fence
 from continuum._worker.metering import Meter
+from continuum._worker.schedule_fires import ScheduleFires
 from continuum._worker.sqs_batch import logger as worker_logger
 from continuum._worker.wake import CHILD_RECHECK_S
 from continuum.backends.queue import QueueError
@@ -89,6 +93,9 @@ __all__ = [
     "QueueError",
     "Records",
     "Returned",
+    "RunMarkers",
+    "ScheduleFires",
+    "ScheduleRuns",
     "Segmenting",
     "StepRun",
     "StepStats",
@@ -107,6 +114,7 @@ __all__ = [
     "decode_continuation",
     "decode_message",
     "decode_record",
+    "decode_schedule_fire",
     "dump_json",
     "encode_continuation",
     "encode_message",
@@ -129,6 +137,7 @@ __all__ = [
     "pack_blob",
     "predict",
     "render_template",
+    "schedule_fire_body",
     "segment_ends",
     "unpack_blob",
     "utcnow",

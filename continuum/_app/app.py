@@ -42,8 +42,12 @@ from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext
 from continuum._worker.worker import Worker
+from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from continuum._define.recurring import ScheduleDeclaration
     from continuum._ops.client import Client
     from continuum.backends.scheduler import ContinuationScheduler
 
@@ -89,6 +93,64 @@ class Continuum(Decorators):
     @property
     def steps(self) -> dict[str, Step[Any, Any]]:
         return self.registry.steps
+
+    def schedule(
+        self,
+        name: str,
+        task: Task[Any] | str,
+        *,
+        cron: str | None = None,
+        every: timedelta | None = None,
+        input: Any = None,
+        timezone: str = "UTC",
+        overlap: str = "skip",
+    ) -> ScheduleDeclaration:
+        """Declare a recurring schedule: each of its times starts one run of ``task``.
+
+        ``continuum schedules sync`` (or ``sync_schedules``) makes the stack's schedules what
+        the app declares. A run's task id is ``{name}-{yyyymmddThhmmssZ}``, its scheduled
+        time, so that a fire delivered twice starts it once.
+
+        Args:
+            name: the schedule's name: letters, digits, ``.``, ``_``, ``-`` (54 at most).
+            task: the task each fire starts (a registered task, or its name).
+            cron: an EventBridge Scheduler cron expression, ``"cron(0 9 * * ? *)"``.
+            every: a period instead (a ``timedelta`` of whole minutes): ``rate(...)``.
+            input: the run's input, validated against the task's state model (None: the
+                model's defaults).
+            timezone: the IANA time zone ``cron`` is read in.
+            overlap: "skip" (a fire while the previous run has not finished starts nothing,
+                and says so) or "allow".
+
+        Raises:
+            ConfigurationError: naming the schedule: a bad name, expression, time zone,
+                overlap or input, not exactly one of ``cron`` and ``every``, or a taken name.
+        """
+        # Imported here: a worker whose app declares no schedule never loads it.
+        from continuum._define.recurring import check_input, declare_schedule
+
+        if not isinstance(task, Task | str):
+            raise ConfigurationError(
+                f"schedule {name!r}: task= is a registered task or its name, got "
+                f"{type(task).__name__}"
+            )
+        task_name = task.name if isinstance(task, Task) else task
+        declaration = declare_schedule(
+            name,
+            task_name,
+            cron=cron,
+            every=every,
+            input=input,
+            timezone=timezone,
+            overlap=overlap,
+        )
+        known = task if isinstance(task, Task) else self.registry.tasks.get(task_name)
+        if known is not None:  # a task registered later is checked when the schedules sync
+            declaration = dataclasses.replace(
+                declaration, input=check_input(declaration, known.state_model)
+            )
+        self.registry.add_schedule(declaration)
+        return declaration
 
     # -- settings, and where records and continuations live ----------------------------------
 

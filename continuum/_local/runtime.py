@@ -10,6 +10,7 @@ timeouts apply, so continuations, retries and redeliveries really happen.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ __all__ = [
     "RunSummary",
     "event_record",
     "moto_backend",
+    "sync_local_schedules",
     "waits_for_outside",
 ]
 
@@ -70,6 +72,30 @@ class _Driven:
     before: TaskRecord
     overruns: int = 0
     stale: bool = False
+
+
+def sync_local_schedules(app: Continuum, *, memory: bool) -> None:
+    """Sync the app's declared schedules into its scheduler, where a local firer fires them.
+
+    Only a local one: on the memory backend an in-memory scheduler (never one the environment
+    names); elsewhere the one the app has, which moto or ``continuum dev``'s endpoint serves.
+    """
+    if not app.registry.schedules:
+        return
+    scheduler = app.scheduler()
+    if scheduler is None:
+        return
+    from continuum._ops.schedule_sync import sync_schedules
+    from continuum.backends.memory.scheduler import InMemoryScheduler
+
+    if memory and not isinstance(scheduler, InMemoryScheduler):
+        return
+    from continuum.backends.scheduler import SchedulerError
+
+    try:
+        sync_schedules(app, scheduler)
+    except SchedulerError as exc:  # a local run goes on without them, and says so
+        logging.getLogger("continuum.local").warning(f"the app's schedules were not synced: {exc}")
 
 
 @contextlib.contextmanager
@@ -128,6 +154,7 @@ class LocalRuntime:
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()
         self.invocations = 0
+        sync_local_schedules(app, memory=backend == "memory")  # for the local firer to fire
 
     def _setup_memory(self) -> None:
         from continuum.backends.memory import InMemoryContinuationQueue, InMemoryRecordStore

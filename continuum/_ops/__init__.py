@@ -3,7 +3,8 @@
 ``client`` (start, status, resume, result, answers, cancel), ``status`` (what
 ``Client.status`` reports), ``steering`` (the tasks list, retry and fork) with ``reopening``
 (what a retry runs again), ``inspection`` (``continuum inspect``: what a task did, from its
-record's versions) and ``prices`` (cost in dollars).
+record's versions), ``prices`` (cost in dollars) and ``schedule_sync`` (the stack's recurring
+schedules made what the app declares, and what they do).
 
 May import: errors, _base, backends, _record, _define, _waits, _fanout, _turn, _worker.
 """

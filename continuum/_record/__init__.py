@@ -3,7 +3,8 @@
 wrote (``unknown_fields``), the codec (``codec``: inline values, ``segments``, ``blobs``), the
 record created, loaded and swapped on a store (``persistence``), the inbox beside the record
 (``inbox``, ``inbox_items``), recovery markers (``recovery``), the sweep of a finished task
-(``sweep``) and the continuation message (``continuation``).
+(``sweep``), the continuation message (``continuation``) and what a recurring schedule's
+fires did (``schedule_runs``).
 
 May import: errors, _base, backends.
 """

@@ -117,6 +117,77 @@ def peek_task_id(body: str) -> str | None:
     return task_id if isinstance(task_id, str) else None
 
 
+class ScheduleFire(IgnoresUnknownFields):
+    """A recurring schedule's fire: "start schedule S's run for the time T it was due".
+
+    Its body is stored in the schedule with ``SCHEDULED_TIME`` as ``at``, which
+    EventBridge Scheduler (or the local firer) replaces with the scheduled time at each fire;
+    so the signature covers the format, the kind and the schedule's name, never ``at``.
+    """
+
+    v: int = MESSAGE_FORMAT
+    kind: Literal["schedule"] = "schedule"
+    schedule: str = Field(min_length=1, max_length=64)
+    at: str = Field(max_length=40)
+    sig: str | None = Field(default=None, max_length=64)
+
+    def signature(self, key: str) -> str:
+        payload = f"{self.v}|{self.kind}|{self.schedule}"
+        return hmac.new(key.encode(), payload.encode(), hashlib.sha256).hexdigest()
+
+
+#: Only a schedule fire's body holds this (a continuation has no "kind" before its fields).
+_FIRE_MARK = '"kind":"schedule"'
+
+
+def is_schedule_fire(body: str) -> bool:
+    """Whether a body is a recurring schedule's fire rather than a continuation (cheap)."""
+    return _FIRE_MARK in body[:40]
+
+
+def schedule_fire_body(schedule: str, *, keys: Sequence[str] = ()) -> str:
+    """The body a recurring schedule sends, its scheduled time left for the fire to write."""
+    from continuum.backends.scheduler import SCHEDULED_TIME  # only a sync makes bodies
+
+    fire = ScheduleFire(schedule=schedule, at=SCHEDULED_TIME)
+    if keys:
+        fire = fire.model_copy(update={"sig": fire.signature(keys[0])})
+    return fire.model_dump_json(exclude_none=True)
+
+
+def decode_schedule_fire(body: str | bytes, *, keys: Sequence[str] = ()) -> ScheduleFire:
+    """Parse (and, with ``keys``, verify) a schedule's fire.
+
+    Raises:
+        BadMessageError: not a fire, unsigned or forged.
+        MessageTooNewError: a newer continuum wrote it; retry it later, do not drop it.
+    """
+    if len(body) > MAX_MESSAGE_BYTES:
+        raise BadMessageError(f"message body is {len(body)} bytes; a schedule's fire is small")
+    try:
+        fire = ScheduleFire.model_validate_json(body)
+    except ValidationError as exc:
+        raise BadMessageError(f"not a schedule's fire: {describe_errors(exc)}") from exc
+    if fire.v > MESSAGE_FORMAT:
+        raise MessageTooNewError(
+            f"message format {fire.v} is newer than this worker's ({MESSAGE_FORMAT})",
+            hint="deploy the newer continuum everywhere; the message is retried until then",
+        )
+    if keys:
+        if fire.sig is None:
+            raise BadMessageError(
+                f"the fire of schedule {fire.schedule!r} is not signed, and this app requires "
+                "signatures"
+            )
+        if not any(hmac.compare_digest(fire.sig, fire.signature(k)) for k in keys):
+            raise BadMessageError(
+                f"the fire of schedule {fire.schedule!r} has a signature no signing key "
+                "matches: forged, or made with a key that was removed (`continuum schedules "
+                "sync` signs the schedules again with the current key)"
+            )
+    return fire
+
+
 class Continuations:
     """Sends and parses the continuations of one app: a queue and its signing keys.
 

@@ -255,7 +255,8 @@ class Records:
     def task_ids(self) -> list[str]:
         """Every task id under the prefix (one LIST per thousand tasks)."""
         folders = self.store.list_keys(f"{self.prefix}/", delimiter="/")
-        return sorted(f[len(self.prefix) + 1 :].rstrip("/") for f in folders if f.endswith("/"))
+        names = (f[len(self.prefix) + 1 :].rstrip("/") for f in folders if f.endswith("/"))
+        return sorted(name for name in names if not name.startswith("_"))  # the schedules' own
 
     # -- encoding and writing ---------------------------------------------------------------
 

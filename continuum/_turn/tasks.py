@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -13,6 +13,9 @@ from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
 from continuum._define.steps import Step, check_callable, return_adapter
 from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError, MigrationError, UnknownTaskError
+
+if TYPE_CHECKING:
+    from continuum._define.recurring import ScheduleDeclaration
 
 S = TypeVar("S", bound=BaseModel)
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
@@ -93,11 +96,12 @@ class Task(Generic[S]):
 
 
 class Registry:
-    """The tasks and steps of one app, by name."""
+    """The tasks, steps and recurring schedules of one app, by name."""
 
     def __init__(self) -> None:
         self.tasks: dict[str, Task[Any]] = {}
         self.steps: dict[str, Step[Any, Any]] = {}
+        self.schedules: dict[str, ScheduleDeclaration] = {}
 
     def add_task(self, task: Task[Any]) -> None:
         if task.name in self.tasks:
@@ -109,6 +113,11 @@ class Registry:
             raise ConfigurationError(f"two steps are named {step.name!r}")
         check_callable(step.fn, what=f"step {step.name!r}")
         self.steps[step.name] = step
+
+    def add_schedule(self, declaration: ScheduleDeclaration) -> None:
+        if declaration.name in self.schedules:
+            raise ConfigurationError(f"two schedules are named {declaration.name!r}")
+        self.schedules[declaration.name] = declaration
 
     def task(self, name: str, *, task_id: str | None = None) -> Task[Any]:
         """The task called ``name``.

@@ -71,6 +71,8 @@ class Outcome(StrEnum):
     DUPLICATE = "duplicate"
     IGNORED = "wake-ignored"
     LEFT = "left-for-newer"
+    STARTED = "schedule-started"  # a recurring schedule's fire started its run
+    SKIPPED = "schedule-skipped"  # ... or not: the previous run had not finished
 
 
 class Endings:

@@ -30,7 +30,7 @@ from continuum._base.clock import now_s, real_monotonic, utcnow
 from continuum._define.observers import MessageHandled, Observers
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildClient, ChildTasks
-from continuum._record.continuation import Continuation, Continuations
+from continuum._record.continuation import Continuation, Continuations, is_schedule_fire
 from continuum._record.history import RunClock
 from continuum._record.inbox import Listing
 from continuum._record.model import Status, TaskRecord
@@ -160,6 +160,11 @@ class Worker:
         self._local.task = self._local.task_id = None
         self._local.usage = self.meter.start()
         self._local.clock = RunClock()
+        if is_schedule_fire(delivery.body):  # a recurring schedule's fire: it starts a run
+            from continuum._worker.schedule_fires import ScheduleFires
+
+            fires = ScheduleFires(self.registry, self.records, self.continuations, self.settings)
+            return fires.handle(delivery)
         try:
             message = self.continuations.parse(delivery.body)
         except (BadMessageError, InvalidTaskIdError) as exc:

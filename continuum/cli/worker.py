@@ -88,6 +88,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """``continuum worker MODULE:APP``: poll until stopped; 0 when everything suspended."""
     import os
 
+    from continuum._local.runtime import sync_local_schedules
     from continuum._local.shutdown import Shutdown, stop_on_signals
     from continuum._local.standalone import DEAD_LETTER_BUDGET_S, QueueWorker
     from continuum._worker.sqs_batch import logger
@@ -100,6 +101,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app = load_app(target)
     stack.configure(app)
     app.settings  # noqa: B018 - read the signing keys now: a bad one is an error at start
+    if args.exit_with_parent:  # under continuum dev, whose firer fires the app's schedules
+        sync_local_schedules(app, memory=False)
     if args.log_level:
         logger.setLevel(args.log_level.upper())
     sources = [continuations(app.handler, args.budget, args.concurrency)]

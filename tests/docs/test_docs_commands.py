@@ -48,6 +48,8 @@ NOT_RUN_BLOCKS = {
     "make chaos": "minutes long: make chaos and make bench are their own targets (make bench's "
     "quick mode runs in tests/test_benchmarks_smoke.py); benchmarks.versus checks out old "
     "revisions",
+    "continuum schedules sync": "needs a stack's schedule group (EventBridge Scheduler); "
+    "tests/schedules/test_cli.py runs every schedules command as shown, on moto",
     "make bench": "minutes long, as make chaos above; benchmarks.versus checks out old revisions",
 }
 #: A command of a block run here that cannot run here itself, and why.

@@ -1,0 +1,76 @@
+"""Locally the app's declared schedules are synced into the local scheduler when the runtime
+starts, so that a firer on its clock fires them into the runtime's queue."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from continuum import Continuum, TaskContext
+from continuum.backends.memory.clock import ManualClock
+from continuum.testing import InMemoryScheduler
+from tests.schedules.conftest import Report
+from tests.support import LocalRuntime, moto_backend
+
+
+def test_the_local_runtime_syncs_the_declared_schedules_and_their_fires_run():
+    clock = ManualClock(time.time())
+    scheduler = InMemoryScheduler(clock=clock)
+    app = Continuum(scheduler=scheduler)
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        return ctx.state.region
+
+    app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"})
+    app.schedule("often", report, every=timedelta(minutes=5),
+                 input={"region": "us"})  # fmt: skip
+    runtime = LocalRuntime(app, budget_s=30, backend="memory")
+    assert [s.name for s in scheduler.schedules()] == ["_schedule.hourly", "_schedule.often"]
+    fired = scheduler.fire_due(runtime.queue)  # "often" fires at its creation
+    assert [f.name for f in fired] == ["_schedule.often"]
+    runtime.invoke_once()  # the fire: it starts the run
+    (task_id,) = runtime.observer.task_ids()
+    assert task_id.startswith("often-")
+    runtime.drive(task_id)
+    assert runtime.record(task_id).result == "us"
+
+
+def test_a_runtime_on_memory_never_syncs_into_a_scheduler_the_environment_names(monkeypatch):
+    for name, value in {
+        "CONTINUUM_SCHEDULE_GROUP": "real-group",
+        "CONTINUUM_SCHEDULER_ROLE_ARN": "arn:aws:iam::1:role/r",
+        "CONTINUUM_QUEUE_ARN": "arn:aws:sqs:us-east-1:1:q",
+    }.items():
+        monkeypatch.setenv(name, value)
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        return ctx.state.region
+
+    app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"})
+    LocalRuntime(app, budget_s=30, backend="memory")  # no call to EventBridge Scheduler
+
+
+def test_a_local_run_whose_schedules_cannot_sync_goes_on_and_says_so(monkeypatch, caplog):
+    for name, value in {
+        "CONTINUUM_SCHEDULE_GROUP": "no-such-group",
+        "CONTINUUM_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/r",
+        "CONTINUUM_QUEUE_ARN": "arn:aws:sqs:us-east-1:123456789012:q",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        return ctx.state.region
+
+    app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"})
+    with moto_backend(), caplog.at_level(logging.WARNING):
+        runtime = LocalRuntime(app, budget_s=30, backend="moto")
+        assert runtime.run("report", {"region": "eu"}).result == "eu"
+    assert "the app's schedules were not synced" in caplog.text
+    assert "no-such-group" in caplog.text
