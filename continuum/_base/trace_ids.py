@@ -34,9 +34,10 @@ def root_span_id(task_id: str) -> int:
     return derived_span_id(task_id, "task")
 
 
-def wait_span_id(task_id: str, turn: int, key: str) -> int:
-    """The id of the span of the wait at ``key`` (its path and key) in turn ``turn``."""
-    return derived_span_id(task_id, "wait", turn, key)
+def wait_span_id(task_id: str, turn: int, key: str, since: float | None) -> int:
+    """The id of the span of the wait at ``key`` (its path and key) in turn ``turn``, first
+    reached at ``since`` (a wait reached again after a crash is another span)."""
+    return derived_span_id(task_id, "wait", turn, key, since)
 
 
 def traceparent(trace_id: int, span_id: int) -> str:

@@ -111,12 +111,12 @@ def _ended(state: TurnState, entry: JournalEntry) -> None:
     state.emit("wait_ended", event)
 
 
-def _traceparent(state: TurnState, key: str) -> str:
+def _traceparent(state: TurnState, key: str, since: float | None) -> str:
     """The trace context a child task started at ``key`` hangs under: the span of this wait,
     in the parent's trace."""
     record = state.record
     trace = task_trace_id(record.task_id, record.traceparent if record.parent else None)
-    return traceparent(trace, wait_span_id(record.task_id, record.turn, state.path + key))
+    return traceparent(trace, wait_span_id(record.task_id, record.turn, state.path + key, since))
 
 
 def _name_before_creating(state: TurnState, entry: JournalEntry, batch: ChildBatch) -> None:
@@ -182,7 +182,9 @@ def invoke(
             # creates and starts it again: a no-op, a fenced duplicate.
             starter = _starter(runner)
             link = ParentLink(task_id=task_id, batch=cid)
-            if not starter.create(task_name, input, cid, link, _traceparent(state, key)):
+            if not starter.create(
+                task_name, input, cid, link, _traceparent(state, key, entry.since)
+            ):
                 mark_taken(state, cid, [cid])
                 entry.ok, entry.partial, entry.cursor = False, False, None
                 entry.error = starter.report_taken(link, cid)
@@ -300,7 +302,7 @@ def _create_children(
     created = int(progress.get("created", 0))
     taken: set[int] = set(progress.get("taken", []))
 
-    trace = _traceparent(state, entry.key)
+    trace = _traceparent(state, entry.key, entry.since)
 
     def link_of(i: int) -> ParentLink:
         successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
