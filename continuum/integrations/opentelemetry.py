@@ -108,8 +108,8 @@ class _TaskTrace:
     root_parent: int | None
     link: SpanContext | None
     invocation: Span | None = None
-    #: the step's first-attempt time by (turn, path + key), and the open attempts
-    firsts: dict[tuple[int, str], float] = field(default_factory=dict)
+    #: the step's first-attempt time and span id by (turn, path + key), and the open attempts
+    firsts: dict[tuple[int, str], tuple[float, int]] = field(default_factory=dict)
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
 
 
@@ -356,12 +356,13 @@ class Tracing(Observer):
             return
         key = event.path + event.key
         first = event.first_started_at or event.started_at
-        task.firsts[event.turn, key] = first
+        step_span = self._step_span_id(event.task_id, event.turn, key, first)
+        task.firsts[event.turn, key] = first, step_span
         span = self._start(
             f"{event.name} attempt {event.attempt}",
             task,
             start=event.started_at,
-            parent=self._step_span_id(event.task_id, event.turn, key, first),
+            parent=step_span,
             attributes={
                 "continuum.step.key": key,
                 "continuum.step.name": event.name,
@@ -379,7 +380,7 @@ class Tracing(Observer):
             return
         key = event.path + event.key
         span = task.attempts.pop((event.turn, key), None)
-        first = task.firsts.get((event.turn, key), event.started_at)
+        first, step_span = task.firsts.get((event.turn, key), (event.started_at, None))
         if span is not None:
             span.set_attribute("continuum.attempt.outcome", event.outcome)
             if event.outcome in ("failed", "retry"):
@@ -391,13 +392,15 @@ class Tracing(Observer):
         if event.outcome not in ("ok", "failed"):
             return  # the step goes on: its span is emitted when it ends
         task.firsts.pop((event.turn, key), None)
+        if step_span is None:
+            step_span = self._step_span_id(event.task_id, event.turn, key, first)
         self._emit(
             event.name,
             task,
             start=first,
             end=event.ended_at,
             parent=self._context_span(task, event.turn, event.path),
-            span_id=self._step_span_id(event.task_id, event.turn, key, first),
+            span_id=step_span,
             attributes={
                 "continuum.step.key": key,
                 "continuum.step.name": event.name,
