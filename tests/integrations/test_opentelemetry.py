@@ -336,3 +336,38 @@ def test_powertools_log_lines_carry_the_trace_and_span_ids_while_a_span_is_open(
     trace_hex = f"{derived_trace_id('hopper-1'):032x}"
     assert {"trace_id": trace_hex, "span_id": f"{attempt.context.span_id:016x}"} in seen
     assert seen[-1] == {}  # the invocation's span closed: the keys go
+
+
+def test_a_map_whose_items_wait_replays_finished_items_without_new_spans(exporter):
+    app = traced(exporter)
+
+    @app.step
+    def fetch(i: int) -> int:
+        return i * 10
+
+    def item(ctx: TaskContext[Trip], value: int, index: int) -> int:
+        got = fetch(value)
+        ctx.sleep(60 * (index + 1), name="cool")
+        return got
+
+    @app.task(state=Trip)
+    def fan(ctx: TaskContext[Trip]) -> list[int]:
+        return ctx.map([1, 2, 3], item, name="each").values()
+
+    runtime = LocalRuntime(app, budget_s=30, backend="memory", virtual_time=True)
+    task_id = app.client().start("fan", {}, task_id="fan-1")
+    runtime.drive(task_id)
+    assert runtime.record(task_id).result == [10, 20, 30]
+    assert runtime.record(task_id).counters.invocations > 1
+    spans = list(exporter.get_finished_spans())
+    assert_no_duplicates(spans)
+    assert len(named(spans, "fetch")) == 3
+    assert len(named(spans, "wait cool")) == 3
+    items = sorted(s.name for s in spans if s.attributes.get("continuum.context.kind") == "item")
+    assert items == ["item 0", "item 1", "item 2"]
+    batch = one(spans, "each")
+    by_id = {s.context.span_id: s for s in spans}
+    for step in named(spans, "fetch"):
+        holder = by_id[step.parent.span_id]
+        assert holder.attributes["continuum.context.kind"] == "item"
+        assert holder.parent.span_id == batch.context.span_id
