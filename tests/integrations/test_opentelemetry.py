@@ -288,13 +288,55 @@ def test_a_task_started_inside_a_span_links_its_trace_to_it(exporter):
     assert [link.context.span_id for link in root.links] == [caller.span_id]
 
 
-def test_a_fresh_process_derives_the_same_trace_and_root_ids():
-    code = (
-        "from continuum._base.trace_ids import derived_trace_id, root_span_id\n"
-        "print(derived_trace_id('trip-1'), root_span_id('trip-1'))"
+#: A task traced in a fresh interpreter: prints each span's name, trace id and span id.
+FRESH_PROCESS = """
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+from continuum import Continuum, TaskContext
+from continuum.integrations.opentelemetry import Tracing
+from tests.support import LocalRuntime
+
+class Trip(BaseModel):
+    city: str = "Oslo"
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+app = Continuum()
+app.observe(Tracing(tracer_provider=provider))
+
+@app.task(state=Trip)
+def quick(ctx: TaskContext[Trip]) -> str:
+    return ctx.state.city
+
+runtime = LocalRuntime(app, budget_s=30, backend="memory", virtual_time=True)
+runtime.drive(app.client().start("quick", {}, task_id="same-id"))
+for span in exporter.get_finished_spans():
+    print("SPAN", span.name, span.context.trace_id, span.context.span_id)
+"""
+
+
+def test_a_fresh_process_derives_the_same_trace_and_span_ids(exporter):
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, check=True
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == [str(derived_trace_id("trip-1")), str(root_span_id("trip-1"))]
+    lines = [line[5:] for line in out.stdout.splitlines() if line.startswith("SPAN ")]
+    there = sorted(tuple(line.rsplit(" ", 2)) for line in lines)
+    app = traced(exporter)
+
+    @app.task(state=Trip)
+    def quick(ctx: TaskContext[Trip]) -> str:
+        return ctx.state.city
+
+    runtime = LocalRuntime(app, budget_s=30, backend="memory", virtual_time=True)
+    runtime.drive(app.client().start("quick", {}, task_id="same-id"))
+    spans = exporter.get_finished_spans()
+    here = sorted((s.name, str(s.context.trace_id), str(s.context.span_id)) for s in spans)
+    assert [name for name, _, _ in here] == ["invocation", "task quick"]
+    assert here == there
+    assert {int(trace) for _, trace, _ in here} == {derived_trace_id("same-id")}
 
 
 def test_tracing_wants_step_events_and_a_plain_app_skips_them():
