@@ -108,6 +108,9 @@ class _TaskTrace:
     root_parent: int | None
     link: SpanContext | None
     invocation: Span | None = None
+    #: the root span's id, and the link to this invocation's span (made once)
+    root: int = 0
+    invocation_link: list[Link] = field(default_factory=list)
     #: the step's first-attempt time and span id by (turn, path + key), and the open attempts
     firsts: dict[tuple[int, str], tuple[float, int]] = field(default_factory=dict)
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
@@ -238,14 +241,12 @@ class Tracing(Observer):
         span.end(end_time=_ns(max(end, start)))
 
     def _invocation_link(self, task: _TaskTrace) -> list[Link]:
-        if task.invocation is None:
-            return []
-        return [Link(task.invocation.get_span_context(), {"continuum.link": "invocation"})]
+        return task.invocation_link
 
     def _context_span(self, task: _TaskTrace, turn: int, path: str) -> int:
         """The span of the child context at ``path`` (the root for the turn itself)."""
         if not path:
-            return root_span_id(task.task_id)
+            return task.root
         return derived_span_id(task.task_id, "context", turn, path)
 
     def _log_keys(self, span: Span | None) -> None:
@@ -274,10 +275,11 @@ class Tracing(Observer):
             trace_id=task_trace_id(event.task_id, event.traceparent if event.parent_id else None),
             root_parent=parent[1] if parent is not None else None,
             link=link,
+            root=root_span_id(event.task_id),
         )
         with self._lock:
             self._tasks[event.task_id] = task
-        root = root_span_id(event.task_id)
+        root = task.root
         dead = event.crashed
         if dead is not None:
             self._emit(
@@ -309,6 +311,9 @@ class Tracing(Observer):
                 "continuum.generation": event.generation,
             },
         )
+        task.invocation_link = [
+            Link(task.invocation.get_span_context(), {"continuum.link": "invocation"})
+        ]
         self._log_keys(task.invocation)
 
     def invocation_ended(self, event: InvocationEnded) -> None:
