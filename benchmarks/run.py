@@ -18,6 +18,7 @@ BENCHMARKS = (
     "budget_fill",
     "budget_fill_knobs",
     "step_overhead",
+    "tracing_overhead",
     "aws_calls_per_continuation",
     "local_e2e",
     "cold_import",

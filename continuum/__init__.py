@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Any
 from continuum._app.app import Continuum
 from continuum._define.callbacks import Callback
 from continuum._define.observers import (
+    ContextEnded,
+    ContextStarted,
+    CrashedInvocation,
     InvocationEnded,
     InvocationStarted,
     MessageHandled,
@@ -17,6 +20,8 @@ from continuum._define.observers import (
     StepStarted,
     TaskFinished,
     TaskParked,
+    WaitEnded,
+    WaitStarted,
 )
 from continuum._define.settings import Settings
 from continuum._define.steps import Step, StepOptions
@@ -74,9 +79,12 @@ __all__ = [
     "Completion",
     "ConditionNotMetError",
     "ConfigurationError",
+    "ContextEnded",
+    "ContextStarted",
     "ContinuationQueue",
     "Continuum",
     "ContinuumError",
+    "CrashedInvocation",
     "InvalidInputError",
     "InvalidTaskIdError",
     "InvocationEnded",
@@ -117,7 +125,9 @@ __all__ = [
     "TaskStatus",
     "UnknownTaskError",
     "UnserializableValueError",
+    "WaitEnded",
     "WaitKind",
+    "WaitStarted",
     "Waiter",
     "current_context",
     "sync_schedules",

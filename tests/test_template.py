@@ -413,6 +413,9 @@ LONG_VALUES = {
     ),
     "SigningKeyRevision": "2026-12-03",
     "BedrockModelId": "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+    "TracingLayerArn": (
+        "arn:aws:lambda:ap-southeast-2:901920570463:layer:aws-otel-python-arm64-ver-1-32-0:2"
+    ),
 }
 
 
@@ -782,6 +785,20 @@ def test_the_same_parameter_turns_the_workers_metrics_off(stack: Stack) -> None:
         }
 
 
+def test_the_adot_layer_and_its_wrapper_are_on_only_when_a_layer_is_given(stack: Stack) -> None:
+    when = "UseTracingLayer"
+    for function in FUNCTIONS:
+        props = stack.function(function)
+        assert props["Layers"] == {"Fn::If": [when, [{"Ref": "TracingLayerArn"}], NO_VALUE]}
+        assert stack.environment(function)["AWS_LAMBDA_EXEC_WRAPPER"] == {
+            "Fn::If": [when, "/opt/otel-instrument", NO_VALUE]
+        }
+    assert stack.sam["Parameters"]["TracingLayerArn"]["Default"] == ""
+    assert stack.sam["Conditions"][when] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "TracingLayerArn"}, ""]}]
+    }
+
+
 def test_outputs_name_what_the_cli_and_an_operator_need(cfn: dict[str, Any]) -> None:
     wanted = {"StateBucketName", "ContinuationQueueUrl", "DeadLetterQueueUrl", "TaskPrefix"}
     assert wanted | {"WorkerFunctionName", "DeadLetterFunctionName"} <= set(cfn["Outputs"])
@@ -879,8 +896,12 @@ def test_template_sets_exactly_the_environment_the_code_reads(stack: Stack) -> N
     optional = NOT_SET_ON_LAMBDA if stack.flavor == "reference" else NOT_SET_ON_PROJECT_LAMBDA
     unset = {n for n in reads - sets - optional if not n.startswith(by_lambda)}
     assert not unset, f"read by the code, not set by {stack.path.name}: {sorted(unset)}"
-    # Powertools reads its variables inside its own package.
-    unread = {n for n in sets - reads if not n.startswith("POWERTOOLS_")}
+    # Powertools reads its variables inside its own package; Lambda reads its exec wrapper.
+    unread = {
+        n
+        for n in sets - reads
+        if not n.startswith("POWERTOOLS_") and n != "AWS_LAMBDA_EXEC_WRAPPER"
+    }
     assert not unread, f"set by {stack.path.name}, read by no code: {sorted(unread)}"
 
 

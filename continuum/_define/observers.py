@@ -2,8 +2,11 @@
 
 Register any number with ``app.observe(observer)``. Each is a :class:`Observer` subclass that
 overrides the events it wants; they are called in order, on the worker's thread. An observer
-that raises is logged and skipped: it never breaks the task. Step events are the hot path:
-they cost nothing unless an observer overrides them.
+that raises is logged and skipped: it never breaks the task. Step, wait and context events
+are the turn's hot path: they cost nothing unless an observer overrides one of them.
+``continuum.integrations.opentelemetry.Tracing`` is an observer built on these events alone.
+
+Times are epoch seconds of the clock continuum reads (the virtual clock where one runs).
 
 Example (OpenTelemetry; ``tracer`` is yours):
     >>> class Spans(Observer):
@@ -37,6 +40,31 @@ class InvocationStarted:
     message: str
     #: this is the first invocation of this task
     first: bool
+    #: its number among the task's invocations (1: the first)
+    number: int = 0
+    #: the Lambda request id of this invocation (the lease's owner)
+    request_id: str | None = None
+    #: when the task was created, and when this invocation claimed it (epoch seconds)
+    created_at: float = 0.0
+    started_at: float = 0.0
+    #: the W3C ``traceparent`` the record holds: the span that started a child task, or the
+    #: caller's span around ``client.start`` (see ``parent_id``)
+    traceparent: str | None = None
+    #: the parent task of a child task (``ctx.invoke``, ``ctx.map_tasks``)
+    parent_id: str | None = None
+    #: the invocation before this one died holding the task (this claim found it running)
+    crashed: CrashedInvocation | None = None
+
+
+@dataclass(frozen=True)
+class CrashedInvocation:
+    """An invocation whose worker died holding the task, as the next claim found it."""
+
+    number: int
+    request_id: str | None
+    #: when it claimed the task, and the last time it was known to work (epoch seconds)
+    started_at: float
+    last_seen_at: float
 
 
 @dataclass(frozen=True)
@@ -49,17 +77,34 @@ class InvocationEnded:
     duration_s: float
     steps_executed: int
     steps_replayed: int
+    #: its number among the task's invocations, and its Lambda request id
+    number: int = 0
+    request_id: str | None = None
+    #: when it claimed the task and when its hold ended (epoch seconds)
+    started_at: float = 0.0
+    ended_at: float = 0.0
 
 
 @dataclass(frozen=True)
 class StepStarted:
-    """An attempt of a live step starts (replayed steps send no events)."""
+    """An attempt of a live step starts (replayed steps send no events).
+
+    ``replay`` is true in an invocation that resumes the step (its earlier attempts, or a
+    paused attempt, ran in an earlier invocation); ``first_started_at`` is when its first
+    attempt started, in whatever invocation.
+    """
 
     task_id: str
     key: str
     name: str
     turn: int
     attempt: int
+    replay: bool = False
+    #: when this attempt starts, and when the step's first attempt started (epoch seconds)
+    started_at: float = 0.0
+    first_started_at: float = 0.0
+    #: the child context it runs in ("" in the turn itself; "claims#0/2/" in a map item)
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +120,78 @@ class StepEnded:
     outcome: str
     duration_s: float
     error_type: str | None = None
+    #: what the attempt raised (its message), when it did not return
+    error: str | None = None
+    #: the value it returned, as journaled (JSON), when ``outcome`` is ``ok``
+    result: Any = None
+    #: when the attempt started and ended (epoch seconds)
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class WaitStarted:
+    """A wait was first reached (``kind``: sleep, callback, signal, children); a wait that
+    goes on in a later invocation does not start again.
+
+    ``key`` is its journal key with its child context's path: unique in the turn.
+    """
+
+    task_id: str
+    kind: str
+    name: str
+    key: str
+    turn: int
+    started_at: float
+
+
+@dataclass(frozen=True)
+class WaitEnded:
+    """A wait was answered, in whatever invocation: ``outcome`` ``ok``, ``timeout`` or
+    ``failed`` (with ``error``); ``started_at`` is when it was first reached."""
+
+    task_id: str
+    kind: str
+    name: str
+    key: str
+    turn: int
+    started_at: float
+    ended_at: float
+    outcome: str = "ok"
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextStarted:
+    """A child context was first reached (``kind``: ``context`` for ``ctx.child_context``,
+    ``batch`` for a whole ``ctx.parallel`` or ``ctx.map``, ``item`` for one of its branches or
+    items). ``path`` is where its own steps journal (``claims#0/2/``)."""
+
+    task_id: str
+    kind: str
+    name: str
+    path: str
+    turn: int
+    started_at: float
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class ContextEnded:
+    """A child context finished (``outcome`` ``ok`` or ``failed``, with ``error``), in
+    whatever invocation; ``started_at`` is when it was first reached."""
+
+    task_id: str
+    kind: str
+    name: str
+    path: str
+    turn: int
+    started_at: float
+    ended_at: float
+    outcome: str = "ok"
+    error: str | None = None
+    index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +214,9 @@ class TaskFinished:
     status: str
     error_type: str | None
     error: str | None
+    #: when the task was created and when it finished (epoch seconds)
+    created_at: float = 0.0
+    finished_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +251,18 @@ class Observer:
     def step_ended(self, event: StepEnded) -> None:
         """An attempt of a live step ended."""
 
+    def wait_started(self, event: WaitStarted) -> None:
+        """A wait was first reached."""
+
+    def wait_ended(self, event: WaitEnded) -> None:
+        """A wait was answered."""
+
+    def context_started(self, event: ContextStarted) -> None:
+        """A child context, a batch or one of its items was first reached."""
+
+    def context_ended(self, event: ContextEnded) -> None:
+        """A child context, a batch or one of its items finished."""
+
     def task_parked(self, event: TaskParked) -> None:
         """The task suspended or went waiting."""
 
@@ -138,7 +270,15 @@ class Observer:
         """The task finished."""
 
 
-_STEP_EVENTS = ("step_started", "step_ended")
+#: The events of a turn's inside: the turn calls observers for them only when one wants them.
+_STEP_EVENTS = (
+    "step_started",
+    "step_ended",
+    "wait_started",
+    "wait_ended",
+    "context_started",
+    "context_ended",
+)
 
 
 class Observers:
@@ -156,7 +296,8 @@ class Observers:
 
     @property
     def steps(self) -> bool:
-        """Whether any observer wants step events (else the step path skips them)."""
+        """Whether any observer wants step, wait or context events (else the turn skips
+        them)."""
         return self._steps or (self._then is not None and self._then.steps)
 
     def add(self, observer: Observer) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
 from continuum._define.completion import (
     BatchResult,
@@ -24,11 +25,13 @@ from continuum._define.completion import (
     Item,
     check_concurrency,
 )
+from continuum._define.observers import ContextStarted
 from continuum._fanout.branches import (
     Branch,
     Ended,
     adapter_of,
     check_state,
+    context_ended,
     enter,
     state_of,
     type_of,
@@ -127,10 +130,17 @@ class _Batch:
             entry = self.children.get(index)
             if entry is None:
                 entry = JournalEntry(str(index), branch.name or "item", kind=EntryKind.CONTEXT)
-                entry.partial, entry.children = True, []
+                entry.partial, entry.children, entry.since = True, [], now_s()
                 assert self.entry.children is not None
                 self.entry.children.append(entry)
                 self.children[index] = entry
+                if state.observers is not None:
+                    path = f"{state.path}{self.key}/{index}/"
+                    task_id, turn = state.record.task_id, state.turn
+                    event = ContextStarted(
+                        task_id, "item", entry.name, path, turn, entry.since, index
+                    )
+                    state.emit("context_started", event)
         assert entry.children is not None
         child = runner.child(entry.children, f"{state.path}{self.key}/{index}/", self.halt)
         try:
@@ -165,6 +175,9 @@ class _Batch:
             if ended.error is not None:
                 entry.ok, entry.error, entry.result = False, ended.error, None
             entry.partial, entry.children = False, None
+            state = self.runner.state
+            path = f"{state.path}{self.key}/{index}/"
+            context_ended(state, "item", entry, path, ended.error, index)
         self.items[index] = _item(entry, self.branches[index].name)
 
     def _verdict(self) -> CompletionReason | None:
@@ -203,6 +216,7 @@ class _Batch:
         with state.lock:
             self.entry.result = result.model_dump(mode="json")
             self.entry.partial, self.entry.children = False, None
+            context_ended(state, "batch", self.entry, f"{state.path}{self.key}/")
         return _rebuilt(self.entry.result, self.adapters)
 
 

@@ -23,7 +23,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
+from continuum._define.observers import ContextEnded, ContextStarted
 from continuum._define.steps import return_adapter, stable_name
 from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
@@ -72,10 +74,43 @@ def enter(state: TurnState, label: str, kind: EntryKind) -> tuple[str, JournalEn
                 hint="code between steps must be deterministic",
             )
         return key, entry, not entry.partial
-    state.boundary()
-    entry = JournalEntry(key, label, kind=kind, partial=True, children=[])
+    now = state.boundary()
+    entry = JournalEntry(key, label, kind=kind, partial=True, children=[], since=now)
     state.append(entry)
+    if state.observers is not None:
+        event = ContextStarted(
+            state.record.task_id, kind.value, label, f"{state.path}{key}/", state.turn, now
+        )
+        state.emit("context_started", event)
     return key, entry, False
+
+
+def context_ended(
+    state: TurnState,
+    kind: str,
+    entry: JournalEntry,
+    path: str,
+    error: ErrorInfo | None = None,
+    index: int | None = None,
+) -> None:
+    """Tell the observers a child context, a batch or an item finished (``state``: the one it
+    ran under; ``path``: where its own steps journal)."""
+    if state.observers is None:
+        return
+    now = now_s()
+    event = ContextEnded(
+        state.record.task_id,
+        kind,
+        entry.name,
+        path,
+        state.turn,
+        entry.since or now,
+        now,
+        "ok" if error is None else "failed",
+        error.message if error is not None else None,
+        index,
+    )
+    state.emit("context_ended", event)
 
 
 def state_of(runner: ContextRunner) -> str:
@@ -116,8 +151,10 @@ def child_context(
     before = state_of(runner)
     try:
         value = child.run(fn, args)
-    except Exception:
+    except Exception as exc:
         check_state(runner, before, "child context", key)
+        failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        context_ended(state, "context", entry, child.state.path, failure)
         raise
     finally:
         state.progress = state.progress or child.state.progress
@@ -131,6 +168,7 @@ def child_context(
             typed=typed,
         )
         entry.result, entry.partial, entry.children = result, False, None
+        context_ended(state, "context", entry, child.state.path)
     return from_json(adapter, result)
 
 

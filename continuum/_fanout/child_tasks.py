@@ -120,7 +120,14 @@ class ChildClient(Protocol):
     records: Records
 
     def start_child(
-        self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
+        self,
+        task_name: str,
+        input: Any,
+        task_id: str,
+        parent: ParentLink,
+        *,
+        send: bool,
+        traceparent: str | None = None,
     ) -> str: ...
 
     def cancel(self, task_id: str, reason: str | None = None) -> None: ...
@@ -141,14 +148,24 @@ class ChildTasks:
             self._client = self._make_client()
         return self._client
 
-    def create(self, task_name: str, input: Any, task_id: str, parent: ParentLink) -> bool:
-        """Create a child's record, pending (a second create of the same id is a no-op);
+    def create(
+        self,
+        task_name: str,
+        input: Any,
+        task_id: str,
+        parent: ParentLink,
+        traceparent: str | None = None,
+    ) -> bool:
+        """Create a child's record, pending (a second create of the same id is a no-op),
+        hanging in its parent's trace under ``traceparent``;
         False if the id is held by a task whose record does not name this parent's slot.
         Both this and ``start`` run in the parent's turn: a store or queue error suspends
         it (the next invocation creates or starts again) instead of failing the parent."""
         with _suspend_on_error():
             try:
-                self.client.start_child(task_name, input, task_id, parent, send=False)
+                self.client.start_child(
+                    task_name, input, task_id, parent, send=False, traceparent=traceparent
+                )
             except ChildIdTakenError:
                 return False
         return True

@@ -19,7 +19,9 @@ from typing import Any
 
 from continuum._base.clock import now_s
 from continuum._base.threads import in_parallel
+from continuum._base.trace_ids import task_trace_id, traceparent, wait_span_id
 from continuum._define.completion import BatchResult, Completion, Item, check_concurrency
+from continuum._define.observers import WaitEnded, WaitStarted
 from continuum._fanout.adoption import mark_taken, pass_over_taken, running_again
 from continuum._fanout.child_tasks import (
     CHILD_THREADS,
@@ -79,8 +81,42 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
         # Re-entering the unfinished batch: a cancel delivered here takes its place in the
         # journal, so a replay after a suspension delivers it again (the ids stay in
         # record.children, for the cancel of the children).
-        state.boundary(reopen=entry is not None)
+        now = state.boundary(reopen=entry is not None)
+        if entry is None and state.observers is not None:
+            event = WaitStarted(
+                state.record.task_id, "children", label, state.path + key, state.turn, now
+            )
+            state.emit("wait_started", event)
     return key, entry
+
+
+def _ended(state: TurnState, entry: JournalEntry) -> None:
+    """Tell the observers the children's wait at ``entry`` was answered."""
+    if state.observers is None:
+        return
+    now = now_s()
+    error = entry.error
+    outcome = "ok" if entry.ok else "timeout" if error and "Timeout" in error.type else "failed"
+    event = WaitEnded(
+        state.record.task_id,
+        "children",
+        entry.name,
+        state.path + entry.key,
+        state.turn,
+        entry.since or now,
+        now,
+        outcome,
+        error.message if error is not None else None,
+    )
+    state.emit("wait_ended", event)
+
+
+def _traceparent(state: TurnState, key: str, since: float | None) -> str:
+    """The trace context a child task started at ``key`` hangs under: the span of this wait,
+    in the parent's trace."""
+    record = state.record
+    trace = task_trace_id(record.task_id, record.traceparent if record.parent else None)
+    return traceparent(trace, wait_span_id(record.task_id, record.turn, state.path + key, since))
 
 
 def _name_before_creating(state: TurnState, entry: JournalEntry, batch: ChildBatch) -> None:
@@ -129,7 +165,13 @@ def invoke(
             cid = child_id(task_id, turn=state.record.turn, path=state.path, key=key, index=None)
             deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(
-                key, label, kind=EntryKind.CHILDREN, ref=cid, partial=True, deadline=deadline
+                key,
+                label,
+                kind=EntryKind.CHILDREN,
+                ref=cid,
+                partial=True,
+                deadline=deadline,
+                since=now_s(),
             )
             _name_before_creating(state, entry, ChildBatch(prefix=cid, task_name=task_name))
         if not entry.partial:
@@ -140,11 +182,14 @@ def invoke(
             # creates and starts it again: a no-op, a fenced duplicate.
             starter = _starter(runner)
             link = ParentLink(task_id=task_id, batch=cid)
-            if not starter.create(task_name, input, cid, link):
+            if not starter.create(
+                task_name, input, cid, link, _traceparent(state, key, entry.since)
+            ):
                 mark_taken(state, cid, [cid])
                 entry.ok, entry.partial, entry.cursor = False, False, None
                 entry.error = starter.report_taken(link, cid)
                 state.progress = True
+                _ended(state, entry)
                 return _outcome(entry, task_id)
             starter.start(cid)
             entry.cursor = {"started": True}
@@ -159,6 +204,7 @@ def invoke(
                 )
             entry.partial, entry.cursor = False, None
             state.progress = True
+            _ended(state, entry)
             return _outcome(entry, task_id)
         if entry.deadline is not None and now_s() >= entry.deadline:
             _starter(runner).cancel([cid], f"its parent {task_id} stopped waiting for it")
@@ -166,6 +212,7 @@ def invoke(
             entry.error = ErrorInfo(
                 type="ChildTaskTimeout", message=f"child task {cid} did not finish in time"
             )
+            _ended(state, entry)
             return _outcome(entry, task_id)
         waiter = Waiter(
             kind=WaitKind.CHILD, name=label, id=cid, deadline=epoch_to_datetime(entry.deadline)
@@ -215,6 +262,7 @@ def map_tasks(
                 ref=prefix,
                 partial=True,
                 cursor={"created": 0, "started": 0},
+                since=now_s(),
             )
             batch = ChildBatch(prefix=prefix, task_name=task_name, count=n, single=False)
             _name_before_creating(state, entry, batch)
@@ -234,6 +282,7 @@ def map_tasks(
             _starter(runner).cancel(unfinished, f"batch {label} of {task_id} decided")
         entry.result, entry.partial, entry.cursor = result.model_dump(mode="json"), False, None
         state.progress = True
+        _ended(state, entry)
         return result
 
 
@@ -253,6 +302,8 @@ def _create_children(
     created = int(progress.get("created", 0))
     taken: set[int] = set(progress.get("taken", []))
 
+    trace = _traceparent(state, entry.key, entry.since)
+
     def link_of(i: int) -> ParentLink:
         successor = f"{prefix}.{i + limit}" if limit is not None and i + limit < n else None
         return ParentLink(
@@ -270,7 +321,7 @@ def _create_children(
         runner.steps.check_work(stats_name)
 
         def create(i: int) -> bool:
-            return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i))
+            return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i), trace)
 
         started = time.monotonic()
         with state.unlocked():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -64,16 +65,28 @@ class Client(Mail, Steering):
         self.settings = settings or Settings()
 
     def start_child(
-        self, task_name: str, input: Any, task_id: str, parent: ParentLink, *, send: bool
+        self,
+        task_name: str,
+        input: Any,
+        task_id: str,
+        parent: ParentLink,
+        *,
+        send: bool,
+        traceparent: str | None = None,
     ) -> str:
         """Start a child task (``ctx.invoke``, ``ctx.map_tasks``); ``send=False`` only creates
-        its record, pending (its predecessor or its parent starts it)."""
-        return self._start(task_name, input, task_id, parent=parent, send=send)
+        its record, pending (its predecessor or its parent starts it); ``traceparent``: the
+        parent's span it hangs under."""
+        return self._start(
+            task_name, input, task_id, parent=parent, send=send, traceparent=traceparent
+        )
 
     def start(self, task_name: str, input: Any, task_id: str | None = None) -> str:
         """Start ``task_name`` with ``input`` as its initial state; return the task id.
 
         Starting the same ``task_id`` again starts nothing new and returns the same id.
+        Called inside an OpenTelemetry span, the record keeps that span's W3C trace context,
+        and the task's trace links to it.
 
         Raises:
             UnknownTaskError: the app has no task of that name.
@@ -81,7 +94,7 @@ class Client(Mail, Steering):
             InvalidTaskIdError: the id is not a safe S3 key segment.
             PayloadTooLargeError: the input is over the app's ``max_state_bytes``.
         """
-        return self._start(task_name, input, task_id)
+        return self._start(task_name, input, task_id, traceparent=caller_traceparent())
 
     def _start(
         self,
@@ -91,6 +104,7 @@ class Client(Mail, Steering):
         *,
         parent: ParentLink | None = None,
         send: bool = True,
+        traceparent: str | None = None,
     ) -> str:
         if self.registry is None:
             raise ConfigurationError("this client has no task registry; use app.client()")
@@ -110,6 +124,7 @@ class Client(Mail, Steering):
             state_version=task.version,
             parent=parent,
             max_value_bytes=self.settings.max_state_bytes,
+            traceparent=traceparent,
         )
         try:
             self.records.create(record)
@@ -209,3 +224,16 @@ class Client(Mail, Steering):
                 task_id=task_id,
             ) from exc
         return model_to_json(model, what=f"the input of task {task.name!r}", task_id=task_id)
+
+
+def caller_traceparent() -> str | None:
+    """The W3C ``traceparent`` of the OpenTelemetry span open around this call, if any
+    (OpenTelemetry is the user's: read only when their code loaded it)."""
+    if "opentelemetry.trace" not in sys.modules:
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"

@@ -156,6 +156,9 @@ class JournalEntry:
     started: bool = False
     #: a child context's (or a batch's) own journal, while it is not done.
     children: "list[JournalEntry] | None" = None
+    #: when a step's first attempt started, a wait or a child context was first reached
+    #: (epoch s): the true start of what outlives an invocation, for traces.
+    since: float | None = None
 
 
 def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
@@ -274,6 +277,9 @@ class TaskRecord(KeepsUnknownFields):
     #: task started.
     parent: ParentLink | None = None
     children: list[ChildBatch] = []
+    #: a W3C trace context: a child task's spans hang under this span (the parent's wait that
+    #: started it); another task's trace links to it (the caller's span around client.start).
+    traceparent: str | None = None
 
     def blob_refs(self) -> list[BlobRef]:
         """Every blob this record points at."""

@@ -34,9 +34,12 @@ def raised(
     attempt: int,
     wall: float,
     exc: Exception,
+    *,
+    since: float | None = None,
 ) -> JournalEntry:
     """Attempt ``attempt`` raised ``exc``: schedule the next (its journal entry is returned,
-    to be reopened when it starts), or fail the step."""
+    to be reopened when it starts), or fail the step. ``since``: when its first attempt
+    started."""
     options = step.options
     elapsed = timed(stats, started)
     error = ErrorInfo(
@@ -47,10 +50,19 @@ def raised(
     )
     retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
     outcome = "retry" if retrying else "failed"
-    state.log_step(key, wall, elapsed, attempt, outcome, name=options.name, error_type=error.type)
+    state.log_step(
+        key,
+        wall,
+        elapsed,
+        attempt,
+        outcome,
+        name=options.name,
+        error_type=error.type,
+        error=error.message,
+    )
     if not retrying:
         raise failed(state, step, key, attempt, elapsed, error) from exc
-    return retry_later(state, step, key, stats, error, attempt, elapsed)
+    return retry_later(state, step, key, stats, error, attempt, elapsed, since=since)
 
 
 def interrupted(
@@ -71,7 +83,7 @@ def interrupted(
     )
     if marker.attempts > step.options.retries:
         raise failed(state, step, key, marker.attempts, 0.0, error)
-    return retry_later(state, step, key, stats, error, marker.attempts, 0.0)
+    return retry_later(state, step, key, stats, error, marker.attempts, 0.0, since=marker.since)
 
 
 def retry_later(
@@ -82,9 +94,12 @@ def retry_later(
     error: ErrorInfo,
     attempts: int,
     elapsed: float,
+    *,
+    since: float | None = None,
 ) -> JournalEntry:
     """Journal that attempt ``attempts`` failed and when the next may start (after the
-    step's backoff, doubled per attempt), and wait for it."""
+    step's backoff, doubled per attempt), and wait for it. ``since``: when its first
+    attempt started."""
     retry = JournalEntry(
         key,
         step.name,
@@ -94,6 +109,7 @@ def retry_later(
         attempts=attempts,
         duration_s=elapsed,
         retry_at=now_s() + step.options.backoff_s * 2 ** (attempts - 1),
+        since=since,
     )
     state.append(retry)
     await_retry(state, key, stats, retry)
@@ -126,12 +142,21 @@ def paused(
     attempt: int,
     wall: float,
     cursor: Any,
+    *,
+    since: float | None = None,
 ) -> Suspend:
-    """The step paused itself at ``cursor``: journal it, and suspend (returned, to raise)."""
+    """The step paused itself at ``cursor``: journal it, and suspend (returned, to raise).
+    ``since``: when its first attempt started."""
     elapsed = timed(stats, started)
     state.append(
         JournalEntry(
-            key, step.name, attempts=attempt, duration_s=elapsed, partial=True, cursor=cursor
+            key,
+            step.name,
+            attempts=attempt,
+            duration_s=elapsed,
+            partial=True,
+            cursor=cursor,
+            since=since,
         )
     )
     state.log_step(key, wall, elapsed, attempt, "paused", name=step.name)

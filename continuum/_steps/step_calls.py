@@ -96,13 +96,16 @@ class StepCaller:
         if resume is not None:
             attempt, cursor, pending = self._resume(step, key, stats, resume)
             wall = now_s()  # after any backoff slept
+        first = wall if resume is None or resume.since is None else resume.since
         while True:
             attempt += 1
             self._check_budget(options.name, stats, preemptible=options.preemptible)
             if pending is not None or state.record.recovering or options.at_most_once:
                 pending, wall = self._begin(step, key, attempt, pending, wall)
             if state.observers is not None:
-                state.step_started(key, options.name, attempt)
+                state.step_started(
+                    key, options.name, attempt, wall, replay=resume is not None, first=first
+                )
             record = state.record
             state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
             state.active_cursor = cursor
@@ -124,11 +127,11 @@ class StepCaller:
             except Paused as pause:
                 unmark(state, pending)
                 raise paused(
-                    state, step, key, stats, started, attempt, wall, pause.cursor
+                    state, step, key, stats, started, attempt, wall, pause.cursor, since=first
                 ) from None
             except Exception as exc:
                 unmark(state, pending)
-                pending = raised(state, step, key, stats, started, attempt, wall, exc)
+                pending = raised(state, step, key, stats, started, attempt, wall, exc, since=first)
                 wall = now_s()  # the backoff is over: the next attempt starts now
                 continue
             finally:
@@ -221,7 +224,7 @@ class StepCaller:
         state.journal.append(entry)
         state.progress = True
         if state.invocation is not None or state.observers is not None:
-            state.log_step(key, wall, elapsed, attempt, "ok", name=name)
+            state.log_step(key, wall, elapsed, attempt, "ok", name=name, result=result)
         record.counters.steps_executed += 1
         if step.options.effect or time.monotonic() - state.last_save >= state.persist_every_s:
             state.save()

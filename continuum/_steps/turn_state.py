@@ -234,11 +234,22 @@ class TurnState:
 
     # -- what a live step tells ------------------------------------------------------------------
 
-    def step_started(self, key: str, name: str, attempt: int) -> None:
-        """Tell the observers a live step's attempt starts."""
+    def step_started(
+        self, key: str, name: str, attempt: int, wall: float, *, replay: bool, first: float
+    ) -> None:
+        """Tell the observers a live step's attempt starts (at ``wall``; its first attempt
+        at ``first``; ``replay``: an earlier invocation began the step)."""
         if self.observers is not None:
-            event = StepStarted(self.record.task_id, key, name, self.record.turn, attempt)
+            record = self.record
+            event = StepStarted(
+                record.task_id, key, name, record.turn, attempt, replay, wall, first, self.path
+            )
             self.observers.emit("step_started", event)
+
+    def emit(self, event_name: str, event: Any) -> None:
+        """Tell the observers of a wait or a child context (when one wants such events)."""
+        if self.observers is not None:
+            self.observers.emit(event_name, event)
 
     def log_step(
         self,
@@ -250,9 +261,11 @@ class TurnState:
         *,
         name: str = "",
         error_type: str | None = None,
+        error: str | None = None,
+        result: Any = None,
     ) -> None:
         """Note a live step's attempt in this invocation's history (saved with the next
-        write), and tell the observers."""
+        write), and tell the observers (``error``: its message; ``result``: its JSON)."""
         turn = self.record.turn
         if self.invocation is not None:
             # A child context's steps keep its path ("claims#0/2/check#0"): the same step in
@@ -262,7 +275,19 @@ class TurnState:
             )
         if self.observers is not None:
             event = StepEnded(
-                self.record.task_id, key, name, turn, attempts, outcome, duration_s, error_type
+                self.record.task_id,
+                key,
+                name,
+                turn,
+                attempts,
+                outcome,
+                duration_s,
+                error_type,
+                error,
+                result,
+                started,
+                started + duration_s,
+                self.path,
             )
             self.observers.emit("step_ended", event)
 

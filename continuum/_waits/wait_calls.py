@@ -20,6 +20,7 @@ from typing import Any
 from continuum._base.clock import now_s
 from continuum._define import callbacks
 from continuum._define.callbacks import Callback
+from continuum._define.observers import WaitEnded, WaitStarted
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import (
     Duration,
@@ -50,10 +51,12 @@ INBOX_FRESH_S = 2.0
 class WaitCaller:
     """The waits of one turn or child context, on its state."""
 
-    __slots__ = ("state",)
+    __slots__ = ("reached_at", "state")
 
     def __init__(self, state: TurnState) -> None:
         self.state = state
+        #: when the wait being entered was first reached (epoch s; 0: it was reached earlier).
+        self.reached_at = 0.0
 
     @property
     def task_id(self) -> str:
@@ -89,9 +92,12 @@ class WaitCaller:
         key = self.state.journal.key_for(name, None)
         entry = self.state.journal.replay(name, key)
         if entry is None or entry.partial:
-            self.state.boundary(reopen=entry is not None)  # a wait reached live is a boundary
+            now = self.state.boundary(reopen=entry is not None)  # a wait reached live is one
+            self.reached_at = 0.0 if entry is not None else now
             if entry is not None:
                 self.state.journal.reopen()
+            elif kind != EntryKind.CALLBACK and self.state.observers is not None:
+                self.state.emit("wait_started", wait_event(self.state, kind, name, key, now))
         elif entry.kind != kind:
             raise ContinuumError(
                 f"turn {self.state.record.turn} reached a {kind.value} wait where the journal "
@@ -104,9 +110,13 @@ class WaitCaller:
     def _done(self, entry: JournalEntry) -> None:
         entry.partial = False
         self.state.append(entry)
+        if entry.kind != EntryKind.CALLBACK and self.state.observers is not None:
+            self.state.emit("wait_ended", wait_ended(self.state, entry, self.reached_at))
 
     def _wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
         """Leave the unanswered wait in the journal and unwind the turn to wait."""
+        if entry.since is None:
+            entry.since = self.reached_at or None
         entry.partial = True
         self.state.journal.append(entry)
         return self.state.unwind(Wait([waiter], reason))
@@ -294,6 +304,34 @@ class WaitCaller:
                 self._listing_fresh()
         waiter = Waiter(kind=WaitKind.SIGNAL, name=name, deadline=epoch_to_datetime(entry.deadline))
         raise self._wait(entry, waiter, f"waiting for signal {name!r}")
+
+
+def wait_event(state: TurnState, kind: EntryKind, label: str, key: str, now: float) -> WaitStarted:
+    """The event of a wait first reached at ``now``."""
+    name = label.removesuffix(".result") if kind == EntryKind.CALLBACK_RESULT else label
+    kind_name = "callback" if kind == EntryKind.CALLBACK_RESULT else kind.value
+    return WaitStarted(state.task_id, kind_name, name, state.path + key, state.turn, now)
+
+
+def wait_ended(state: TurnState, entry: JournalEntry, reached_at: float) -> WaitEnded:
+    """The event of a wait answered now (``reached_at``: when it was reached, if in this call)."""
+    now = now_s()
+    kind = EntryKind(entry.kind)
+    started = entry.since or reached_at or now
+    event = wait_event(state, kind, entry.name, entry.key, started)
+    error = entry.error
+    outcome = "ok" if error is None else "timeout" if "Timeout" in error.type else "failed"
+    return WaitEnded(
+        event.task_id,
+        event.kind,
+        event.name,
+        event.key,
+        event.turn,
+        started,
+        now,
+        outcome,
+        error.message if error is not None else None,
+    )
 
 
 def _failure(error_type: str | None, message: str | None) -> ErrorInfo:

@@ -269,6 +269,8 @@ class Endings:
                 status=record.status.value,
                 error_type=record.error.type if record.error else None,
                 error=record.error.message if record.error else None,
+                created_at=record.created_at.timestamp(),
+                finished_at=(record.finished_at or record.updated_at).timestamp(),
             ),
         )
         if error is not None:

@@ -11,10 +11,17 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from continuum._define.observers import InvocationEnded, InvocationStarted, Observers
+from continuum._base.clock import now_s
+from continuum._define.observers import (
+    CrashedInvocation,
+    InvocationEnded,
+    InvocationStarted,
+    Observers,
+)
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildTasks
 from continuum._record.continuation import Continuation
+from continuum._record.history import RunOutcome
 from continuum._record.inbox import Listing
 from continuum._record.model import ErrorInfo, Status
 from continuum._record.persistence import Records
@@ -77,6 +84,7 @@ class Invocation:
                 turn=record.turn,
                 message=message.kind if message.reason != "start" else "start",
                 first=record.counters.invocations == 1,
+                **started_facts(claim),
             ),
         )
         if record.state_version < task.version:
@@ -96,6 +104,10 @@ class Invocation:
                 duration_s=claim.clock.elapsed_s(),
                 steps_executed=run.steps_executed if run else 0,
                 steps_replayed=run.steps_replayed if run else 0,
+                number=record.counters.invocations,
+                request_id=claim.lease.owner,
+                started_at=run.started_at.timestamp() if run else 0.0,
+                ended_at=now_s(),
             ),
         )
         return ended
@@ -166,3 +178,26 @@ class Invocation:
                     limit=task.max_continuations,
                 )
         raise AssertionError(f"unknown outcome {outcome!r}")  # pragma: no cover
+
+
+def started_facts(claim: Claim) -> dict[str, Any]:
+    """What an invocation's start tells beyond the message: its number and request id, when
+    the task was created and this claim made, its trace context, and the invocation before
+    it if that one died holding the task."""
+    record, run = claim.record, claim.run
+    crashed = None
+    history = record.history
+    if len(history) >= 2 and history[-1] is run and history[-2].outcome == RunOutcome.CRASHED:
+        dead = history[-2]
+        started = dead.started_at.timestamp()
+        seen = max((s.started + s.duration_s for s in dead.steps), default=started)
+        crashed = CrashedInvocation(dead.number, dead.request_id, started, max(seen, started))
+    return {
+        "number": record.counters.invocations,
+        "request_id": claim.lease.owner,
+        "created_at": record.created_at.timestamp(),
+        "started_at": run.started_at.timestamp() if run is not None else now_s(),
+        "traceparent": record.traceparent,
+        "parent_id": record.parent.task_id if record.parent is not None else None,
+        "crashed": crashed,
+    }

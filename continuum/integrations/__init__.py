@@ -4,5 +4,8 @@
 pydantic-ai's durable operations (a model request, a tool call) is a step, and a tool that needs
 a person's yes waits on a callback.
 
+``opentelemetry``: OpenTelemetry traces of tasks (``continuum-lambda[otel]``): ``Tracing``, an
+observer that makes one trace per task across its invocations and child tasks.
+
 May import: errors, _base, _define, _steps, _turn.
 """

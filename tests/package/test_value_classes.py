@@ -13,6 +13,9 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import (
+    ContextEnded,
+    ContextStarted,
+    CrashedInvocation,
     InvocationEnded,
     InvocationStarted,
     MessageHandled,
@@ -23,11 +26,16 @@ from continuum import (
     Task,
     TaskFinished,
     TaskParked,
+    WaitEnded,
+    WaitStarted,
 )
 from tests.support import Counters, JournalEntry, StepRun, StepStats, Usage
 
 VALUE_CLASSES = [
+    ContextEnded,
+    ContextStarted,
     Counters,
+    CrashedInvocation,
     InvocationEnded,
     InvocationStarted,
     JournalEntry,
@@ -40,6 +48,8 @@ VALUE_CLASSES = [
     TaskFinished,
     TaskParked,
     Usage,
+    WaitEnded,
+    WaitStarted,
 ]
 
 

@@ -1,0 +1,125 @@
+"""Tracing overhead: what ``Tracing`` adds to a step, side by side with the same loop untraced.
+
+The task of ``step_overhead`` (no-op steps, ``STEPS_PER_TURN`` a turn) runs through the real
+``TurnLoop`` in memory, once with no observer and once with
+``continuum.integrations.opentelemetry.Tracing`` on an SDK ``TracerProvider`` whose span
+processor hands each span to an ``InMemorySpanExporter`` (so the figure counts making and
+ending the spans, not a network export, which a ``BatchSpanProcessor`` does on its own
+thread). Repeats are interleaved and the medians reported, in microseconds per step. Each
+traced run must have produced a step span and an attempt span for every step, and the
+untraced run none, or the figure is ``Mismeasured``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from benchmarks import check, emit, median
+from benchmarks.step_overhead import STEPS_PER_TURN, build
+from continuum._base.clock import now_s
+from continuum._define.observers import InvocationEnded, InvocationStarted, Observers
+from continuum._record.model import TaskRecord
+from continuum._steps.budget import Budget
+from continuum._turn.loop import Returned, TurnLoop
+
+
+def tracing() -> tuple[Observers, Any]:
+    """Observers holding a Tracing on a provider of its own, and that provider's exporter."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from continuum.integrations.opentelemetry import Tracing
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observers = Observers()
+
+    class Quiet:  # the log keys: Powertools' logger is not what this measures
+        def append_keys(self, **keys: Any) -> None: ...
+
+        def remove_keys(self, keys: list[str]) -> None: ...
+
+    observers.add(Tracing(tracer_provider=provider, logger=Quiet()))
+    return observers, exporter
+
+
+def run(task: Any, steps: int, observers: Observers | None) -> float:
+    """Seconds of one invocation of the task, which runs ``steps`` steps live."""
+    record = TaskRecord(task_id="bench", task_name="spin", state={})
+    loop = TurnLoop(
+        task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf, observers=observers
+    )
+    started = time.perf_counter()
+    if observers is not None:
+        now = now_s()
+        observers.emit(
+            "invocation_started",
+            InvocationStarted("bench", "spin", 0, 0, "start", True, 1, "req", now, now),
+        )
+    outcome = loop.run()
+    if observers is not None:
+        ended = InvocationEnded("bench", "spin", "succeeded", 0.0, steps, 0, 1, "req", now, now_s())
+        observers.emit("invocation_ended", ended)
+    elapsed = time.perf_counter() - started
+    check(isinstance(outcome, Returned), f"the task ended {outcome!r}")
+    check(record.counters.steps_executed == steps, "not every step ran live")
+    return elapsed
+
+
+def main(quick: bool = False) -> None:
+    turns, repeats = (5, 3) if quick else (50, 9)
+    task, _ = build(turns, STEPS_PER_TURN)
+    steps = turns * STEPS_PER_TURN
+    observers, exporter = tracing()
+    run(task, steps, None)  # warm up
+    run(task, steps, observers)
+    plain, traced = [], []
+    for _ in range(repeats):  # interleaved
+        exporter.clear()
+        plain.append(run(task, steps, None))
+        check(not exporter.get_finished_spans(), "the untraced run made spans")
+        traced.append(run(task, steps, observers))
+        spans = exporter.get_finished_spans()
+        made = sum(s.name == "noop" for s in spans), sum(s.name == "noop attempt 1" for s in spans)
+        check(made == (steps, steps), f"{made} step and attempt spans for {steps} steps")
+    without, with_tracing = 1e6 * median(plain) / steps, 1e6 * median(traced) / steps
+    emit("tracing_overhead.without_tracing", without, "us/step")
+    emit("tracing_overhead.with_tracing", with_tracing, "us/step")
+    emit("tracing_overhead.added", with_tracing - without, "us/step")
+    # A step makes two spans (the step and its attempt): the SDK's own cost of one, on this
+    # machine now, says how much of the added time is OpenTelemetry's.
+    emit("tracing_overhead.sdk_span", 1e6 * sdk_span_s(steps), "us/span")
+
+
+def sdk_span_s(count: int) -> float:
+    """Median seconds to start and end one span with attributes and a link on an SDK tracer
+    with the same processor and exporter."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Link
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench")
+    link = [Link(tracer.start_span("invocation").get_span_context())]
+    attributes = {"continuum.task.id": "bench", "continuum.step.key": "noop#0"}
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        for _ in range(count):
+            tracer.start_span("noop", attributes=attributes, links=link).end()
+        times.append((time.perf_counter() - started) / count)
+    check(len(exporter.get_finished_spans()) == 5 * count, "the SDK did not end every span")
+    return median(times)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(quick="--quick" in sys.argv)

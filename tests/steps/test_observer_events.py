@@ -1,0 +1,158 @@
+"""The observer events carry what tracing needs: waits and child contexts start and end, a
+step's start says whether an earlier invocation began it, its end carries its result or its
+error and its times, invocations their request id and the task's creation time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from continuum import Continuum, Observer, TaskContext
+from continuum._define.observers import (
+    ContextEnded,
+    ContextStarted,
+    InvocationEnded,
+    InvocationStarted,
+    StepEnded,
+    StepStarted,
+    TaskFinished,
+    WaitEnded,
+    WaitStarted,
+)
+from continuum.testing import TaskRunner
+
+
+class Plan(BaseModel):
+    items: list[int] = [1, 2, 3]
+
+
+class Recorder(Observer):
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def invocation_started(self, event: InvocationStarted) -> None:
+        self.events.append(event)
+
+    def invocation_ended(self, event: InvocationEnded) -> None:
+        self.events.append(event)
+
+    def step_started(self, event: StepStarted) -> None:
+        self.events.append(event)
+
+    def step_ended(self, event: StepEnded) -> None:
+        self.events.append(event)
+
+    def wait_started(self, event: WaitStarted) -> None:
+        self.events.append(event)
+
+    def wait_ended(self, event: WaitEnded) -> None:
+        self.events.append(event)
+
+    def context_started(self, event: ContextStarted) -> None:
+        self.events.append(event)
+
+    def context_ended(self, event: ContextEnded) -> None:
+        self.events.append(event)
+
+    def task_finished(self, event: TaskFinished) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def test_waits_start_once_and_end_when_answered_with_their_real_duration():
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    @app.task(state=Plan)
+    def patient(ctx: TaskContext[Plan]) -> Any:
+        ctx.sleep(3600, name="nap")
+        cb = ctx.create_callback("approval")
+        answer = cb.result()
+        signal = ctx.wait_for_signal("go")
+        return [answer, signal.payload if signal else None]
+
+    with TaskRunner(app, budget_s=30) as runner:
+        task = runner.run("patient", {})
+        task.callback("approval").complete("yes")
+        task.signal("go", 7)
+        task.run_until_done()
+        assert task.result == ["yes", 7]
+    started = [(e.kind, e.name, e.key) for e in seen.of(WaitStarted)]
+    ended = [(e.kind, e.name, e.key, e.outcome) for e in seen.of(WaitEnded)]
+    assert started == [
+        ("sleep", "nap", "nap#0"),
+        ("callback", "approval", "approval.result#2"),
+        ("signal", "signal.go", "signal.go#3"),
+    ]
+    assert ended == [(*s, "ok") for s in started]
+    nap = seen.of(WaitEnded)[0]
+    assert 3600 <= nap.ended_at - nap.started_at < 3700
+
+
+def test_child_contexts_batches_and_their_items_start_and_end():
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    @app.step
+    def double(i: int) -> int:
+        return 2 * i
+
+    @app.task(state=Plan)
+    def fan(ctx: TaskContext[Plan]) -> Any:
+        block = ctx.child_context(lambda c: double(5), name="block")
+        batch = ctx.map(ctx.state.items, lambda c, item, index: double(item), name="each")
+        return [block, batch.values()]
+
+    with TaskRunner(app) as runner:
+        assert runner.run("fan", {}).result == [10, [2, 4, 6]]
+    started = sorted((e.kind, e.path, e.index) for e in seen.of(ContextStarted))
+    assert started == [
+        ("batch", "each#1/", None),
+        ("context", "block#0/", None),
+        ("item", "each#1/0/", 0),
+        ("item", "each#1/1/", 1),
+        ("item", "each#1/2/", 2),
+    ]
+    ended = sorted((e.kind, e.path, e.outcome) for e in seen.of(ContextEnded))
+    assert ended == [(k, p, "ok") for k, p, _ in started]
+    paths = sorted(e.path for e in seen.of(StepEnded))
+    assert paths == ["block#0/", "each#1/0/", "each#1/1/", "each#1/2/"]
+
+
+def test_a_step_resumed_in_a_later_invocation_starts_as_a_replay_with_its_first_start():
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+    calls: list[int] = []
+
+    @app.step(retries=1, backoff_s=600)
+    def book() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("down")
+        return "booked"
+
+    @app.task(state=Plan)
+    def trip(ctx: TaskContext[Plan]) -> str:
+        return book()
+
+    with TaskRunner(app, budget_s=30) as runner:
+        task = runner.run("trip", {})
+        assert task.result == "booked"
+    first, second = seen.of(StepStarted)
+    assert (first.replay, second.replay) == (False, True)
+    assert second.first_started_at == first.started_at
+    assert second.started_at - first.started_at >= 600
+    failed, ok = seen.of(StepEnded)
+    assert (failed.outcome, failed.error_type, failed.error) == ("retry", "ConnectionError", "down")
+    assert (ok.outcome, ok.result, ok.error) == ("ok", "booked", None)
+    assert ok.ended_at >= ok.started_at == second.started_at
+    starts = seen.of(InvocationStarted)
+    assert [s.number for s in starts] == [1, 2]
+    assert all(s.request_id for s in starts)
+    assert {s.created_at for s in starts} == {seen.of(TaskFinished)[0].created_at}
+    ends = seen.of(InvocationEnded)
+    assert [e.outcome for e in ends] == ["suspended", "succeeded"]
+    assert all(e.ended_at >= e.started_at > 0 for e in ends)
