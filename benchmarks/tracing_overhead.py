@@ -19,7 +19,8 @@ from typing import Any
 from benchmarks import check, emit, median
 from benchmarks.step_overhead import STEPS_PER_TURN, build
 from continuum._base.clock import now_s
-from continuum._define.observers import InvocationEnded, InvocationStarted, Observers
+from continuum._define.events import InvocationEnded, InvocationStarted
+from continuum._define.observers import Observers
 from continuum._record.model import TaskRecord
 from continuum._steps.budget import Budget
 from continuum._turn.loop import Returned, TurnLoop

@@ -8,21 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from continuum._app.app import Continuum
 from continuum._define.callbacks import Callback
-from continuum._define.observers import (
-    ContextEnded,
-    ContextStarted,
-    CrashedInvocation,
-    InvocationEnded,
-    InvocationStarted,
-    MessageHandled,
-    Observer,
-    StepEnded,
-    StepStarted,
-    TaskFinished,
-    TaskParked,
-    WaitEnded,
-    WaitStarted,
-)
+from continuum._define.observers import MessageHandled, Observer
 from continuum._define.settings import Settings
 from continuum._define.steps import Step, StepOptions
 from continuum._record.model import Status, TaskRecord
@@ -135,9 +121,40 @@ __all__ = [
 
 if TYPE_CHECKING:
     from continuum._define.completion import BatchResult, Completion, Item
+    from continuum._define.events import (
+        ContextEnded,
+        ContextStarted,
+        CrashedInvocation,
+        InvocationEnded,
+        InvocationStarted,
+        StepEnded,
+        StepStarted,
+        TaskFinished,
+        TaskParked,
+        WaitEnded,
+        WaitStarted,
+    )
     from continuum._ops.client import Client
     from continuum._ops.schedule_sync import sync_schedules
     from continuum._ops.status import TaskStatus
+
+
+#: The observer events a worker builds only when an observer wants them (``_define.events``).
+_EVENTS = frozenset(
+    {
+        "ContextEnded",
+        "ContextStarted",
+        "CrashedInvocation",
+        "InvocationEnded",
+        "InvocationStarted",
+        "StepEnded",
+        "StepStarted",
+        "TaskFinished",
+        "TaskParked",
+        "WaitEnded",
+        "WaitStarted",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -159,4 +176,8 @@ def __getattr__(name: str) -> Any:
         from continuum._define import completion
 
         return getattr(completion, name)
+    if name in _EVENTS:
+        from continuum._define import events
+
+        return getattr(events, name)
     raise AttributeError(f"module 'continuum' has no attribute {name!r}")

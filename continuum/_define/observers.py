@@ -23,200 +23,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from continuum._define.events import (
+        ContextEnded,
+        ContextStarted,
+        InvocationEnded,
+        InvocationStarted,
+        StepEnded,
+        StepStarted,
+        TaskFinished,
+        TaskParked,
+        WaitEnded,
+        WaitStarted,
+    )
 
 logger = logging.getLogger("continuum._define.observers")
-
-
-@dataclass(frozen=True)
-class InvocationStarted:
-    """A worker claimed the task: an invocation of it begins."""
-
-    task_id: str
-    task_name: str
-    generation: int
-    turn: int
-    #: the message's kind: start, continue, timer, wake
-    message: str
-    #: this is the first invocation of this task
-    first: bool
-    #: its number among the task's invocations (1: the first)
-    number: int = 0
-    #: the Lambda request id of this invocation (the lease's owner)
-    request_id: str | None = None
-    #: when the task was created, and when this invocation claimed it (epoch seconds)
-    created_at: float = 0.0
-    started_at: float = 0.0
-    #: the W3C ``traceparent`` the record holds: the span that started a child task, or the
-    #: caller's span around ``client.start`` (see ``parent_id``)
-    traceparent: str | None = None
-    #: the parent task of a child task (``ctx.invoke``, ``ctx.map_tasks``)
-    parent_id: str | None = None
-    #: the invocation before this one died holding the task (this claim found it running)
-    crashed: CrashedInvocation | None = None
-
-
-@dataclass(frozen=True)
-class CrashedInvocation:
-    """An invocation whose worker died holding the task, as the next claim found it."""
-
-    number: int
-    request_id: str | None
-    #: when it claimed the task, and the last time it was known to work (epoch seconds)
-    started_at: float
-    last_seen_at: float
-
-
-@dataclass(frozen=True)
-class InvocationEnded:
-    """The invocation's hold on the task ended (``outcome``: the worker's outcome)."""
-
-    task_id: str
-    task_name: str
-    outcome: str
-    duration_s: float
-    steps_executed: int
-    steps_replayed: int
-    #: its number among the task's invocations, and its Lambda request id
-    number: int = 0
-    request_id: str | None = None
-    #: when it claimed the task and when its hold ended (epoch seconds)
-    started_at: float = 0.0
-    ended_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class StepStarted:
-    """An attempt of a live step starts (replayed steps send no events).
-
-    ``replay`` is true in an invocation that resumes the step (its earlier attempts, or a
-    paused attempt, ran in an earlier invocation); ``first_started_at`` is when its first
-    attempt started, in whatever invocation.
-    """
-
-    task_id: str
-    key: str
-    name: str
-    turn: int
-    attempt: int
-    replay: bool = False
-    #: when this attempt starts, and when the step's first attempt started (epoch seconds)
-    started_at: float = 0.0
-    first_started_at: float = 0.0
-    #: the child context it runs in ("" in the turn itself; "claims#0/2/" in a map item)
-    path: str = ""
-
-
-@dataclass(frozen=True)
-class StepEnded:
-    """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused`` or
-    ``preempted``; ``error_type`` names what it raised."""
-
-    task_id: str
-    key: str
-    name: str
-    turn: int
-    attempt: int
-    outcome: str
-    duration_s: float
-    error_type: str | None = None
-    #: what the attempt raised (its message), when it did not return
-    error: str | None = None
-    #: the value it returned, as journaled (JSON), when ``outcome`` is ``ok``
-    result: Any = None
-    #: when the attempt started and ended (epoch seconds)
-    started_at: float = 0.0
-    ended_at: float = 0.0
-    path: str = ""
-
-
-@dataclass(frozen=True)
-class WaitStarted:
-    """A wait was first reached (``kind``: sleep, callback, signal, children); a wait that
-    goes on in a later invocation does not start again.
-
-    ``key`` is its journal key with its child context's path: unique in the turn.
-    """
-
-    task_id: str
-    kind: str
-    name: str
-    key: str
-    turn: int
-    started_at: float
-
-
-@dataclass(frozen=True)
-class WaitEnded:
-    """A wait was answered, in whatever invocation: ``outcome`` ``ok``, ``timeout`` or
-    ``failed`` (with ``error``); ``started_at`` is when it was first reached."""
-
-    task_id: str
-    kind: str
-    name: str
-    key: str
-    turn: int
-    started_at: float
-    ended_at: float
-    outcome: str = "ok"
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ContextStarted:
-    """A child context was first reached (``kind``: ``context`` for ``ctx.child_context``,
-    ``batch`` for a whole ``ctx.parallel`` or ``ctx.map``, ``item`` for one of its branches or
-    items). ``path`` is where its own steps journal (``claims#0/2/``)."""
-
-    task_id: str
-    kind: str
-    name: str
-    path: str
-    turn: int
-    started_at: float
-    index: int | None = None
-
-
-@dataclass(frozen=True)
-class ContextEnded:
-    """A child context finished (``outcome`` ``ok`` or ``failed``, with ``error``), in
-    whatever invocation; ``started_at`` is when it was first reached."""
-
-    task_id: str
-    kind: str
-    name: str
-    path: str
-    turn: int
-    started_at: float
-    ended_at: float
-    outcome: str = "ok"
-    error: str | None = None
-    index: int | None = None
-
-
-@dataclass(frozen=True)
-class TaskParked:
-    """The task suspended (continues in a fresh invocation) or went waiting."""
-
-    task_id: str
-    task_name: str
-    status: str
-    generation: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class TaskFinished:
-    """The task finished: succeeded, failed or cancelled."""
-
-    task_id: str
-    task_name: str
-    status: str
-    error_type: str | None
-    error: str | None
-    #: when the task was created and when it finished (epoch seconds)
-    created_at: float = 0.0
-    finished_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -292,13 +115,19 @@ class Observers:
     def __init__(self, *, then: Observers | None = None) -> None:
         self._observers: list[Observer] = []
         self._then = then
-        self._steps = False
+        self._wanted: set[str] = set()
 
     @property
     def steps(self) -> bool:
         """Whether any observer wants step, wait or context events (else the turn skips
         them)."""
-        return self._steps or (self._then is not None and self._then.steps)
+        return any(self.wants(name) for name in _STEP_EVENTS)
+
+    def wants(self, event_name: str) -> bool:
+        """Whether any observer overrides ``event_name`` (else its event need not be built)."""
+        return event_name in self._wanted or (
+            self._then is not None and self._then.wants(event_name)
+        )
 
     def add(self, observer: Observer) -> None:
         if not isinstance(observer, Observer):
@@ -308,8 +137,9 @@ class Observers:
                 f"an observer must be a continuum.Observer, got {type(observer).__name__}"
             )
         self._observers.append(observer)
-        self._steps = self._steps or any(
-            getattr(type(observer), name) is not getattr(Observer, name) for name in _STEP_EVENTS
+        hooks = (name for name in vars(Observer) if not name.startswith("_"))
+        self._wanted.update(
+            name for name in hooks if getattr(type(observer), name) is not getattr(Observer, name)
         )
 
     def emit(self, event_name: str, event: Any) -> None:

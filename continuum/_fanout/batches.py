@@ -25,7 +25,6 @@ from continuum._define.completion import (
     Item,
     check_concurrency,
 )
-from continuum._define.observers import ContextStarted
 from continuum._fanout.branches import (
     Branch,
     Ended,
@@ -137,6 +136,8 @@ class _Batch:
                 if state.observers is not None:
                     path = f"{state.path}{self.key}/{index}/"
                     task_id, turn = state.record.task_id, state.turn
+                    from continuum._define.events import ContextStarted
+
                     event = ContextStarted(
                         task_id, "item", entry.name, path, turn, entry.since, index
                     )

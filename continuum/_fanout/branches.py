@@ -25,7 +25,6 @@ from pydantic import TypeAdapter
 
 from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
-from continuum._define.observers import ContextEnded, ContextStarted
 from continuum._define.steps import return_adapter, stable_name
 from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
@@ -78,6 +77,8 @@ def enter(state: TurnState, label: str, kind: EntryKind) -> tuple[str, JournalEn
     entry = JournalEntry(key, label, kind=kind, partial=True, children=[], since=now)
     state.append(entry)
     if state.observers is not None:
+        from continuum._define.events import ContextStarted
+
         event = ContextStarted(
             state.record.task_id, kind.value, label, f"{state.path}{key}/", state.turn, now
         )
@@ -98,6 +99,8 @@ def context_ended(
     if state.observers is None:
         return
     now = now_s()
+    from continuum._define.events import ContextEnded
+
     event = ContextEnded(
         state.record.task_id,
         kind,

@@ -21,7 +21,6 @@ from continuum._base.clock import now_s
 from continuum._base.threads import in_parallel
 from continuum._base.trace_ids import task_trace_id, traceparent, wait_span_id
 from continuum._define.completion import BatchResult, Completion, Item, check_concurrency
-from continuum._define.observers import WaitEnded, WaitStarted
 from continuum._fanout.adoption import mark_taken, pass_over_taken, running_again
 from continuum._fanout.child_tasks import (
     CHILD_THREADS,
@@ -83,6 +82,8 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
         # record.children, for the cancel of the children).
         now = state.boundary(reopen=entry is not None)
         if entry is None and state.observers is not None:
+            from continuum._define.events import WaitStarted
+
             event = WaitStarted(
                 state.record.task_id, "children", label, state.path + key, state.turn, now
             )
@@ -97,6 +98,8 @@ def _ended(state: TurnState, entry: JournalEntry) -> None:
     now = now_s()
     error = entry.error
     outcome = "ok" if entry.ok else "timeout" if error and "Timeout" in error.type else "failed"
+    from continuum._define.events import WaitEnded
+
     event = WaitEnded(
         state.record.task_id,
         "children",

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.clock import now_s
-from continuum._define.observers import Observers, StepEnded, StepStarted
+from continuum._define.observers import Observers
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum._record.history import InvocationRun, StepRun
 from continuum._record.inbox import Listing
@@ -241,6 +241,8 @@ class TurnState:
         at ``first``; ``replay``: an earlier invocation began the step)."""
         if self.observers is not None:
             record = self.record
+            from continuum._define.events import StepStarted
+
             event = StepStarted(
                 record.task_id, key, name, record.turn, attempt, replay, wall, first, self.path
             )
@@ -274,6 +276,8 @@ class TurnState:
                 StepRun(self.path + key, turn, round(started, 3), duration_s, attempts, outcome)
             )
         if self.observers is not None:
+            from continuum._define.events import StepEnded
+
             event = StepEnded(
                 self.record.task_id,
                 key,

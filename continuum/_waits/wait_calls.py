@@ -15,12 +15,11 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from continuum._base.clock import now_s
 from continuum._define import callbacks
 from continuum._define.callbacks import Callback
-from continuum._define.observers import WaitEnded, WaitStarted
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import (
     Duration,
@@ -39,6 +38,9 @@ from continuum.errors import (
     CallbackTimeoutError,
     ContinuumError,
 )
+
+if TYPE_CHECKING:
+    from continuum._define.events import WaitEnded, WaitStarted
 
 #: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
 #: would cost more than the wait.
@@ -310,6 +312,8 @@ def wait_event(state: TurnState, kind: EntryKind, label: str, key: str, now: flo
     """The event of a wait first reached at ``now``."""
     name = label.removesuffix(".result") if kind == EntryKind.CALLBACK_RESULT else label
     kind_name = "callback" if kind == EntryKind.CALLBACK_RESULT else kind.value
+    from continuum._define.events import WaitStarted
+
     return WaitStarted(state.task_id, kind_name, name, state.path + key, state.turn, now)
 
 
@@ -321,6 +325,8 @@ def wait_ended(state: TurnState, entry: JournalEntry, reached_at: float) -> Wait
     event = wait_event(state, kind, entry.name, entry.key, started)
     error = entry.error
     outcome = "ok" if error is None else "timeout" if "Timeout" in error.type else "failed"
+    from continuum._define.events import WaitEnded
+
     return WaitEnded(
         event.task_id,
         event.kind,

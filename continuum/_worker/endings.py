@@ -21,7 +21,7 @@ import dataclasses
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from continuum._define.observers import Observers, TaskFinished, TaskParked
+from continuum._define.observers import Observers
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildTasks, cancel_children, report_to_parent
 from continuum._record.continuation import Continuation, Continuations
@@ -239,16 +239,19 @@ class Endings:
         return Outcome.LEFT
 
     def _parked(self, record: TaskRecord, reason: str) -> None:
-        self.observers.emit(
-            "task_parked",
-            TaskParked(
-                task_id=record.task_id,
-                task_name=record.task_name,
-                status=record.status.value,
-                generation=record.generation,
-                reason=reason,
-            ),
-        )
+        if self.observers.wants("task_parked"):
+            from continuum._define.events import TaskParked
+
+            self.observers.emit(
+                "task_parked",
+                TaskParked(
+                    task_id=record.task_id,
+                    task_name=record.task_name,
+                    status=record.status.value,
+                    generation=record.generation,
+                    reason=reason,
+                ),
+            )
 
     def finish(self, claim: Claim, status: Status, error: ErrorInfo | None = None) -> Outcome:
         if status != Status.CANCELLED:
@@ -261,18 +264,21 @@ class Endings:
         record = claim.record
         cancel_children(self.children, record)
         report_to_parent(self.records, self.continuations, record)
-        self.observers.emit(
-            "task_finished",
-            TaskFinished(
-                task_id=record.task_id,
-                task_name=record.task_name,
-                status=record.status.value,
-                error_type=record.error.type if record.error else None,
-                error=record.error.message if record.error else None,
-                created_at=record.created_at.timestamp(),
-                finished_at=(record.finished_at or record.updated_at).timestamp(),
-            ),
-        )
+        if self.observers.wants("task_finished"):
+            from continuum._define.events import TaskFinished
+
+            self.observers.emit(
+                "task_finished",
+                TaskFinished(
+                    task_id=record.task_id,
+                    task_name=record.task_name,
+                    status=record.status.value,
+                    error_type=record.error.type if record.error else None,
+                    error=record.error.message if record.error else None,
+                    created_at=record.created_at.timestamp(),
+                    finished_at=(record.finished_at or record.updated_at).timestamp(),
+                ),
+            )
         if error is not None:
             logger.warning(
                 f"task {status.value}: {error.message}", extra={"error": error.model_dump()}

@@ -12,12 +12,7 @@ import contextlib
 from typing import Any
 
 from continuum._base.clock import now_s
-from continuum._define.observers import (
-    CrashedInvocation,
-    InvocationEnded,
-    InvocationStarted,
-    Observers,
-)
+from continuum._define.observers import Observers
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildTasks
 from continuum._record.continuation import Continuation
@@ -75,18 +70,21 @@ class Invocation:
         """Migrate, run the turns, end the hold; tell the observers."""
         claim, record, task = self.claim, self.claim.record, self.task
         assert task is not None
-        self.observers.emit(
-            "invocation_started",
-            InvocationStarted(
-                task_id=record.task_id,
-                task_name=record.task_name,
-                generation=record.generation,
-                turn=record.turn,
-                message=message.kind if message.reason != "start" else "start",
-                first=record.counters.invocations == 1,
-                **started_facts(claim),
-            ),
-        )
+        if self.observers.wants("invocation_started"):
+            from continuum._define.events import InvocationStarted
+
+            self.observers.emit(
+                "invocation_started",
+                InvocationStarted(
+                    task_id=record.task_id,
+                    task_name=record.task_name,
+                    generation=record.generation,
+                    turn=record.turn,
+                    message=message.kind if message.reason != "start" else "start",
+                    first=record.counters.invocations == 1,
+                    **started_facts(claim),
+                ),
+            )
         if record.state_version < task.version:
             try:
                 record.state = task.migrate(record.state, record.state_version, task_id=task.name)
@@ -95,21 +93,24 @@ class Invocation:
             record.state_version = task.version
         ended = self._end(self._turns(listing), message_id)
         run = claim.run
-        self.observers.emit(
-            "invocation_ended",
-            InvocationEnded(
-                task_id=record.task_id,
-                task_name=record.task_name,
-                outcome=ended.value,
-                duration_s=claim.clock.elapsed_s(),
-                steps_executed=run.steps_executed if run else 0,
-                steps_replayed=run.steps_replayed if run else 0,
-                number=record.counters.invocations,
-                request_id=claim.lease.owner,
-                started_at=run.started_at.timestamp() if run else 0.0,
-                ended_at=now_s(),
-            ),
-        )
+        if self.observers.wants("invocation_ended"):
+            from continuum._define.events import InvocationEnded
+
+            self.observers.emit(
+                "invocation_ended",
+                InvocationEnded(
+                    task_id=record.task_id,
+                    task_name=record.task_name,
+                    outcome=ended.value,
+                    duration_s=claim.clock.elapsed_s(),
+                    steps_executed=run.steps_executed if run else 0,
+                    steps_replayed=run.steps_replayed if run else 0,
+                    number=record.counters.invocations,
+                    request_id=claim.lease.owner,
+                    started_at=run.started_at.timestamp() if run else 0.0,
+                    ended_at=now_s(),
+                ),
+            )
         return ended
 
     def _turns(self, listing: Listing | None) -> TurnLoop:
@@ -184,6 +185,8 @@ def started_facts(claim: Claim) -> dict[str, Any]:
     """What an invocation's start tells beyond the message: its number and request id, when
     the task was created and this claim made, its trace context, and the invocation before
     it if that one died holding the task."""
+    from continuum._define.events import CrashedInvocation
+
     record, run = claim.record, claim.run
     crashed = None
     history = record.history

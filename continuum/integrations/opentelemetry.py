@@ -53,16 +53,16 @@ from continuum._base.trace_ids import (
     task_trace_id,
     wait_span_id,
 )
-from continuum._define.observers import (
+from continuum._define.events import (
     ContextEnded,
     InvocationEnded,
     InvocationStarted,
-    Observer,
     StepEnded,
     StepStarted,
     TaskFinished,
     WaitEnded,
 )
+from continuum._define.observers import Observer
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider

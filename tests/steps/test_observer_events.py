@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from continuum import Continuum, Observer, TaskContext
-from continuum._define.observers import (
+from continuum._define.events import (
     ContextEnded,
     ContextStarted,
     InvocationEnded,
