@@ -20,6 +20,16 @@ GET. Counted per hop invocation, then per day of sleep:
   On moto every call is in-process; on AWS each is a network round trip, so a deployed hop
   lasts longer: ``lambda_duration_100ms_hop`` gives the duration price of a 100 ms hop.
 
+**With a scheduler** (``LocalRuntime(scheduler=True)``: EventBridge Scheduler on moto, fired by
+the runtime) a wait past one delayed message is one one-time schedule, whatever its length:
+the parking invocation creates it, its fire (five minutes early) is one hop invocation that
+sends one delayed message for the rest, and that message wakes the task. The sleeps of 1 hour,
+1 day, 7 days and 30 days are run, and their invocations and requests counted (the worker's
+S3, SQS and Scheduler calls, the poller's receives and deletes, and the fire itself: one
+scheduler invocation and the SendMessage its target makes); they must be the same for all.
+EventBridge Scheduler bills $1.00 per million invocations (creating, reading and deleting
+schedules is not billed). What a wait adds to the task is the fire and its hop invocation.
+
 Dollars per million task-days use the public list prices of ``_ops/prices.py`` (us-east-1, no free
 tier), side by side with Step Functions standard (a Wait state: about two state transitions
 whatever its length) and Lambda durable functions (a wait is one durable operation, then one
@@ -273,10 +283,137 @@ def report(measured: Measured) -> None:
     emit("wait_cost.ratio.continuum_vs_durable_functions", total / durable, "x")
 
 
+#: EventBridge Scheduler, per invocation (us-east-1 list price, after the free tier).
+SCHEDULER_INVOCATION = 1.00 / 1_000_000
+#: The waits measured with a scheduler: 1 hour, 1 day, 7 days, 30 days.
+SCHEDULED_DAYS = {"1h": 1 / 24, "1d": 1.0, "7d": 7.0, "30d": 30.0}
+
+
+@dataclass
+class Scheduled:
+    days: float
+    invocations: int
+    calls: Counter[str]  # the whole run: worker, poller, and the fire
+    hop_calls: Counter[str]  # the fire's hop invocation (worker and poller)
+    hop_seconds: list[float]
+
+
+def measure_scheduled(days: float) -> Scheduled:
+    """Run the nap task with a scheduler on moto; count the run's calls and its hop's."""
+    app, _ = nap_app()
+    with moto_backend():
+        runtime = LocalRuntime(app, budget_s=900, backend="moto", virtual_time=True, scheduler=True)
+        poller = count_source(runtime)
+        timed = TimedHandler(app)
+        hop_calls: Counter[str] = Counter()
+        hop_seconds: list[float] = []
+        seen = [Counter[str]()]
+        fires = [0]
+        fire_schedules = runtime.fire_schedules
+
+        def counted_fire() -> int:
+            fired = fire_schedules()
+            fires[0] += fired
+            return fired
+
+        runtime.fire_schedules = counted_fire  # type: ignore[method-assign]
+
+        def everything() -> Counter[str]:
+            return Counter(runtime.counter.calls) + Counter(poller)
+
+        def on_invocation(invocation: InvocationReport) -> None:
+            now = everything()
+            delta, seen[0] = now - seen[0], now
+            if invocation.hop:
+                hop_calls.update(delta)
+                hop_seconds.append(timed.seconds[-1])
+
+        with runtime.time.running():
+            task_id = app.client().start("nap", {"days": days})
+            summary = runtime.drive(task_id, on_invocation=on_invocation, timeout_s=600)
+        record = runtime.record(task_id)
+    calls = billed(everything())
+    calls["scheduler:Invocation"] += fires[0]
+    calls["sqs:SendMessage(fire)"] += fires[0]
+    check(summary.status == Status.SUCCEEDED.value, f"the nap ended {summary.status}")
+    check(calls["scheduler:CreateSchedule"] == 1, f"{days:g} days: {dict(calls)}")
+    check(fires[0] == 1, f"{days:g} days: {fires[0]} fires")
+    check(record.counters.hops == 1, f"{days:g} days made {record.counters.hops} hops, not 1")
+    check(len(hop_seconds) == 1, "the hop invocation was not timed")
+    return Scheduled(days, runtime.invocations, calls, billed(hop_calls), hop_seconds)
+
+
+def billed(calls: Counter[str]) -> Counter[str]:
+    """The calls AWS bills: the poller's empty receives left out (a cost per queue, not per
+    task, and as many as the virtual clock's jumps)."""
+    return Counter({key: n for key, n in calls.items() if "(empty)" not in key})
+
+
+def billed_requests(calls: Counter[str]) -> int:
+    return sum(calls.values())
+
+
+def dollars_of(calls: dict[str, float], invocations: float, ms: int) -> float:
+    """What these calls and Lambda invocations cost (SQS, S3, Scheduler, Lambda)."""
+    lines = dollars_per_hop(calls, ms)
+    lines["lambda_requests"] *= invocations
+    lines["lambda_duration"] *= invocations
+    fire = calls.get("scheduler:Invocation", 0) * SCHEDULER_INVOCATION
+    fire += calls.get("sqs:SendMessage(fire)", 0) * PRICES.sqs_request
+    return sum(lines.values()) + fire
+
+
+def report_scheduled(runs: dict[str, Scheduled], chain: Measured | None) -> None:
+    """Invocations and requests per wait for each length, the same for all; dollars."""
+    first = next(iter(runs.values()))
+    for label, run in runs.items():
+        emit(f"wait_cost.scheduler.{label}.invocations", run.invocations, "per wait (moto)")
+        emit(f"wait_cost.scheduler.{label}.requests", billed_requests(run.calls), "per wait")
+        check(
+            run.invocations == first.invocations and run.calls == first.calls,
+            f"a {run.days:g}-day wait cost {run.invocations} invocations and {dict(run.calls)}, "
+            f"a {first.days:g}-day one {first.invocations} and {dict(first.calls)}",
+        )
+    for key, n in sorted(first.calls.items()):
+        emit(f"wait_cost.scheduler.per_wait.{key}", n, "calls (the whole run: start to end)")
+    week = runs["7d"]
+    ms = billed_ms(median(week.hop_seconds))
+    # What the wait adds to the task: the fire, and the invocation that hops on it.
+    added = Counter(week.hop_calls)
+    added["scheduler:Invocation"] += 1
+    added["sqs:SendMessage(fire)"] += 1
+    added["scheduler:CreateSchedule"] += 1  # in the parking invocation (not billed)
+    per_wait = dollars_of(dict(added), 1, ms)
+    per_million_days = per_wait / week.days * 1e6
+    emit("wait_cost.scheduler.per_wait.added_requests", billed_requests(added), "per wait")
+    emit("wait_cost.scheduler.per_wait.added_invocations", 1, "the fire's hop")
+    emit("wait_cost.scheduler.hop.billed", ms, f"ms at {LAMBDA_MEMORY_MB} MB arm64 (moto)")
+    emit("wait_cost.scheduler.usd_per_million_task_days", per_million_days, "USD (7-day wait)")
+    sfn = PRICES.sfn_transition * PRICES.sfn_transitions_per_wait / week.days * 1e6
+    durable = (PRICES.durable_operation + PRICES.lambda_request) / week.days * 1e6
+    emit("wait_cost.scheduler.ratio_vs_step_functions", per_million_days / sfn, "x")
+    emit("wait_cost.scheduler.ratio_vs_durable_functions", per_million_days / durable, "x")
+    check(per_million_days > 0, "no cost counted")
+    if chain is not None:
+        # The hop chain makes ceil(w / 900) - 1 hops; the scheduler one hop and one fire.
+        hop = dollars_of({k: n / chain.hops for k, n in chain.hop_calls.items()}, 1, ms)
+        fire = per_wait - dollars_of(dict(week.hop_calls), 1, ms)
+        hops_cheaper = math.ceil(1 + fire / hop) - 1
+        emit("wait_cost.scheduler.hop_usd", hop * 1e6, "USD per million hops")
+        emit("wait_cost.scheduler.fire_usd", fire * 1e6, "USD per million fires")
+        emit(
+            "wait_cost.scheduler.hop_chain_cheaper_up_to_s",
+            (hops_cheaper + 1) * 900,
+            "s of wait (beyond it the schedule is cheaper)",
+        )
+
+
 def main(quick: bool = False) -> None:
     silence_worker_logs()
     measured = measure(0.25 if quick else DAYS)
     report(measured)
+    days = {k: v for k, v in SCHEDULED_DAYS.items() if k != "30d"} if quick else SCHEDULED_DAYS
+    report_scheduled({label: measure_scheduled(d) for label, d in days.items()}, measured)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from typing import Any
 
 import boto3
 
-from chaos import flowchecks, outside, rollback, steering, tasks
+from chaos import flowchecks, outside, rollback, schedules, steering, tasks
 from chaos.base import INLINE_LIMIT_BYTES
 from chaos.checks import (
     Failure,
@@ -277,6 +277,12 @@ class Run:
         self.outside = self._outside(options, random.Random(self.rng.randrange(2**32)))
         self.older = rollback.OlderWorker(resources, options) if opts.waits else None
         self.open: set[str] = set()  # started, not known to be finished
+        self.fires = schedules.Fires(
+            resources.endpoint,
+            resources.queue_url,
+            resources.queue_arn,
+            random.Random(self.rng.randrange(2**32)),
+        )
 
     def _outside(self, options: dict[str, Any], rng: random.Random) -> outside.Outside:
         """The outside world: a client of its own whose calls fail and whose sender dies."""
@@ -328,6 +334,7 @@ class Run:
             self.fleet.fill()
             self._follow()
             self.outside.run()
+            self.fires.pump()
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + CHECK_EVERY_S
@@ -338,7 +345,7 @@ class Run:
                 depth = queue_depth(self.sqs, self.resources.queue_url)
                 if not self.pump.missing_handler:
                     depth += queue_depth(self.sqs, self.resources.dlq_url)
-                quiet = depth == 0 and not self.outside.busy
+                quiet = depth == 0 and not self.outside.busy and not self.fires.busy
                 quiet_since = (quiet_since or now) if quiet else None
                 if quiet_since is not None and now - quiet_since >= QUIET_S:
                     # Every task finished, and no message is left: none of them still has a
@@ -472,6 +479,7 @@ class Run:
         for invariant in ("tasks stranded", "tasks unfinished at timeout"):
             head.append((invariant, report.violations[invariant], "tasks"))
         head.append(("record versions", sum(len(h) for h in versions.values()), "versions"))
+        head += self.fires.figures(self.events)
         report.figures[:0] = head
         summarize_latency(report, recovery_latencies(self.events))
         report.add("wall time", round(time.monotonic() - started, 1), "s")
@@ -526,6 +534,7 @@ def run(opts: argparse.Namespace) -> Report:
             visibility_timeout_s=opts.visibility,
             max_receive_count=opts.max_receives,
         )
+        schedules.create_group(server.endpoint)
         chaos_run = Run(opts, resources, run_dir)
         driving = time.monotonic()
         try:

@@ -28,7 +28,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from chaos import tasks
+from chaos import schedules, tasks
 from chaos.base import TIMER_MAX_DELAY_S
 from chaos.faults import KILL_POINTS, EventLog, Injector
 from chaos.server import as_queue_message, client_options
@@ -64,6 +64,10 @@ class Environment:
         queue = SQSContinuationQueue(sqs, args.queue_url)
         queue.max_delay_s = TIMER_MAX_DELAY_S  # long waits hop, as hours-long ones do on AWS
         self.app.configure(bucket=args.bucket, s3_client=s3, queue=queue)
+        scheduler = schedules.worker_scheduler(
+            args.endpoint, args.queue_arn, args.seed, args.run_dir
+        )
+        self.app.configure(scheduler=scheduler)  # waits past the 2 s reach: one schedule each
         self.app.update_settings(visibility_margin_s=args.visibility_margin)
         self.events = EventLog(os.path.join(args.run_dir, "events.jsonl"))
         self.injector = Injector(

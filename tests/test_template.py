@@ -87,6 +87,11 @@ SIGNING_KEY_PARAMETER = (
     "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter<SigningKeyParameter>"
 )
 # Stand-ins for the stack's resources, to give a handler the environment Lambda would.
+#: The worker's schedules: those of the stack's group only (long waits).
+SCHEDULES = (
+    "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/<ScheduleGroup>/*"
+)
+SCHEDULE_ACTIONS = ["CreateSchedule", "GetSchedule", "DeleteSchedule"]
 FAKE_REFS = {
     "StateBucket": "continuum-state",
     "ContinuationQueue": "https://sqs.us-east-1.amazonaws.com/123456789012/continuation",
@@ -582,10 +587,12 @@ def test_no_policy_allows_a_wildcard_action_or_resource(cfn: dict[str, Any]) -> 
                     SIGNING_KEY_PARAMETER,
                     BEDROCK_MODEL,
                     BEDROCK_PROFILE,
+                    SCHEDULES,
                 }, (owner, text)
-                assert "*" not in text or text in RECORD_PATTERNS, (owner, text)
+                assert "*" not in text or text in {*RECORD_PATTERNS, SCHEDULES}, (owner, text)
     roles = resources(cfn, "AWS::IAM::Role")
-    assert set(roles) == {"WorkerRole", "DeadLetterRole"}  # the template's own: SAM made none
+    # the template's own: SAM made none
+    assert set(roles) == {"WorkerRole", "DeadLetterRole", "SchedulerRole"}
     assert not [name for name, role in roles.items() if "ManagedPolicyArns" in role["Properties"]]
 
 
@@ -623,6 +630,10 @@ def test_each_role_reaches_only_its_log_group_task_records_and_queue(
     bucket: dict[str, set[str]],
 ) -> None:
     model = {"bedrock:InvokeModel": {BEDROCK_MODEL, BEDROCK_PROFILE, BEDROCK_ROUTED}}
+    schedules = {
+        **{f"scheduler:{a}": {SCHEDULES} for a in SCHEDULE_ACTIONS},
+        "iam:PassRole": {"<SchedulerRole.Arn>"},
+    }
     assert grants(cfn, role) == {
         **{f"logs:{a}": {f"<{log_group}.Arn>"} for a in ("CreateLogStream", "PutLogEvents")},
         **{f"s3:{a}": {RECORDS} for a in objects},
@@ -630,7 +641,52 @@ def test_each_role_reaches_only_its_log_group_task_records_and_queue(
         **{f"sqs:{a}": {f"<{queue}.Arn>"} for a in queue_actions},
         **KEYS,
         **(model if role == "WorkerRole" else {}),
+        **(schedules if role == "WorkerRole" else {}),
     }
+
+
+def test_the_schedule_group_is_the_stacks_and_its_role_may_only_send_continuations(
+    cfn: dict[str, Any],
+) -> None:
+    (group,) = resources(cfn, "AWS::Scheduler::ScheduleGroup").values()
+    assert group["Properties"]["Name"] == {"Ref": "AWS::StackName"}
+    role = resources(cfn, "AWS::IAM::Role")["SchedulerRole"]["Properties"]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Action"] == "sts:AssumeRole"
+    # only this account's schedules may assume it (the confused deputy)
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert grants(cfn, "SchedulerRole") == {"sqs:SendMessage": {"<ContinuationQueue.Arn>"}}
+
+
+def test_the_worker_passes_only_the_schedulers_role_and_only_to_the_scheduler(
+    cfn: dict[str, Any],
+) -> None:
+    passing = [s for name, s in allow_statements(cfn) if "iam:PassRole" in as_list(s["Action"])]
+    assert len(passing) == 1
+    (statement,) = passing
+    assert render(statement["Resource"]) == "<SchedulerRole.Arn>"
+    condition = {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+    assert statement["Condition"] == condition
+    owners = {name for name, s in allow_statements(cfn) if s is statement}
+    assert owners == {"WorkerRole"}
+    scheduling = {
+        name
+        for name, s in allow_statements(cfn)
+        for action in as_list(s["Action"])
+        if action.startswith("scheduler:")
+    }
+    assert scheduling == {"WorkerRole"}  # no policy of people or programs creates schedules
+
+
+def test_the_worker_learns_the_schedule_group_role_and_queue_arn(stack: Stack) -> None:
+    env = stack.environment("WorkerFunction")
+    assert env["CONTINUUM_SCHEDULE_GROUP"] == {"Ref": "ScheduleGroup"}
+    assert env["CONTINUUM_SCHEDULER_ROLE_ARN"] == {"Fn::GetAtt": ["SchedulerRole", "Arn"]}
+    assert env["CONTINUUM_QUEUE_ARN"] == {"Fn::GetAtt": ["ContinuationQueue", "Arn"]}
+    outputs = stack.sam["Outputs"]
+    assert outputs["ScheduleGroupName"]["Value"] == {"Ref": "ScheduleGroup"}
+    assert outputs["SchedulerRoleArn"]["Value"] == {"Fn::GetAtt": ["SchedulerRole", "Arn"]}
 
 
 def test_the_worker_may_invoke_a_bedrock_model_only_when_one_is_given(
@@ -820,8 +876,11 @@ def test_cli_environment_sets_everything_the_cli_needs(stack: Stack) -> None:
     signing = {render(b).split("=")[0].strip() for b in branches(variables["SigningKey"]) if b}
     assert signing == {"CONTINUUM_SIGNING_KEY_PARAMETER", "CONTINUUM_SIGNING_KEY_SECRET"}
     # The CLI sees the stack the functions see (a CLI process reads the key afresh anyway;
-    # the Bedrock model is the worker's own business).
+    # the Bedrock model is the worker's own business; so is the scheduler of long waits, whose
+    # group and role the stack's outputs name).
     worker_only = {"CONTINUUM_SIGNING_KEY_REVISION", "CONTINUUM_BEDROCK_MODEL_ID"}
+    worker_only |= {"CONTINUUM_SCHEDULE_GROUP", "CONTINUUM_SCHEDULER_ROLE_ARN"}
+    worker_only |= {"CONTINUUM_QUEUE_ARN"}
     for function in FUNCTIONS:
         continuum_vars = {n for n in stack.environment(function) if n.startswith("CONTINUUM_")}
         assert continuum_vars - worker_only <= set(names) | signing

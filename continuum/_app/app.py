@@ -243,6 +243,7 @@ class Continuum(Decorators):
                 child_client=self.client,
                 meter=self.meter,
                 observers=self.observers,
+                scheduler=self.scheduler(),
             )
         return self._worker.handle_batch(event, context)
 

@@ -185,7 +185,9 @@ class Backends:
         if config.scheduler is not None:
             return config.scheduler
         names = (SCHEDULE_GROUP_ENV, SCHEDULER_ROLE_ENV, QUEUE_ARN_ENV)
-        group, role_arn, queue_arn = (os.environ.get(name) for name in names)
+        group = os.environ.get(SCHEDULE_GROUP_ENV)
+        role_arn = os.environ.get(SCHEDULER_ROLE_ENV)
+        queue_arn = os.environ.get(QUEUE_ARN_ENV)
         if not (group or role_arn or queue_arn):
             return None
         if not (group and role_arn and queue_arn):

@@ -1,9 +1,14 @@
-"""The local twin of the deployed stack: a moto server with the bucket and the two queues.
+"""The local twin of the deployed stack: a moto server with the bucket, the two queues and the
+schedule group.
 
 ``continuum dev`` runs one for as long as it runs: a versioned bucket, a continuation queue
 whose visibility timeout is six budgets and which redrives to a dead-letter queue after
 ``max_receive_count`` receives, as ``infra/template.yaml`` creates them. Other processes
-reach it with :meth:`DevStack.environment` (the ``export`` line ``continuum dev`` prints).
+reach it with :meth:`DevStack.environment` (the ``export`` line ``continuum dev`` prints),
+which names the schedule group, its role and the queue's ARN too, so the workers' apps get
+EventBridge Scheduler on moto. moto stores schedules and never fires them: while the stack
+runs, a thread of it fires every due schedule (one-time or recurring) into the continuation
+queue, every ``FIRE_EVERY_S`` in real time (``ScheduleFirer``).
 
 moto's conditional PutObject checks ``If-Match`` / ``If-None-Match`` and then writes, without
 a lock, so two threads of the server can both pass the check; S3 itself is atomic there. The
@@ -27,7 +32,12 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from continuum._app.backend_config import DEFAULT_PREFIX
+from continuum._app.backend_config import (
+    DEFAULT_PREFIX,
+    QUEUE_ARN_ENV,
+    SCHEDULE_GROUP_ENV,
+    SCHEDULER_ROLE_ENV,
+)
 from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -44,6 +54,11 @@ DEAD_LETTER_QUEUE = "continuum-dev-dead-letters"
 MAX_RECEIVE_COUNT = 5
 #: 6 x the dead-letter function's budget, as the stack sets it.
 DEAD_LETTER_VISIBILITY_S = 360
+#: The stack's schedule group, the role its schedules send with, and how often the stack
+#: fires what is due (EventBridge Scheduler fires within the minute; locally, within this).
+SCHEDULE_GROUP = "continuum-dev"
+SCHEDULER_ROLE_ARN = "arn:aws:iam::123456789012:role/continuum-dev-scheduler"
+FIRE_EVERY_S = 1.0
 #: Stand-in credentials: moto accepts any, and boto3 needs some.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
@@ -72,8 +87,11 @@ class DevStack:
         self.budget_s = budget_s
         self.max_receive_count = max_receive_count
         self.endpoint = ""
-        self.queue_url = self.dead_letter_queue_url = ""
+        self.queue_url = self.dead_letter_queue_url = self.queue_arn = ""
         self._server: Any = None
+        self._firing: threading.Thread | None = None
+        self._stop_firing = threading.Event()
+        self._firer: Any = None
 
     def __enter__(self) -> DevStack:
         from continuum._local.moto_guard import GuardedMotoServer
@@ -91,10 +109,45 @@ class DevStack:
         except BaseException:
             self._server.stop()
             raise
+        self._stop_firing.clear()
+        self._firing = threading.Thread(
+            target=self._fire_until_stopped, name="continuum-dev-scheduler", daemon=True
+        )
+        self._firing.start()
         return self
 
     def __exit__(self, *_: object) -> None:
+        self._stop_firing.set()
+        if self._firing is not None:
+            self._firing.join(timeout=10)
         self._server.stop()
+
+    def fire_schedules(self) -> int:
+        """Send every due schedule's body to the continuation queue, as EventBridge Scheduler
+        would; return how many fired."""
+        if self._firer is None:
+            from continuum.backends.eventbridge import EventBridgeScheduler
+            from continuum.backends.memory.scheduler import ScheduleFirer
+            from continuum.backends.sqs import SQSContinuationQueue
+
+            scheduler = EventBridgeScheduler(
+                self.client("scheduler"),
+                group=SCHEDULE_GROUP,
+                target_arn=self.queue_arn,
+                role_arn=SCHEDULER_ROLE_ARN,
+            )
+            queue = SQSContinuationQueue(self.client("sqs"), self.queue_url)
+            self._firer = (ScheduleFirer(scheduler), queue)
+        firer, queue = self._firer
+        return len(firer.fire_due(queue))
+
+    def _fire_until_stopped(self) -> None:
+        log = logging.getLogger("continuum._local.dev_stack")
+        while not self._stop_firing.wait(FIRE_EVERY_S):
+            try:
+                self.fire_schedules()
+            except Exception as exc:  # the next pass tries again; nothing fired is lost
+                log.warning("could not fire the schedules: %s", exc)
 
     def client(self, service: str) -> Any:
         """A boto3 client of ``service`` on this server."""
@@ -135,6 +188,9 @@ class DevStack:
             **CREDENTIALS,
             "CONTINUUM_BUCKET": BUCKET,
             "CONTINUUM_QUEUE_URL": self.queue_url,
+            SCHEDULE_GROUP_ENV: SCHEDULE_GROUP,
+            SCHEDULER_ROLE_ENV: SCHEDULER_ROLE_ARN,
+            QUEUE_ARN_ENV: self.queue_arn,
         }
 
     def _create(self) -> None:
@@ -159,6 +215,10 @@ class DevStack:
                 "RedrivePolicy": json.dumps(redrive),
             },
         )["QueueUrl"]
+        self.queue_arn = sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+        self.client("scheduler").create_schedule_group(Name=SCHEDULE_GROUP)
 
 
 def _check_free(host: str, port: int) -> None:

@@ -5,6 +5,12 @@ and then plays the part of Lambda's SQS event source: it receives messages, call
 ``app.handler`` with an SQS batch event and a Lambda context whose deadline is the chosen
 budget, and deletes the messages the handler did not report as failed. Delays and visibility
 timeouts apply, so continuations, retries and redeliveries really happen.
+
+With ``scheduler=True`` the app also gets a continuation scheduler (the in-memory one, or
+EventBridge Scheduler on moto's ``scheduler``, in a group made first), and the runtime plays
+EventBridge Scheduler's part too: moto stores schedules and never fires them, so a
+``ScheduleFirer`` fires every due schedule (one-time or recurring) into the queue, on the
+runtime's clock; the virtual clock jumps to the next fire as to the next message.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from continuum._app.app import Continuum
 from continuum._base.clock import now_s, real_monotonic
@@ -33,8 +39,12 @@ from continuum._record.model import Counters, TaskRecord
 from continuum._record.persistence import Records
 from continuum._worker.metering import CallCounter, Uncounted
 from continuum.backends.queue import MAX_DELAY_S, ContinuationQueue
+from continuum.backends.scheduler import ContinuationScheduler, Schedule, ScheduleState
 from continuum.backends.store import RecordStore
 from continuum.errors import ContinuumError
+
+if TYPE_CHECKING:
+    from continuum.backends.memory.scheduler import ScheduleFirer
 
 __all__ = [
     "BUCKET",
@@ -52,6 +62,9 @@ __all__ = [
 
 BUCKET = "continuum-local"
 QUEUE = "continuum-local"
+#: The local schedule group, and the role its schedules would send with on AWS.
+SCHEDULE_GROUP = "continuum-local"
+SCHEDULER_ROLE = "continuum-local-scheduler"
 #: How long the emulated event source waits before polling an empty queue again.
 POLL_INTERVAL_S = 0.02
 
@@ -121,6 +134,8 @@ class LocalRuntime:
         virtual_time: run on a virtual clock that jumps to the next due message whenever
             nothing can run (freezegun); False: the real clock.
         max_delay_s: the longest delay of the in-memory queue (SQS's 900 s by default).
+        scheduler: give the app a continuation scheduler and fire its schedules (long waits
+            then cost one schedule, not a chain of hops); False: no scheduler.
     """
 
     def __init__(
@@ -134,6 +149,7 @@ class LocalRuntime:
         visibility_timeout_s: int | None = None,
         virtual_time: bool = False,
         max_delay_s: int = MAX_DELAY_S,
+        scheduler: bool = False,
     ) -> None:
         self.app = app
         self.time: RealTime | VirtualTime = VirtualTime() if virtual_time else RealTime()
@@ -145,10 +161,15 @@ class LocalRuntime:
         self._quiet = threading.local()
         self.visibility_timeout_s = visibility_timeout_s or max(6, int(budget_s * 6))
         self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE}"
+        #: fires the app's due schedules (None: the app has no scheduler of the runtime's).
+        self.firer: ScheduleFirer | None = None
+        self._next_fire: _NextFire | None = None
         if backend == "memory":
             self._setup_memory()
         else:
             self._setup_moto(endpoint_url)
+        if scheduler:
+            self._setup_scheduler(endpoint_url)
         self.observer = Records(self.observer_store, prefix=app.records.prefix)
         self.handled = handled_on(app)
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
@@ -202,6 +223,53 @@ class LocalRuntime:
         self.source = SQSContinuationQueue(boto3.client("sqs", **options), self.queue_url)
         self.observer_store = S3RecordStore(boto3.client("s3", **options), BUCKET)
 
+    def _setup_scheduler(self, endpoint_url: str | None) -> None:
+        from continuum.backends.memory.scheduler import InMemoryScheduler, ScheduleFirer
+
+        app_scheduler: ContinuationScheduler
+        fired: Any  # the firer's own view: its calls are the runtime's, not counted
+        if self.backend == "memory":
+            scheduler = InMemoryScheduler(
+                clock=now_s, on_call=self.counter.hook("scheduler", self._quiet)
+            )
+            app_scheduler, fired = scheduler, Uncounted(scheduler, self._quiet)
+        else:
+            import boto3
+
+            from continuum.backends.eventbridge import EventBridgeScheduler
+
+            options: dict[str, Any] = {
+                "region_name": REGION,
+                "endpoint_url": endpoint_url,
+                "aws_access_key_id": "testing",
+                "aws_secret_access_key": "testing",
+            }
+            client = boto3.client("scheduler", **options)
+            self.counter.attach(client)
+            with contextlib.suppress(client.exceptions.ConflictException):  # a server's, kept
+                client.create_schedule_group(Name=SCHEDULE_GROUP)
+            role_arn = f"arn:aws:iam::{ACCOUNT}:role/{SCHEDULER_ROLE}"
+            where = {"group": SCHEDULE_GROUP, "target_arn": self.queue_arn, "role_arn": role_arn}
+            app_scheduler = EventBridgeScheduler(client, **where)
+            fired = EventBridgeScheduler(boto3.client("scheduler", **options), **where)
+        self._next_fire = _NextFire(app_scheduler)
+        self.app.configure(scheduler=self._next_fire)
+        self.firer = ScheduleFirer(fired, clock=now_s)
+        self.counter.calls.clear()
+
+    def fire_schedules(self) -> int:
+        """Send what the app's schedules have due to the queue, as EventBridge Scheduler
+        would; return how many fired (none without a scheduler)."""
+        firer, noted = self.firer, self._next_fire
+        if firer is None or noted is None:
+            return 0
+        due = noted.due_at(firer)
+        if due is None or due > now_s():
+            return 0
+        fired = firer.fire_due(self.source)
+        noted.changed()
+        return len(fired)
+
     def record(self, task_id: str) -> TaskRecord:
         """Read a task's record without counting the call."""
         return self.observer.load(task_id)[0]
@@ -211,6 +279,7 @@ class LocalRuntime:
 
         ``context`` replaces the Lambda context (default: one with this runtime's budget).
         """
+        self.fire_schedules()
         messages = self.source.receive(max_messages=self.batch_size)
         if not messages:
             return None
@@ -340,11 +409,85 @@ class LocalRuntime:
         return inv
 
     def next_due(self) -> float | None:
-        """When the next message becomes visible (epoch s); None if none is in the queue."""
+        """When the next message becomes visible, or the next schedule fires (epoch s); None
+        if none is in the queue and no schedule will fire."""
         if self.backend == "memory":
-            return self.queue.next_visible_at()
-        return self.due.next_due(now_s())
+            message = self.queue.next_visible_at()
+        else:
+            message = self.due.next_due(now_s())
+        fire = None
+        if self.firer is not None and self._next_fire is not None:
+            fire = self._next_fire.due_at(self.firer)
+        times = [t for t in (message, fire) if t is not None]
+        return min(times) if times else None
 
     def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
         """A run's summary from the task's record and the calls counted so far."""
         return summary_of(record, self.counter, overruns=overruns, seconds=seconds)
+
+
+class _NextFire:
+    """The app's scheduler, noting when it changes, so that the runtime asks the firer when
+    the next fire is only after a change or a fire (on moto that lists the group and reads
+    each schedule)."""
+
+    def __init__(self, scheduler: ContinuationScheduler) -> None:
+        self.scheduler = scheduler
+        self._due: float | None = None
+        self._known = False
+        self._lock = threading.Lock()
+
+    def changed(self) -> None:
+        with self._lock:
+            self._known = False
+
+    def due_at(self, firer: ScheduleFirer) -> float | None:
+        """When the next schedule fires (epoch s), None: none will."""
+        with self._lock:
+            if not self._known:
+                at = firer.next_due_at()
+                self._due, self._known = (None if at is None else at.timestamp()), True
+            return self._due
+
+    def schedule_at(self, *, name: str, at: Any, message_body: str) -> None:
+        self.changed()
+        self.scheduler.schedule_at(name=name, at=at, message_body=message_body)
+
+    def put_recurring(
+        self,
+        *,
+        name: str,
+        expression: str,
+        message_body: str,
+        timezone: str = "UTC",
+        state: ScheduleState | None = None,
+    ) -> None:
+        self.changed()
+        self.scheduler.put_recurring(
+            name=name,
+            expression=expression,
+            message_body=message_body,
+            timezone=timezone,
+            state=state,
+        )
+
+    def pause(self, name: str) -> None:
+        self.changed()
+        self.scheduler.pause(name)
+
+    def resume(self, name: str) -> None:
+        self.changed()
+        self.scheduler.resume(name)
+
+    def get(self, name: str) -> Schedule | None:
+        return self.scheduler.get(name)
+
+    def schedules(self, *, name_prefix: str = "") -> list[Schedule]:
+        return self.scheduler.schedules(name_prefix=name_prefix)
+
+    def delete(self, name: str) -> None:
+        self.changed()
+        self.scheduler.delete(name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.scheduler, name)

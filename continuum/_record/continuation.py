@@ -211,15 +211,30 @@ class Continuations:
         batch: BatchHint | None = None,
     ) -> str:
         """Send the continuation for ``generation`` of ``task_id``; return the message id."""
+        body = self.body(task_id, generation=generation, reason=reason, kind=kind, batch=batch)
+        return self.queue.send(body, delay_s=delay_s)
+
+    def body(
+        self,
+        task_id: str,
+        *,
+        generation: int,
+        reason: str,
+        kind: MessageKind = "continue",
+        batch: BatchHint | None = None,
+        sent_at: float | None = None,
+    ) -> str:
+        """The signed body of a continuation (``sent_at`` default: now); a scheduled one
+        gives its schedule's time, so that the same schedule has the same body."""
         message = Continuation(
             task_id=task_id,
             generation=generation,
             reason=reason[:200],
-            sent_at=now_s(),
+            sent_at=now_s() if sent_at is None else sent_at,
             kind=kind,
             batch=batch,
         )
-        return self.queue.send(encode_continuation(message, keys=self.keys), delay_s=delay_s)
+        return encode_continuation(message, keys=self.keys)
 
     def parse(self, body: str) -> Continuation:
         """Parse (and, with signing keys, verify) a continuation body."""

@@ -259,6 +259,9 @@ class TaskRecord(KeepsUnknownFields):
     #: what a ``waiting`` task waits for, and when the earliest deadline falls.
     waiting_for: list[Waiter] = []
     wake_at: datetime | None = None
+    #: the one-time schedule that may hold this generation's timer (a long wait handed to the
+    #: scheduler), by name: whoever claims the task deletes it; None: no schedule.
+    schedule: str | None = None
     #: callbacks created and not yet answered, by token (``callback id = task_id.token``).
     callbacks: dict[str, OpenCallback] = {}
     #: inbox keys of the signals the task took (a signal is taken once).

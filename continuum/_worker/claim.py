@@ -22,9 +22,10 @@ from continuum._record.model import ErrorInfo, Lease, Status, TaskRecord
 from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery, note_death
 from continuum._record.sweep import SweepIncompleteError
-from continuum._record.waiting_for import Waiter
+from continuum._record.waiting_for import Waiter, epoch_to_datetime
 from continuum._steps.budget import observe
 from continuum._steps.signals import Abort, Fenced, Suspend
+from continuum._worker.long_waits import LongWaits, plan
 from continuum._worker.wake import next_wake
 from continuum.backends.store import StoreError
 from continuum.errors import ContinuumError, PayloadTooLargeError, RecordConflictError
@@ -60,6 +61,8 @@ class Claim:
         self.memory_mb = 0
         #: the finish write landed but its sweep did not complete: the message must be retried.
         self.unswept: SweepIncompleteError | None = None
+        #: the schedule the claimed record named (a long wait's), which nothing needs now.
+        self.dropped_schedule: str | None = None
         self._counted_from = (record.counters.steps_executed, record.counters.steps_replayed)
 
     @classmethod
@@ -95,6 +98,7 @@ class Claim:
         record.status = Status.RUNNING
         record.lease = lease
         record.waiting_for, record.wake_at = [], None
+        dropped, record.schedule = record.schedule, None
         record.counters.invocations += 1
         record.invocation_budget_s = max(record.invocation_budget_s, round(remaining_s, 3))
         run = begin_run(
@@ -107,6 +111,7 @@ class Claim:
         )
         claim = cls(records, record, etag, lease, run)
         claim._write(own_lease=False)
+        claim.dropped_schedule = dropped
         return claim
 
     # -- saves while running -----------------------------------------------------------------
@@ -150,9 +155,13 @@ class Claim:
 
     # -- the end of this invocation's hold -----------------------------------------------------
 
-    def wait(self, waiters: list[Waiter], reason: str, *, message_id: str) -> None:
+    def wait(
+        self, waiters: list[Waiter], reason: str, *, message_id: str, reach_s: int | None = None
+    ) -> None:
         """Wait: write the record ``waiting`` with generation + 1, what it waits for and until
         when. The caller then looks at the inbox and sends the timer (``waiting.after_wait``).
+        A deadline further than ``reach_s`` (one delayed message; None: no scheduler) is
+        named a schedule (``long_waits.plan``), which the caller creates.
 
         Raises:
             PayloadTooLargeError: the record cannot be saved (nothing was written).
@@ -164,18 +173,30 @@ class Claim:
         record.suspend_reason = reason
         record.suspended_by = message_id
         record.waiting_for = waiters
-        record.wake_at = next_wake(waiters, now_s())
+        now = now_s()
+        record.wake_at = next_wake(waiters, now)
+        plan(record, now=now, reach_s=reach_s)
         record.counters.waits += 1
         end_recovery(record)
         self.close(RunOutcome.WAITING, reason, waiting_for=waiters, then_sends=1, then_lists=1)
         self._write(handing_over=True)
 
     def suspend(
-        self, reason: str, *, message_id: str, continuations: Continuations, delay_s: float = 0.0
+        self,
+        reason: str,
+        *,
+        message_id: str,
+        continuations: Continuations,
+        delay_s: float = 0.0,
+        long_waits: LongWaits | None = None,
     ) -> float:
         """Suspend: (1) write the record with generation + 1, (2) then send its continuation.
         Never the other way round: a message must never name a record that does not exist.
         Return how long the send took (the next claim learns the save cost from it).
+
+        A delay past one delayed message's reach (a retry's long backoff), with a scheduler
+        (``long_waits``), is a schedule's: the record says until when (``wake_at``) and which
+        schedule; its fire is a timer, which hops once to end the delay on the second.
 
         Raises:
             PayloadTooLargeError: the record cannot be saved (nothing was written).
@@ -188,15 +209,21 @@ class Claim:
         record.counters.continuations += 1
         end_recovery(record)
         record.suspended_by = message_id
+        reach_s = long_waits.reach_s if long_waits is not None else None
+        if reach_s is not None and delay_s > reach_s:
+            now = now_s()
+            record.wake_at = epoch_to_datetime(now + delay_s)
+            plan(record, now=now, reach_s=reach_s)
         self.close(RunOutcome.SUSPENDED, reason, then_sends=1)
         self._write(handing_over=True)
         started = time.monotonic()
-        continuations.send(
-            record.task_id,
-            generation=record.generation,
-            reason=reason,
-            delay_s=round(delay_s),
-        )
+        if long_waits is None or not long_waits.hand_over(record, kind="timer"):
+            continuations.send(
+                record.task_id,
+                generation=record.generation,
+                reason=reason,
+                delay_s=round(delay_s),
+            )
         return time.monotonic() - started
 
     def finish(self, status: Status, *, error: ErrorInfo | None = None) -> None:

@@ -21,6 +21,7 @@ import dataclasses
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from continuum._base.clock import now_s
 from continuum._define.observers import Observers
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildTasks, cancel_children, report_to_parent
@@ -32,8 +33,9 @@ from continuum._record.waiting_for import Waiter
 from continuum._turn.tasks import Task
 from continuum._worker.claim import Claim
 from continuum._worker.fence import Verdict
+from continuum._worker.long_waits import LongWaits, plan
 from continuum._worker.sqs_batch import logger
-from continuum._worker.wake import after_wait
+from continuum._worker.wake import after_wait, timer_delay_s
 from continuum._worker.warm_cache import RecentRecords
 from continuum.errors import LeaseHeldError, PayloadTooLargeError, RecordTooNewError
 
@@ -93,6 +95,7 @@ class Endings:
         recent: RecentRecords,
         observers: Observers | None = None,
         children: ChildTasks | None = None,
+        long_waits: LongWaits | None = None,
     ) -> None:
         self.records = records
         self.continuations = continuations
@@ -100,6 +103,8 @@ class Endings:
         self.recent = recent
         self.observers = observers if observers is not None else Observers()
         self.children = children
+        #: hands deadlines past one delayed message to the scheduler (None: they hop).
+        self.long_waits = long_waits
 
     def suspend(
         self, claim: Claim, reason: str, *, delay_s: float, message_id: str, limit: int
@@ -120,7 +125,11 @@ class Endings:
             )
         try:
             send_s = claim.suspend(
-                reason, message_id=message_id, continuations=self.continuations, delay_s=delay_s
+                reason,
+                message_id=message_id,
+                continuations=self.continuations,
+                delay_s=delay_s,
+                long_waits=self.long_waits,
             )
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
@@ -136,7 +145,8 @@ class Endings:
         record = claim.record
         record.idle_suspensions = 0
         try:
-            claim.wait(waiters, reason, message_id=message_id)
+            reach_s = self.long_waits.reach_s if self.long_waits is not None else None
+            claim.wait(waiters, reason, message_id=message_id, reach_s=reach_s)
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
         sent = self.resume_waiting(record)
@@ -159,8 +169,11 @@ class Endings:
         elapsed_s: float,
         memory_mb: int,
     ) -> Outcome:
-        """The timer of a long wait came early: move the record on one generation, send the
-        next timer. The hop counts on the run that began the wait, and in the task's cost.
+        """The timer of a long wait came early (a hop's, or a schedule's fire): move the
+        record on one generation, send the next timer (or hand it to a schedule, if it is
+        still past one delayed message). A suspended record's fire (a retry's long backoff)
+        hops alike, its next message the continuation. The hop counts on the run that began
+        the wait, and in the task's cost.
 
         Raises:
             RecordConflictError: another writer moved the record; nothing was sent.
@@ -168,6 +181,8 @@ class Endings:
         record.generation += 1
         record.suspended_by = message_id
         record.counters.hops += 1
+        reach_s = self.long_waits.reach_s if self.long_waits is not None else None
+        plan(record, now=now_s(), reach_s=reach_s)
         usage = dataclasses.replace(spent)
         usage.s3_put, usage.sqs_send = usage.s3_put + 1, 1
         bill(usage, elapsed_s, memory_mb)
@@ -176,19 +191,23 @@ class Endings:
             record.history[-1].hops += 1
         # A conflict (412) is the caller's: its record may have come from memory.
         etag = self.records.replace(record, etag=etag)
-        after_wait(
-            record,
-            self.records.inbox,
-            self.continuations,
-            max_delay_s=self.continuations.queue.max_delay_s,
-            look=False,
-        )
+        if record.status == Status.WAITING:
+            after_wait(
+                record,
+                self.records.inbox,
+                self.continuations,
+                max_delay_s=self.continuations.queue.max_delay_s,
+                look=False,
+                long_waits=self.long_waits,
+            )
+        else:
+            send_delayed(record, self.continuations, self.long_waits)
         self.recent.keep(record, etag)
         return Outcome.HOPPED
 
     def resume_waiting(self, record: TaskRecord) -> str:
         """Send what continues a waiting record: a wake, its timer, or nothing."""
-        return resume_waiting(record, self.records, self.continuations)
+        return resume_waiting(record, self.records, self.continuations, self.long_waits)
 
     def fenced(self, verdict: Verdict, record: TaskRecord) -> Outcome:
         """Act on a verdict of the fence that runs nothing (not RUN, nor CHECK_INBOX)."""
@@ -202,7 +221,7 @@ class Endings:
             case Verdict.RESEND:
                 # The worker that suspended the task (or made it wait) may have died before
                 # sending; send again (a duplicate is fenced like any other).
-                resend(record, self.records, self.continuations)
+                resend(record, self.records, self.continuations, long_waits=self.long_waits)
                 return Outcome.RESENT
             case Verdict.FINISHED:
                 # Its worker may have died after the finish write: a cancelled parent cancels
@@ -313,19 +332,50 @@ def too_new_for(task: Task[Any] | None, record: TaskRecord) -> RecordTooNewError
     )
 
 
-def resume_waiting(record: TaskRecord, records: Records, continuations: Continuations) -> str:
-    """Send what continues a waiting record: a wake, its timer, or nothing."""
+def resume_waiting(
+    record: TaskRecord,
+    records: Records,
+    continuations: Continuations,
+    long_waits: LongWaits | None = None,
+) -> str:
+    """Send what continues a waiting record: a wake, its timer (or schedule), or nothing."""
     return after_wait(
-        record, records.inbox, continuations, max_delay_s=continuations.queue.max_delay_s
+        record,
+        records.inbox,
+        continuations,
+        max_delay_s=continuations.queue.max_delay_s,
+        long_waits=long_waits,
+    )
+
+
+def send_delayed(
+    record: TaskRecord, continuations: Continuations, long_waits: LongWaits | None
+) -> None:
+    """Send a suspended record's continuation for its ``wake_at`` (a retry's long backoff):
+    the schedule the record names, else a message delayed as far as one reaches."""
+    if long_waits is not None and long_waits.hand_over(record, kind="timer"):
+        return
+    delay = 0 if record.wake_at is None else timer_delay_s(record, now=now_s())
+    delay = min(delay, continuations.queue.max_delay_s)
+    continuations.send(
+        record.task_id, generation=record.generation, reason="backoff", delay_s=delay
     )
 
 
 def resend(
-    record: TaskRecord, records: Records, continuations: Continuations, *, reason: str = "resend"
+    record: TaskRecord,
+    records: Records,
+    continuations: Continuations,
+    *,
+    reason: str = "resend",
+    long_waits: LongWaits | None = None,
 ) -> None:
-    """Send the current continuation of a suspended, waiting or pending record again."""
+    """Send the current continuation of a suspended, waiting or pending record again (a
+    long wait's schedule is created again: the same name, time and body, so no second one)."""
     if record.status == Status.WAITING:
-        resume_waiting(record, records, continuations)
+        resume_waiting(record, records, continuations, long_waits)
+    elif record.status == Status.SUSPENDED and record.schedule is not None:
+        send_delayed(record, continuations, long_waits)
     else:
         continuations.send(record.task_id, generation=record.generation, reason=reason)
 

@@ -32,6 +32,18 @@ SQS_NAMES = {
     "delete": "DeleteMessage",
 }
 
+#: The EventBridge Scheduler operation each in-memory scheduler call stands for.
+SCHEDULER_NAMES = {
+    "schedule_at": "CreateSchedule",
+    "put_recurring": "CreateSchedule",
+    "pause": "UpdateSchedule",
+    "resume": "UpdateSchedule",
+    "get": "GetSchedule",
+    "schedules": "ListSchedules",
+    "delete": "DeleteSchedule",
+}
+_NAMES = {"s3": S3_NAMES, "sqs": SQS_NAMES, "scheduler": SCHEDULER_NAMES}
+
 
 class CallCounter:
     """Counts the AWS API calls (or their in-memory equivalents) the framework makes."""
@@ -54,9 +66,9 @@ class CallCounter:
         return sum(n for key, n in self.calls.items() if key.startswith(f"{service}:"))
 
     def hook(self, service: str, quiet: threading.local) -> Callable[[str, str], None]:
-        """An ``on_call`` hook for a fake of ``service`` ("s3" or "sqs") that counts its calls,
-        except while ``quiet.on`` is set in the calling thread."""
-        names = S3_NAMES if service == "s3" else SQS_NAMES
+        """An ``on_call`` hook for a fake of ``service`` ("s3", "sqs" or "scheduler") that
+        counts its calls, except while ``quiet.on`` is set in the calling thread."""
+        names = _NAMES[service]
 
         def count(operation: str, _key: str) -> None:
             if not getattr(quiet, "on", False):

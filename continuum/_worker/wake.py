@@ -31,6 +31,7 @@ from continuum._record.continuation import Continuation, Continuations
 from continuum._record.inbox import Inbox, Listing
 from continuum._record.model import Status, TaskRecord
 from continuum._record.waiting_for import Waiter, WaitKind, epoch_to_datetime
+from continuum._worker.long_waits import LongWaits
 from continuum.backends.queue import MAX_DELAY_S
 
 #: A task waiting for child tasks has its inbox looked at this often, whatever its deadlines.
@@ -123,11 +124,14 @@ def after_wait(
     *,
     max_delay_s: int = MAX_DELAY_S,
     look: bool = True,
+    long_waits: LongWaits | None = None,
 ) -> str:
     """After the record was written ``waiting``: look at the inbox and send what continues
     the task: a wake now if it was answered meanwhile, else its timer (if it has a deadline;
-    a wait without one needs no message until something arrives). Returns what was sent
-    ("wake", "timer" or "nothing").
+    a wait without one needs no message until something arrives), or the schedule the record
+    names (``record.schedule``, a deadline past one delayed message), falling back to the
+    timer if the schedule cannot be created. Returns what was sent ("wake", "timer",
+    "schedule" or "nothing").
 
     ``look=False`` (a hop): send the timer without looking. The hop looked just before its
     write, and a sender's wake that names the generation the hop replaced still makes the
@@ -139,6 +143,8 @@ def after_wait(
         return "wake"
     if record.wake_at is None:
         return "nothing"
+    if long_waits is not None and long_waits.hand_over(record, kind="timer"):
+        return "schedule"
     delay = timer_delay_s(record, now=now_s(), max_delay_s=max_delay_s)
     reason = (
         f"timer for {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(record.wake_at.timestamp()))}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from continuum._base.clock import now_s, real_monotonic, utcnow
 from continuum._define.observers import MessageHandled, Observers
@@ -40,6 +40,7 @@ from continuum._worker.claim import Claim, error_info
 from continuum._worker.endings import Endings, Outcome, after_sweep, too_new_for
 from continuum._worker.fence import Verdict, fence
 from continuum._worker.invocation import Invocation
+from continuum._worker.long_waits import SCHEDULED, LongWaits
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import (
     Delivery,
@@ -53,7 +54,7 @@ from continuum._worker.sqs_batch import (
     remaining_s,
     shorten_visibility,
 )
-from continuum._worker.wake import Decision, decide, listing_for, undecided
+from continuum._worker.wake import EARLY_S, Decision, decide, listing_for, undecided
 from continuum._worker.warm_cache import RecentRecords
 from continuum.errors import (
     BadMessageError,
@@ -66,6 +67,9 @@ from continuum.errors import (
 )
 
 __all__ = ["Outcome", "Worker"]
+
+if TYPE_CHECKING:
+    from continuum.backends.scheduler import ContinuationScheduler
 
 
 #: How often a wake is judged again when its claim loses the record to another write.
@@ -102,6 +106,8 @@ class Worker:
             ``ctx.map_tasks``), on a task's first such call: the app's ``client``.
         meter: counts the store and queue calls of each message.
         observers: the app's observers of what the worker does.
+        scheduler: the continuation scheduler (``app.scheduler()``): a deadline past one
+            delayed message is handed to one of its schedules; None: such waits hop.
     """
 
     def __init__(
@@ -114,6 +120,7 @@ class Worker:
         child_client: Callable[[], ChildClient],
         meter: Meter | None = None,
         observers: Observers | None = None,
+        scheduler: ContinuationScheduler | None = None,
     ) -> None:
         self.registry = registry
         self.records = records
@@ -125,8 +132,15 @@ class Worker:
         self.observers.add(OutcomeMetrics())
         #: starts child tasks for the turns (``ctx.invoke``, ``ctx.map_tasks``).
         self.children = ChildTasks(child_client)
+        self.long_waits = LongWaits(scheduler, continuations)
         self.endings = Endings(
-            records, continuations, settings, self.recent, self.observers, self.children
+            records,
+            continuations,
+            settings,
+            self.recent,
+            self.observers,
+            self.children,
+            long_waits=self.long_waits,
         )
         self._local = threading.local()
         #: counts this worker's store and queue calls per message (the app wraps both in it).
@@ -233,6 +247,8 @@ class Worker:
             decision = decide(record, listing, timer=timer, now=now)
             if decision is not Decision.RUN:
                 return self._stay_waiting(handling, decision, record, etag)
+        elif early_backoff(record, message, verdict, now=now):
+            return self._stay_waiting(handling, Decision.HOP, record, etag)
         # 3. The claim.
         if (left := self._leave_if_newer(handling, record)) is not None:
             return left
@@ -305,6 +321,8 @@ class Worker:
             raise
         claim.usage, claim.clock = self._local.usage, self._local.clock
         claim.memory_mb = memory_mb(context)
+        if not message.reason.startswith(SCHEDULED):  # a fired schedule deleted itself
+            self.long_waits.forget(claim.dropped_schedule, task_id=record.task_id)
         return claim
 
     def _invoke(
@@ -331,3 +349,18 @@ class Worker:
         queue, margin_s = self.continuations.queue, self.settings.visibility_margin_s
         shorten_visibility(queue, handling.delivery, left_s, margin_s)
         return after_sweep(claim, invocation.run(handling.message, handling.message_id, listing))
+
+
+def early_backoff(
+    record: TaskRecord, message: Continuation, verdict: Verdict, *, now: float
+) -> bool:
+    """Whether ``message`` is a schedule's fire for a suspended record (a retry's long
+    backoff) that came before its time: then it hops, and claims nothing."""
+    wake = record.wake_at
+    return (
+        record.status == Status.SUSPENDED
+        and verdict is Verdict.RUN
+        and message.kind == "timer"
+        and wake is not None
+        and now < wake.timestamp() - EARLY_S
+    )

@@ -126,7 +126,9 @@ def _run_here(
     budget = args.budget or DEFAULT_RUN_BUDGET_S
     answers = Answers.from_args(args)
     with moto_backend():
-        runtime = LocalRuntime(app, budget_s=budget, virtual_time=not args.real_time)
+        runtime = LocalRuntime(
+            app, budget_s=budget, virtual_time=not args.real_time, scheduler=True
+        )
         clock = "real time" if args.real_time else "a virtual clock (waits take no time)"
         print(
             f"running {task.name} as task {task_id} on moto in this process, {budget:g}s per "

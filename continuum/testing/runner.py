@@ -72,6 +72,10 @@ class TaskRunner:
             a sleep of any length is one message; on moto, SQS's 900 s, so a long sleep is a
             chain of timer hops as on AWS (900 on the memory backend does the same).
         quiet: keep the worker's logs below ERROR out of the test's output.
+        scheduler: give the app a continuation scheduler (in memory, or EventBridge Scheduler
+            on moto) and fire its schedules on the runner's clock, as on a deployed stack: a
+            wait past one delayed message is then one schedule, not a chain of hops. False:
+            no scheduler (long waits hop).
         timeout_s: the most wall-clock seconds one call may run tasks for before it gives up.
 
     Example:
@@ -92,6 +96,7 @@ class TaskRunner:
         max_delay_s: int | None = None,
         quiet: bool = True,
         timeout_s: float = 60.0,
+        scheduler: bool = True,
     ) -> None:
         if backend not in ("memory", "moto"):
             raise ConfigurationError(
@@ -107,6 +112,7 @@ class TaskRunner:
         self.max_delay_s = max_delay_s
         self.quiet = quiet
         self.timeout_s = timeout_s
+        self.scheduler = scheduler
         #: every live step execution of the app's tasks while the runner is open.
         self.log = StepLog()
         #: a clock to use instead of a new one (``check_replay_safe`` shares one across runs).
@@ -129,6 +135,7 @@ class TaskRunner:
                 backend=self.backend,
                 virtual_time=self.virtual_time,
                 max_delay_s=self.max_delay_s,
+                scheduler=self.scheduler,
             )
             if self.virtual_time and (self._clock is not None or self.start_at is not None):
                 runtime.time = self._clock or VirtualTime(self.start_at)

@@ -72,6 +72,8 @@ NAMES = {
     "StateBucket.Arn": BUCKET_ARN,
     "TaskPrefix": PREFIX,
     "ContinuationQueue.Arn": QUEUE_ARN,
+    "ScheduleGroup": "continuum-policies",
+    "SchedulerRole.Arn": f"arn:aws:iam::{ACCOUNT}:role/continuum-policies-scheduler",
     "WorkerLogGroup.Arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/worker",
     "AWS::Partition": "aws",
     "AWS::Region": REGION,

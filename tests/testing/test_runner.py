@@ -108,12 +108,26 @@ def test_a_thirty_day_sleep_ends_at_once_and_no_step_runs_while_it_lasts():
 
 def test_advance_moves_through_a_long_sleep_running_its_timers_as_they_come_due(backend):
     app, ran = cancellable_app()
-    # On moto a sleep is a chain of 900 s hops, as on AWS; the memory backend may do the same.
-    with TaskRunner(app, backend=backend, max_delay_s=900) as runner:
+    # Without a scheduler a sleep is a chain of 900 s hops; the memory backend may do the same.
+    with TaskRunner(app, backend=backend, max_delay_s=900, scheduler=False) as runner:
         task = runner.start("chore", {"sleep_days": 1 / 24, "steps": 2})  # an hour
         runner.advance(timedelta(minutes=59))
         assert task.status == Status.WAITING
         assert task.counters.hops == 3  # at 15, 30 and 45 minutes
+        assert ran == ["work 0", "work 1"]
+        runner.advance(120)
+        assert task.result == "finished anyway"
+    assert ran == ["work 0", "work 1", "work 99"]
+
+
+def test_advance_fires_the_schedule_of_a_long_sleep_on_the_runners_clock(backend):
+    app, ran = cancellable_app()
+    # With a scheduler (the default) an hour's sleep is one schedule, as on a deployed stack.
+    with TaskRunner(app, backend=backend, max_delay_s=900) as runner:
+        task = runner.start("chore", {"sleep_days": 1 / 24, "steps": 2})  # an hour
+        runner.advance(timedelta(minutes=59))
+        assert task.status == Status.WAITING
+        assert task.counters.hops == 1  # the schedule's fire, five minutes early
         assert ran == ["work 0", "work 1"]
         runner.advance(120)
         assert task.result == "finished anyway"
