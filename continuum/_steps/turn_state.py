@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.clock import now_s
+from continuum._base.callback_links import CallbackLinks
 from continuum._define.observers import Observers, StepEnded, StepStarted
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum._record.history import InvocationRun, StepRun
@@ -86,6 +87,8 @@ class TurnState:
     invocation: InvocationRun | None = None
     #: the worker's observers, when any wants step events (else None).
     observers: Observers | None = None
+    #: the callback link endpoint and its keys (None: callbacks have no link).
+    links: CallbackLinks | None = None
     #: guards the record while the branches of a batch run in threads.
     lock: threading.RLock = field(default_factory=threading.RLock)
     #: for test helpers: a step a live call runs instead of the one called.
@@ -127,6 +130,7 @@ class TurnState:
         inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
         invocation: InvocationRun | None = None,
         observers: Observers | None = None,
+        links: CallbackLinks | None = None,
     ) -> TurnState:
         """The state of a task's turns in this invocation. The arguments are the fields of
         the same names; ``save_strict`` defaults to ``save``, and ``inbox`` to none (as in
@@ -145,6 +149,7 @@ class TurnState:
             preemptor=preemptor,
             invocation=invocation,
             observers=observers if observers is not None and observers.steps else None,
+            links=links,
             journal=Journal(record.journal, task_id=record.task_id, turn=record.turn),
         )
 
@@ -163,6 +168,7 @@ class TurnState:
             preemptor=self.preemptor,
             invocation=self.invocation,
             observers=self.observers,
+            links=self.links,
             lock=self.lock,
             step_wrapper=self.step_wrapper,
             journal=Journal(entries, task_id=self.record.task_id, turn=self.record.turn),
