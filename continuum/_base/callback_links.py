@@ -81,8 +81,10 @@ class CallbackLinks:
                 hint="set CONTINUUM_SIGNING_KEY (or its SSM parameter or secret), or unset "
                 f"{CALLBACK_URL_ENV} to answer callbacks by id only",
             )
-        return self.base_url.rstrip("/") + LINK_PATH + make_token(
-            self.keys[0], task_id, token, expires_at
+        return (
+            self.base_url.rstrip("/")
+            + LINK_PATH
+            + make_token(self.keys[0], task_id, token, expires_at)
         )
 
 

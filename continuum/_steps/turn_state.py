@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from continuum._base.clock import now_s
 from continuum._base.callback_links import CallbackLinks
+from continuum._base.clock import now_s
 from continuum._define.observers import Observers, StepEnded, StepStarted
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum._record.history import InvocationRun, StepRun

@@ -36,7 +36,9 @@ def link_app(**options: Any) -> tuple[Continuum, dict[str, Any]]:
 
     @app.task(state=Ask)
     def review(ctx: TaskContext[Ask]) -> Any:
-        cb = ctx.create_callback("review", timeout=3600, request={"title": ctx.state.title, "m": "asked-1"})
+        cb = ctx.create_callback(
+            "review", timeout=3600, request={"title": ctx.state.title, "m": "asked-1"}
+        )
         seen["url"] = cb.url
         return ctx.wait_for_callback(hand_out, name="second", timeout=60, request={"n": 2})
 
@@ -50,7 +52,8 @@ def test_the_request_is_stored_once_in_the_record(make_runtime):
         waiting = runtime.run("review", {"title": "a-unique-title-1234"})
         raw = app.records.store.get(app.records.record_key(waiting.task_id)).body.decode()
         status = app.client().status(waiting.task_id)
-    assert raw.count('"asked-1"') == 1 and raw.count('"n": 2') == 1, raw
+    assert raw.count('"asked-1"') == 1, raw
+    assert raw.count('"n": 2') == 1, raw
     assert json.loads(raw)["waiting_for"][0].get("request") is None
     assert [w.request for w in status.waiting_for] == [
         {"n": 2},
@@ -64,7 +67,8 @@ def test_without_an_endpoint_there_is_no_url(make_runtime):
     with runtime.time.running():
         waiting = runtime.run("review", {})
         status = app.client().status(waiting.task_id)
-    assert seen["url"] is None and seen["submitted_url"] is None
+    assert seen["url"] is None
+    assert seen["submitted_url"] is None
     assert [w.url for w in status.waiting_for] == [None, None]
 
 
@@ -75,13 +79,16 @@ def test_with_an_endpoint_each_callback_has_its_link(make_runtime):
         waiting = runtime.run("review", {})
         status = app.client().status(waiting.task_id)
     second, first = status.waiting_for
-    assert first.url == seen["url"] and second.url == seen["submitted_url"]
+    assert first.url == seen["url"]
+    assert second.url == seen["submitted_url"]
     assert second.id == seen["id"]
     for waiter in (first, second):
-        assert waiter.url is not None and waiter.url.startswith(BASE + "/cb/v1.")
+        assert waiter.url is not None
+        assert waiter.url.startswith(BASE + "/cb/v1.")
         claim = read_token(waiter.url.rpartition("/")[2], ("old", "new"))
         assert claim.callback_id == waiter.id
-        assert waiter.deadline is not None and claim.expires_at == math.ceil(waiter.deadline.timestamp())
+        assert waiter.deadline is not None
+        assert claim.expires_at == math.ceil(waiter.deadline.timestamp())
     assert waiting.task_id not in (first.url or "")  # never a bare id
     raw = app.records.store.get(app.records.record_key(waiting.task_id)).body.decode()
     assert "/cb/" not in raw  # derived, not stored
@@ -125,7 +132,8 @@ def test_a_replayed_turn_gives_the_same_link(make_runtime):
         app.client().complete_callback(waiter.id, "yes")
         done = runtime.drive(waiting.task_id)
     assert done.result == "yes"
-    assert len(urls) == 2 and urls[0] == urls[1] == waiter.url
+    assert len(urls) == 2
+    assert urls[0] == urls[1] == waiter.url
 
 
 def test_a_bad_request_is_a_clear_error_naming_the_task(make_runtime):
@@ -139,7 +147,8 @@ def test_a_bad_request_is_a_clear_error_naming_the_task(make_runtime):
     with runtime.time.running():
         failed = runtime.run("bad", {})
     status = app.client().status(failed.task_id)
-    assert status.error is not None and "request of callback 'big'" in status.error.message
+    assert status.error is not None
+    assert "request of callback 'big'" in status.error.message
 
 
 # -- the token --------------------------------------------------------------------------------
@@ -149,7 +158,8 @@ def test_a_token_is_bound_to_its_callback_and_expiry():
     token = make_token("k", "task-1", "a" * 32, 1000.2)
     claim = read_token(token, ("k",))
     assert (claim.task_id, claim.token, claim.expires_at) == ("task-1", "a" * 32, 1001)
-    assert claim.expired(1001) and not claim.expired(1000.9)
+    assert claim.expired(1001)
+    assert not claim.expired(1000.9)
 
 
 @pytest.mark.parametrize("keys", [("other",), ()])
