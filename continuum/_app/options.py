@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from continuum._app.backend_config import BackendConfig
-from continuum._base.callback_links import CALLBACK_URL_ENV
+from continuum._base.callback_links import environment_url
 from continuum._define.settings import Settings
 from continuum._record.continuation import parse_keys
 
@@ -40,7 +39,7 @@ class ContinuumOptions(Settings, BackendConfig):
         """The :class:`Settings` these options say (the signing keys parsed, not loaded)."""
         names = (f.name for f in dataclasses.fields(Settings) if f.name != "signing_keys")
         values = {name: getattr(self, name) for name in names}
-        values["callback_url"] = self.callback_url or os.environ.get(CALLBACK_URL_ENV) or None
+        values["callback_url"] = self.callback_url or environment_url()
         return Settings(**values, signing_keys=parse_keys(self.signing_key))
 
 

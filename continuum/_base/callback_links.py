@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import math
+import os
 import string
 from dataclasses import dataclass
 
@@ -39,6 +40,11 @@ _VERSION = "v1"
 _B64_CHARS = frozenset(string.ascii_letters + string.digits + "-_")
 #: A longer token is refused unread (task ids are at most a few hundred characters).
 MAX_TOKEN_CHARS = 2048
+
+
+def environment_url() -> str | None:
+    """The link endpoint's base URL that the environment gives (None: none)."""
+    return os.environ.get(CALLBACK_URL_ENV) or None
 
 
 class BadLinkToken(ValueError):
