@@ -185,13 +185,13 @@ class LinkEndpoint:
                 value = _ANY.validate_json(body)
             except ValidationError:
                 raise _Refused(HTTPStatus.UNPROCESSABLE_ENTITY, "The body is not JSON.") from None
-        elif kind == "application/x-www-form-urlencoded":
-            value = _decision(body)
-        else:
+        elif kind != "application/x-www-form-urlencoded":
             raise _Refused(
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Post the page's form, or JSON (a webhook)."
             )
-        self._open(claim)
+        record = self._open(claim)
+        if kind != "application/json":
+            value = _decision(body, record.callbacks[claim.token].request)
         try:
             self.client.complete_callback(claim.callback_id, value)
         except CallbackError as exc:
@@ -213,13 +213,22 @@ def _closed(answer: CallbackAnswer) -> _Refused:
     return _Refused(HTTPStatus.CONFLICT, "This request was already answered.")
 
 
-def _decision(body: bytes) -> dict[str, Any]:
-    fields = parse_qs(body.decode("utf-8", errors="replace"), max_num_fields=10)
+def _decision(body: bytes, request: Any) -> dict[str, Any]:
+    """The form's answer: ``{"approved": ..., "comment": ...}``, over the request's ready
+    answer of that name (``"answers": {"approve": {...}, "deny": {...}}``) when it has one, so
+    that what else that answer carries (an approval's digest) comes along."""
+    try:
+        fields = parse_qs(body.decode("utf-8", errors="replace"), max_num_fields=10)
+    except ValueError:
+        raise _Refused(HTTPStatus.UNPROCESSABLE_ENTITY, "Choose Approve or Deny.") from None
     decision = fields.get("decision", [""])[-1]
     if decision not in ("approve", "deny"):
         raise _Refused(HTTPStatus.UNPROCESSABLE_ENTITY, "Choose Approve or Deny.")
     comment = fields.get("comment", [""])[-1][:MAX_INBOX_MESSAGE_CHARS]
-    return {"approved": decision == "approve", "comment": comment}
+    ready = request.get("answers") if isinstance(request, dict) else None
+    base = ready.get(decision) if isinstance(ready, dict) else None
+    said = {"approved": decision == "approve", "comment": comment}
+    return {**base, **said} if isinstance(base, dict) else said
 
 
 def _shown(request: Any) -> str:
