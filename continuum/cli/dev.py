@@ -171,7 +171,7 @@ def _pages(stack: Any, port: int | None) -> Iterator[Any]:
     if port is None:
         yield None
         return
-    from continuum._waits.link_endpoint import LinkEndpoint
+    from continuum._ops.links import LinkEndpoint
     from continuum.timeline.server import TimelineServer
 
     client = stack.task_client(os.environ.get("CONTINUUM_PREFIX"))

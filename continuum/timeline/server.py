@@ -9,7 +9,7 @@ thread):
 - ``POST /tasks/ID/callback`` (``callback_id``, ``result``: JSON), ``POST /tasks/ID/signal``
   (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``);
 - ``GET`` and ``POST /cb/TOKEN``: callback links, as the stack's link function answers them
-  (``continuum._waits.link_endpoint``); their token is the link's own, not this server's.
+  (``continuum._ops.links``); their token is the link's own, not this server's.
 
 A page of another site could make the browser post to localhost (a cross-site request), so
 every POST must carry this server's token, which only its own pages hold (a page of another
@@ -32,11 +32,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from continuum._base.callback_links import LINK_PATH
 from continuum._ops.client import Client
 from continuum._ops.inspection import DEFAULT_VERSIONS, inspect_task
+from continuum._ops.links import LINK_PATH, LinkEndpoint
 from continuum._record.model import Status, check_task_id
-from continuum._waits.link_endpoint import LinkEndpoint
 from continuum.errors import ConfigurationError, ContinuumError, RecordNotFoundError
 from continuum.timeline.listing import task_list_page
 from continuum.timeline.page import Notice, Served, document, timeline_page
