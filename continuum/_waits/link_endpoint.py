@@ -106,6 +106,9 @@ class _Sender(Mail):
     def __init__(self, records: Records, continuations: Continuations) -> None:
         self.records, self.continuations = records, continuations
 
+    def wake(self, task_id: str) -> None:
+        self._wake(task_id)
+
 
 class LinkEndpoint:
     """Answers callback links: reads the records and inbox, writes answers and sends wakes
@@ -189,7 +192,13 @@ class LinkEndpoint:
             raise _Refused(
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "Post the page's form, or JSON (a webhook)."
             )
-        record = self._open(claim)
+        try:
+            record = self._open(claim)
+        except _Refused as refused:
+            if refused.status == HTTPStatus.CONFLICT:
+                # A retry: the first POST's wake may have failed after its answer landed.
+                self.client.wake(claim.task_id)
+            raise
         if kind != "application/json":
             value = _decision(body, record.callbacks[claim.token].request)
         try:

@@ -6,6 +6,7 @@ nothing read or written."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlencode
@@ -14,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
+from continuum._record.inbox_items import CallbackAnswer
 from continuum._waits.link_endpoint import LinkEndpoint, handle_function_url_event
 
 BASE = "https://links.example.test"
@@ -213,3 +215,23 @@ def test_a_function_url_event_round_trips(make_runtime):
         assert handle_function_url_event(endpoint, post)["statusCode"] == 200
         done = runtime.drive(task_id)
     assert done.result["answer"] == {"approved": False, "comment": "no"}
+
+
+def test_a_second_post_wakes_the_task_again_as_a_retried_webhook_must(make_runtime):
+    app = approval_app()
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        _, task_id, path = waiting_task(runtime, app)
+        # The first POST's answer landed and its wake was lost (its sender died).
+        token = path.removeprefix("/cb/")
+        [waiter] = app.client().status(task_id).waiting_for
+        answer = CallbackAnswer(ok=True, result={"first": 1}, answered_at=datetime.now(UTC))
+        assert app.records.inbox.put_answer(task_id, waiter.id.rpartition(".")[2], answer)
+        endpoint = LinkEndpoint.of(app)
+        assert endpoint.handle("GET", path, "", b"").status == HTTPStatus.CONFLICT
+        assert runtime.invoke_once() is None  # a GET sends nothing
+        retried = endpoint.handle("POST", "/cb/" + token, "application/json", b'{"first": 1}')
+        assert retried.status == HTTPStatus.CONFLICT
+        assert runtime.invoke_once() is not None  # the wake
+        done = runtime.drive(task_id)
+    assert done.result["answer"] == {"first": 1}
