@@ -54,6 +54,7 @@ def test_dev_pages_serve_callback_links(quiet):
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(again, timeout=10)
             assert refused.value.code == 409
+            refused.value.close()
             finished = runtime.drive(waiting.task_id)
     assert finished.status == Status.SUCCEEDED
     assert finished.result == {"approved": False, "comment": "not today"}
