@@ -10,7 +10,8 @@ WORKERS ?= auto
 
 .PHONY: demo test docs lint typecheck pytest pytest-slow oldest sam-tools bench chaos clean requirements template
 
-# `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction).
+# `sam build` packaging targets (build-WorkerFunction, build-DeadLetterFunction,
+# build-CallbackLinkFunction).
 include infra/build.mk
 
 $(BIN)/python:

@@ -33,7 +33,7 @@ from typing import Any
 
 import boto3
 
-from chaos import flowchecks, outside, rollback, schedules, steering, tasks
+from chaos import flowchecks, links, outside, rollback, schedules, steering, tasks
 from chaos.base import INLINE_LIMIT_BYTES
 from chaos.checks import (
     Failure,
@@ -410,6 +410,7 @@ class Run:
         check_deliveries(report, self.events)
         flowchecks.check_cancels(report, self.plan, lambda t: self._final(versions.get(t, [])), log)
         flowchecks.check_outside(report, log)
+        links.check_links(report, log)
         if self.older is not None:
             self.older.check(report)
         self._figures(report, ending, statuses, versions, started)

@@ -11,6 +11,8 @@ Each task that waits for the outside world has a script, planned from the seed
   complete it late, after its timeout;
 - cancels: ``client.cancel`` while the task is pending (right after its start), running, or
   waiting; some twice, with another reason (the first must win);
+- links (``chaos.links``): a share of the callback tasks get their answers as racing POSTs to
+  the callback's link instead;
 - retries (``chaos.steering``): once the task, or one of its children, is seen ``failed``,
   ``client.retry`` it, as an operator does after deploying a fix, until the task succeeds.
 
@@ -30,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos import links
 from chaos.base import MAX_STATE_BYTES
 from chaos.faults import SenderDied, SenderFaults
 from chaos.flows import ANSWER
@@ -161,6 +164,9 @@ class Script:
     done: bool = False
     #: rounds of retries made (a steered task's script).
     retries: int = 0
+    #: answered through the callback's link (``chaos.links``), and the link's expiry.
+    link: bool = False
+    link_expires: float | None = None
 
     @classmethod
     def of(cls, task_id: str, kind: str, plan: dict[str, Any], started: float) -> Script:
@@ -187,7 +193,7 @@ class Script:
             self.calls.append(Call(n, "cancel", {"reason": reason}, at + n * self.plan["again"]))
 
     def arm_answers(self, callback_id: str, deadline: float | None, now: float) -> None:
-        self.callback_id = callback_id
+        self.callback_id, self.link_expires = callback_id, deadline
         late = self.plan["mode"] == "late" and deadline is not None
         base = deadline if late and deadline is not None else now
         if self.plan.get("oversized"):  # refused, before the answer the task takes
@@ -229,7 +235,9 @@ class Outside:
 
     def add(self, task_id: str, kind: str, plan: dict[str, Any] | None) -> None:
         if plan is not None:
-            self.scripts.append(Script.of(task_id, kind, plan, time.time()))
+            script = Script.of(task_id, kind, plan, time.time())
+            script.link = kind == "callback" and links.linked(task_id)
+            self.scripts.append(script)
 
     def run(self) -> None:
         """Make every call that is due now (each script's calls in order)."""
@@ -350,8 +358,13 @@ class Outside:
         call.attempts += 1
         self.faults.task_id = script.task_id
         error: str | None = None
+        raced: dict[str, Any] | None = None
         try:
-            if call.op == "signal":
+            if call.op == "complete" and script.link and OVERSIZED not in call.args:
+                callback_id, result = call.args["callback_id"], call.args["result"]
+                raced = links.answer(self.client, callback_id, script.link_expires, result)
+                call.outcome = raced["outcome"]
+            elif call.op == "signal":
                 self.client.signal(script.task_id, **call.args)
             elif call.op == "complete" and OVERSIZED in call.args:
                 blob = {"blob": "x" * int(call.args[OVERSIZED])}
@@ -368,7 +381,7 @@ class Outside:
                 self._fork(script.task_id, call.args["new_id"])
             else:
                 self.client.cancel(script.task_id, call.args["reason"])
-            call.outcome = "ok"
+            call.outcome = call.outcome or "ok"
         except TaskFinishedError:
             call.outcome = "finished"
         except PayloadTooLargeError as exc:
@@ -385,7 +398,7 @@ class Outside:
                 call.due = now + RETRY_S
         finally:
             self.faults.task_id = None
-        self._note(script, call, call.outcome or "retry", error=error)
+        self._note(script, call, call.outcome or "retry", error=error, link=raced)
 
     def _note(self, script: Script, call: Call | None, outcome: str, **extra: Any) -> None:
         entry: dict[str, Any] = {"t": time.time(), "task_id": script.task_id, "kind": script.kind}

@@ -18,8 +18,8 @@ LAMBDA_PIP ?= python3 -m pip
 # (`sam build --use-container` always does); set LAMBDA_COMPILE_PYTHON= to skip.
 LAMBDA_COMPILE_PYTHON ?= $(shell python$(LAMBDA_PYTHON_VERSION) -c 'import sys; print(sys.executable)' 2>/dev/null)
 
-.PHONY: build-WorkerFunction build-DeadLetterFunction
-build-WorkerFunction build-DeadLetterFunction:
+.PHONY: build-WorkerFunction build-DeadLetterFunction build-CallbackLinkFunction
+build-WorkerFunction build-DeadLetterFunction build-CallbackLinkFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)" >&2; exit 2; }
 	mkdir -p "$(ARTIFACTS_DIR)"
 	$(LAMBDA_PIP) install --disable-pip-version-check --quiet --no-compile --no-warn-conflicts \

@@ -136,6 +136,7 @@ def test_every_benchmark_runs_quick_checks_itself_and_prints_name_value_unit_lin
         "wait_cost.usd_per_million_task_days.step_functions_standard",
         "wake_latency.memory.median",
         "wake_latency.moto.p95",
+        "wake_latency.link.memory.median",
         "long_sleep.cap_900s.warm",
         "long_sleep.lifted.cold",
         "agent_overhead.model_request.overhead",

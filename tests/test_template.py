@@ -76,6 +76,9 @@ NO_VALUE = {"Ref": "AWS::NoValue"}
 RECORDS = "<StateBucket.Arn>/<TaskPrefix>/*"
 # The only resources a policy may name with a wildcard: the task records and parts of them.
 RECORD_PATTERNS = {RECORDS, f"{RECORDS}/inbox/*", f"{RECORDS}/record.json", f"{RECORDS}/blobs/*"}
+# The callback link function creates callback answers there, and nothing else.
+CALLBACK_ANSWERS = f"{RECORDS}/inbox/callbacks/*"
+RECORD_PATTERNS.add(CALLBACK_ANSWERS)
 # The Bedrock model (or inference profile) BedrockModelId names, and the foundation models a
 # profile routes to, which the worker may invoke only through that profile.
 BEDROCK_MODEL = "arn:<AWS::Partition>:bedrock:<AWS::Region>::foundation-model/<BedrockModelId>"
@@ -592,7 +595,7 @@ def test_no_policy_allows_a_wildcard_action_or_resource(cfn: dict[str, Any]) -> 
                 assert "*" not in text or text in {*RECORD_PATTERNS, SCHEDULES}, (owner, text)
     roles = resources(cfn, "AWS::IAM::Role")
     # the template's own: SAM made none
-    assert set(roles) == {"WorkerRole", "DeadLetterRole", "SchedulerRole"}
+    assert set(roles) == {"WorkerRole", "DeadLetterRole", "SchedulerRole", "CallbackLinkRole"}
     assert not [name for name, role in roles.items() if "ManagedPolicyArns" in role["Properties"]]
 
 
@@ -689,6 +692,59 @@ def test_the_worker_learns_the_schedule_group_role_and_queue_arn(stack: Stack) -
     assert outputs["SchedulerRoleArn"]["Value"] == {"Fn::GetAtt": ["SchedulerRole", "Arn"]}
 
 
+def test_the_callback_link_role_may_only_read_records_answer_callbacks_and_wake(
+    cfn: dict[str, Any],
+) -> None:
+    assert grants(cfn, "CallbackLinkRole") == {
+        **{
+            f"logs:{a}": {"<CallbackLinkLogGroup.Arn>"} for a in ("CreateLogStream", "PutLogEvents")
+        },
+        "s3:GetObject": {RECORDS},  # the record (is the callback open, its request) and inbox
+        "s3:PutObject": {CALLBACK_ANSWERS},  # created with If-None-Match: the first answer wins
+        **BUCKET_LIST,
+        "sqs:SendMessage": {"<ContinuationQueue.Arn>"},  # the wake
+        **KEYS,
+    }
+
+
+def test_callback_links_are_a_parameter_off_by_default_that_needs_a_signing_key(
+    stack: Stack, cfn: dict[str, Any]
+) -> None:
+    assert value({"Ref": "CallbackLinks"}, cfn) == "false"
+    assert cfn["Parameters"]["CallbackLinks"]["AllowedValues"] == ["true", "false"]
+    assert cfn["Conditions"]["UseCallbackLinks"] == {
+        "Fn::Equals": [{"Ref": "CallbackLinks"}, "true"]
+    }
+    for name in ("CallbackLinkFunction", "CallbackLinkRole", "CallbackLinkLogGroup"):
+        assert cfn["Resources"][name]["Condition"] == "UseCallbackLinks", name
+    (url,) = resources(cfn, "AWS::Lambda::Url").values()
+    assert url["Condition"] == "UseCallbackLinks"
+    assert url["Properties"]["AuthType"] == "NONE"  # the link's signed token is its credential
+    assert url["Properties"]["TargetFunctionArn"] == {"Ref": "CallbackLinkFunction"}
+    # Public URLs answer anyone: Lambda needs this grant, and SAM makes it for AuthType NONE.
+    permissions = resources(cfn, "AWS::Lambda::Permission").values()
+    public = [p for p in permissions if p["Properties"].get("FunctionUrlAuthType") == "NONE"]
+    assert [p["Properties"]["Action"] for p in public] == ["lambda:InvokeFunctionUrl"]
+    rule = cfn["Rules"]["CallbackLinksNeedASigningKey"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "CallbackLinks"}, "true"]}
+    assert rule["Assertions"][0]["Assert"] == {
+        "Fn::Or": [
+            {"Fn::Not": [{"Fn::Equals": [{"Ref": "SigningKeyParameter"}, ""]}]},
+            {"Fn::Not": [{"Fn::Equals": [{"Ref": "SigningKeySecretArn"}, ""]}]},
+        ]
+    }
+    # The worker makes each callback's link from the URL, given only when links are on.
+    assert stack.environment("WorkerFunction")["CONTINUUM_CALLBACK_URL"] == {
+        "Fn::If": [
+            "UseCallbackLinks",
+            {"Fn::GetAtt": ["CallbackLinkFunctionUrl", "FunctionUrl"]},
+            NO_VALUE,
+        ]
+    }
+    for function in ("DeadLetterFunction", "CallbackLinkFunction"):
+        assert "CONTINUUM_CALLBACK_URL" not in stack.environment(function)
+
+
 def test_the_worker_may_invoke_a_bedrock_model_only_when_one_is_given(
     stack: Stack, cfn: dict[str, Any]
 ) -> None:
@@ -743,7 +799,12 @@ def test_listing_is_limited_to_the_task_prefix(cfn: dict[str, Any]) -> None:
         for owner, s in allow_statements(cfn)
         if {"s3:ListBucket"} & {*as_list(s["Action"])}
     ]
-    assert {owner for owner, _ in listing} == {"WorkerRole", "DeadLetterRole", "OperatorPolicy"}
+    assert {owner for owner, _ in listing} == {
+        "WorkerRole",
+        "DeadLetterRole",
+        "CallbackLinkRole",
+        "OperatorPolicy",
+    }
     for owner, statement in listing:
         ((operator, keys),) = statement["Condition"].items()
         # IfExists: S3 asks for ListBucket, without a prefix, to answer 404 for a missing key.
@@ -770,10 +831,10 @@ def test_signing_key_grants_exist_only_when_a_key_is_given(cfn: dict[str, Any]) 
                 "ssm.<AWS::Region>.amazonaws.com",
                 "secretsmanager.<AWS::Region>.amazonaws.com",
             }
-    assert seen == 2 * 4  # both roles and both managed policies
+    assert seen == 2 * 5  # the three roles and both managed policies
     for parameter in ("SigningKeyParameter", "SigningKeySecretArn", "SigningKeyKmsKeyArn"):
         assert value({"Ref": parameter}, cfn) == ""  # no signing unless asked
-    (rule,) = cfn["Rules"].values()  # a parameter or a secret, never both
+    rule = cfn["Rules"]["OneSigningKeySource"]  # a parameter or a secret, never both
     assert rule["Assertions"][0]["Assert"] == {
         "Fn::Or": [
             {"Fn::Equals": [{"Ref": "SigningKeyParameter"}, ""]},
@@ -881,6 +942,7 @@ def test_cli_environment_sets_everything_the_cli_needs(stack: Stack) -> None:
     worker_only = {"CONTINUUM_SIGNING_KEY_REVISION", "CONTINUUM_BEDROCK_MODEL_ID"}
     worker_only |= {"CONTINUUM_SCHEDULE_GROUP", "CONTINUUM_SCHEDULER_ROLE_ARN"}
     worker_only |= {"CONTINUUM_QUEUE_ARN"}
+    worker_only |= {"CONTINUUM_CALLBACK_URL"}  # the worker makes the links; status shows them
     for function in FUNCTIONS:
         continuum_vars = {n for n in stack.environment(function) if n.startswith("CONTINUUM_")}
         assert continuum_vars - worker_only <= set(names) | signing

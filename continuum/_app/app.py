@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from continuum._define.recurring import ScheduleDeclaration
     from continuum._ops.client import Client
+    from continuum._waits.link_endpoint import LinkEndpoint
     from continuum.backends.scheduler import ContinuationScheduler
 
 ObserverT = TypeVar("ObserverT", bound=Observer)
@@ -83,6 +84,7 @@ class Continuum(Decorators):
         self._records: Records | None = None
         self._continuations: Continuations | None = None
         self._worker: Worker | None = None
+        self._links: LinkEndpoint | None = None
 
     # -- registration ------------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class Continuum(Decorators):
     def update_settings(self, **changes: Any) -> None:
         """Change settings (validated as at construction); the next message uses them."""
         self._settings = dataclasses.replace(self.settings, **changes)
-        self._records = self._continuations = self._worker = None
+        self._records = self._continuations = self._worker = self._links = None
 
     def register_snapstart_hooks(self) -> bool:
         """Register this app's Lambda SnapStart hooks (see ``continuum._app.snapstart``).
@@ -195,14 +197,14 @@ class Continuum(Decorators):
         if self._keys_read:
             self._settings = dataclasses.replace(self._settings, signing_keys=())
             self._keys_given = self._keys_read = False
-        self._records = self._continuations = self._worker = None
+        self._records = self._continuations = self._worker = self._links = None
 
     @keywords_of(BackendConfig)
     def configure(self, *args: Any, **kwargs: Any) -> None:
         """Point the app at a bucket and queue, or at a store and queue (local runs, tests):
         what is given changes, the rest stays (a bucket replaces a store, and so on)."""
         self._backends.configure(BackendConfig(*args, **kwargs))
-        self._records = self._continuations = self._worker = None
+        self._records = self._continuations = self._worker = self._links = None
 
     @property
     def records(self) -> Records:
@@ -264,6 +266,17 @@ class Continuum(Decorators):
         from continuum._worker.dead_letter import DeadLetters  # only the dead-letter Lambda
 
         return DeadLetters(self.records, self.continuations).handle_batch(event, context)
+
+    def callback_link_handler(
+        self, event: dict[str, Any], context: LambdaContext
+    ) -> dict[str, Any]:
+        """The Lambda entry point of the callback link function URL (payload format 2.0): a
+        GET shows a callback's request, a POST answers it (``docs/approval-links.md``)."""
+        from continuum._waits.link_endpoint import LinkEndpoint, handle_function_url_event
+
+        if self._links is None:
+            self._links = LinkEndpoint.of(self)
+        return handle_function_url_event(self._links, event)
 
     def client(self) -> Client:
         """A client to start tasks and read their status and results."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from continuum._app.backend_config import BackendConfig
+from continuum._base.callback_links import environment_url
 from continuum._define.settings import Settings
 from continuum._record.continuation import parse_keys
 
@@ -76,6 +77,7 @@ def split_options(signature: inspect.Signature, *args: Any, **kwargs: Any) -> Op
     backend_names = inspect.signature(BackendConfig).parameters
     backend = {name: value for name, value in given.items() if name in backend_names}
     settings = {name: value for name, value in given.items() if name not in backend_names}
+    settings["callback_url"] = settings.get("callback_url") or environment_url()
     return Options(
         Settings(**settings, signing_keys=parse_keys(signing_key)),
         BackendConfig(**backend),

@@ -1,8 +1,8 @@
 """A callback a task created: its id, its token, and the request it carries.
 
 ``ctx.create_callback`` returns a :class:`Callback`; the turn's waits (``_waits.wait_calls``)
-make its token and keep its request in the record (``OpenCallback.request``,
-``Waiter.request``).
+make its token and keep its request in the record, once (``OpenCallback.request``; what
+``client.status`` shows in ``Waiter.request`` is read from there), and give its link.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class _Waits(Protocol):
 
     def callback_result(self, callback: Callback) -> Any: ...
 
+    def callback_url(self, callback: Callback) -> str | None: ...
+
 
 class Callback:
     """A callback the task created: hand ``id`` to the outside world, then wait on ``result()``.
@@ -60,15 +62,30 @@ class Callback:
         >>> decision = cb.result()  # the task waits, without compute  # doctest: +SKIP
     """
 
-    def __init__(self, waits: _Waits, token: str, name: str) -> None:
+    def __init__(
+        self, waits: _Waits, token: str, name: str, expires_at: float | None = None
+    ) -> None:
         self._waits = waits
         self.token = token
         self.name = name
+        #: when it times out (epoch s; None: never): its link dies then.
+        self.expires_at = expires_at
 
     @property
     def id(self) -> str:
         """The callback id: ``client.complete_callback(id, result)`` answers it."""
         return f"{self._waits.task_id}.{self.token}"
+
+    @property
+    def url(self) -> str | None:
+        """A link that answers this callback (``docs/approval-links.md``): a person opens it
+        and approves or denies, a webhook posts JSON to it. None when the app has no
+        ``callback_url``.
+
+        Raises:
+            ConfigurationError: the app has a ``callback_url`` but no signing key.
+        """
+        return self._waits.callback_url(self)
 
     def result(self) -> Any:
         """Wait for the answer and return its result.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from continuum._base.callback_links import CallbackLinks
 from continuum._record.codec import DEFAULT_INLINE_LIMIT_BYTES
 from continuum.errors import ConfigurationError
 
@@ -43,6 +44,7 @@ _RUNTIME_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,),
     "int | None": (int, type(None)),
     "tuple[str, ...]": (tuple,),
+    "str | None": (str, type(None)),
 }
 
 
@@ -80,6 +82,16 @@ class Settings:
     inbox_poll_s: float = DEFAULT_INBOX_POLL_S
     #: HMAC keys of continuation messages: the first signs, any verifies (empty: unsigned).
     signing_keys: tuple[str, ...] = ()
+    #: The base URL of the callback link endpoint (the stack's link function URL, or
+    #: ``continuum dev``'s pages): each callback then has a signed link, ``cb.url``, which a
+    #: person opens to answer it. Default: ``CONTINUUM_CALLBACK_URL``; None: no links.
+    callback_url: str | None = None
+
+    def links(self) -> CallbackLinks | None:
+        """The callback link endpoint with the keys that sign its links (None: no links)."""
+        if self.callback_url is None:
+            return None
+        return CallbackLinks(self.callback_url, self.signing_keys)
 
     def __post_init__(self) -> None:
         # Also what pydantic calls when it validates a Settings (it does not call __init__).
@@ -99,3 +111,9 @@ class Settings:
                 raise ConfigurationError(f"{name} must be positive, got {getattr(self, name)}")
         if self.visibility_margin_s is not None and self.visibility_margin_s < 0:
             raise ConfigurationError("visibility_margin_s must not be negative")
+        if self.callback_url is not None and not self.callback_url.startswith(
+            ("https://", "http://")
+        ):
+            raise ConfigurationError(
+                f"callback_url must be an http(s) URL, got {self.callback_url!r}"
+            )

@@ -155,7 +155,7 @@ class Client(Mail, Steering):
         from continuum._ops.status import task_status
 
         record, _ = self.records.load(check_task_id(task_id))
-        return task_status(record, self.records.inbox)
+        return task_status(record, self.records.inbox, links=self.settings.links())
 
     def resume(self, task_id: str) -> int:
         """Send the continuation of the task's current generation again; return it.

@@ -9,10 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from continuum._base.callback_links import CallbackLinks
 from continuum._fanout.child_tasks import batch_counts
 from continuum._record.inbox import Inbox
 from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
-from continuum._record.waiting_for import Waiter
+from continuum._record.waiting_for import Waiter, WaitKind
 from continuum._worker.wake import waiting_for
 
 
@@ -26,6 +27,13 @@ class ChildrenSummary(BaseModel):
     #: not reported yet: pending or running (or finished a moment ago).
     unfinished: int = 0
     failed_ids: list[str] = []
+
+
+class WaitingFor(Waiter):
+    """What a task waits for, as the status shows it: with a callback's link, when the app
+    has a link endpoint (derived from the record, never stored in it)."""
+
+    url: str | None = None
 
 
 class TaskStatus(BaseModel):
@@ -42,7 +50,7 @@ class TaskStatus(BaseModel):
     counters: Counters
     #: what the task waits for now, and every callback it created and has not taken an
     #: answer for (with the id to answer it by).
-    waiting_for: list[Waiter] = []
+    waiting_for: list[WaitingFor] = []
     #: the task this one is a child of, and this one's own children.
     parent: str | None = None
     children: ChildrenSummary | None = None
@@ -66,17 +74,30 @@ class TaskSummary(BaseModel):
     index: int = 0
 
 
-def task_status(record: TaskRecord, inbox: Inbox) -> TaskStatus:
-    """The status of ``record``'s task; a parent's children are counted from its inbox."""
+def task_status(
+    record: TaskRecord, inbox: Inbox, *, links: CallbackLinks | None = None
+) -> TaskStatus:
+    """The status of ``record``'s task; a parent's children are counted from its inbox; each
+    open callback has its link when ``links`` is given and has a signing key."""
     derived = {"waiting_for", "parent", "children"}
     status = TaskStatus.model_validate(
         record.model_dump(include=set(TaskStatus.model_fields) - derived)
     )
-    status.waiting_for = waiting_for(record)
+    status.waiting_for = [_shown(record, waiter, links) for waiter in waiting_for(record)]
     status.parent = record.parent.task_id if record.parent else None
     if record.children:
         status.children = children_summary(record, inbox)
     return status
+
+
+def _shown(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> WaitingFor:
+    shown = WaitingFor.model_validate(waiter.model_dump())
+    token = (waiter.id or "").rpartition(".")[2]
+    callback = record.callbacks.get(token) if waiter.kind == WaitKind.CALLBACK else None
+    if callback is not None and links is not None and links.keys:
+        expires = callback.timeout_at.timestamp() if callback.timeout_at is not None else None
+        shown.url = links.url(record.task_id, token, expires)
+    return shown
 
 
 def children_summary(record: TaskRecord, inbox: Inbox) -> ChildrenSummary:

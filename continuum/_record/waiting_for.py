@@ -179,6 +179,15 @@ class OpenCallback(KeepsUnknownFields):
         return min(found) if found else None
 
 
+def request_of(waiter: Waiter, callbacks: dict[str, OpenCallback]) -> Any:
+    """A callback waiter's request, kept once, in its open callback (a record written before
+    that kept a copy in the waiter)."""
+    if waiter.request is not None or waiter.kind != WaitKind.CALLBACK:
+        return waiter.request
+    callback = callbacks.get((waiter.id or "").rpartition(".")[2])
+    return callback.request if callback is not None else None
+
+
 class CancelState(KeepsUnknownFields):
     """A cancel request the worker has seen (the first reason wins)."""
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from continuum._base.callback_links import CallbackLinks
 from continuum._base.clock import now_s
 from continuum._define.observers import Observers
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
@@ -68,7 +69,8 @@ class TurnState:
     for cancel requests), ``max_step_crashes`` (worker deaths at one step after which the task
     fails), ``preemptor`` (runs a preemptible step with a time limit), ``invocation`` (this
     invocation's entry in the task's history: live steps are logged in it), ``observers`` (the
-    worker's observers, when any wants step events, else None), ``lock`` (guards the record
+    worker's observers, when any wants step events, else None), ``links`` (the callback link
+    endpoint and its keys; None: callbacks have no link), ``lock`` (guards the record
     while the branches of a batch run in threads), ``step_wrapper`` (for test helpers: a step
     a live call runs instead of the one called).
 
@@ -92,6 +94,7 @@ class TurnState:
         preemptor: Preemptor = alarm_preemptor,
         invocation: InvocationRun | None = None,
         observers: Observers | None = None,
+        links: CallbackLinks | None = None,
         lock: threading.RLock | None = None,
         step_wrapper: StepWrapper | None = None,
         path: str = "",
@@ -110,6 +113,7 @@ class TurnState:
         self.preemptor = preemptor
         self.invocation = invocation
         self.observers = observers
+        self.links = links
         self.lock = threading.RLock() if lock is None else lock
         self.step_wrapper = step_wrapper
         self.journal = journal
@@ -143,6 +147,7 @@ class TurnState:
         inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
         invocation: InvocationRun | None = None,
         observers: Observers | None = None,
+        links: CallbackLinks | None = None,
     ) -> TurnState:
         """The state of a task's turns in this invocation. The arguments are the fields of
         the same names; ``save_strict`` defaults to ``save``, and ``inbox`` to none (as in
@@ -161,6 +166,7 @@ class TurnState:
             preemptor=preemptor,
             invocation=invocation,
             observers=observers if observers is not None and observers.steps else None,
+            links=links,
             journal=Journal(record.journal, task_id=record.task_id, turn=record.turn),
         )
 
@@ -179,6 +185,7 @@ class TurnState:
             preemptor=self.preemptor,
             invocation=self.invocation,
             observers=self.observers,
+            links=self.links,
             lock=self.lock,
             step_wrapper=self.step_wrapper,
             journal=Journal(entries, task_id=self.record.task_id, turn=self.record.turn),

@@ -118,6 +118,9 @@ class TaskContext(Generic[S]):
         """Create a callback (with its ``request``, as ``create_callback``), run
         ``submitter(callback_id)`` as a step (with ``retries``), and wait for its result.
 
+        A submitter with a parameter named ``url`` is also given the callback's link
+        (``cb.url``: None without a link endpoint).
+
         Example:
             >>> approved = ctx.wait_for_callback(ask_a_person, timeout=3600)  # doctest: +SKIP
         """
@@ -127,7 +130,8 @@ class TaskContext(Generic[S]):
         submit = as_step(
             submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
         )
-        self._runner.call_step(submit, (callback.id,), {}, None)
+        given = {"url": callback.url} if _takes_url(submitter) else {}
+        self._runner.call_step(submit, (callback.id,), given, None)
         return callback.result()
 
     def wait_for_signal(self, name: str, *, timeout: Duration | None = None) -> Signal | None:
@@ -317,3 +321,16 @@ def current_context() -> TaskContext[Any]:
     if not isinstance(context, TaskContext):
         raise ContinuumError("no task is running in this thread")
     return context
+
+
+def _takes_url(submitter: Callable[..., Any]) -> bool:
+    """Whether ``submitter`` (a function, or a step of one) has a parameter named ``url``."""
+    import inspect
+
+    target: Any = submitter
+    while hasattr(target, "fn") and callable(target.fn):  # a Step: look at its function
+        target = target.fn
+    try:
+        return "url" in inspect.signature(target).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): the id alone
+        return False

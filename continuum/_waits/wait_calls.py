@@ -163,29 +163,39 @@ class WaitCaller:
         key, entry = self._enter(label, EntryKind.CALLBACK)
         if entry is not None and not entry.partial:
             assert entry.ref is not None
-            return Callback(self, entry.ref, label)
+            return Callback(self, entry.ref, label, entry.deadline)
         token = callbacks.new_token()  # unguessable; journaled, so a replay uses the same
         asks = callbacks.request_json(request, f"{task_id}.{token}", label, task_id)
         now = now_s()
         created = epoch_to_datetime(now)
         assert created is not None
+        expires_at = now + timeout_s if timeout_s is not None else None
         self.state.record.callbacks[token] = OpenCallback(
             key=key,
             name=label,
             created_at=created,
-            timeout_at=epoch_to_datetime(now + timeout_s) if timeout_s is not None else None,
+            timeout_at=epoch_to_datetime(expires_at),
             heartbeat_timeout_s=heartbeat_s,
             heartbeat_at=created,
             request=asks,
         )
-        self._done(JournalEntry(key, label, kind=EntryKind.CALLBACK, ref=token))
+        # Its timeout is journaled with it: a replayed turn gives the same link.
+        self._done(
+            JournalEntry(key, label, kind=EntryKind.CALLBACK, ref=token, deadline=expires_at)
+        )
         # The id must be in the stored record before anyone outside can hold it: a client
         # refuses ids the record does not list.
         try:
             self.state.save_strict()
         except Suspend as signal:
             raise self.state.unwind(signal) from None
-        return Callback(self, token, label)
+        return Callback(self, token, label, expires_at)
+
+    def callback_url(self, callback: Callback) -> str | None:
+        links = self.state.links
+        if links is None:
+            return None
+        return links.url(self.task_id, callback.token, callback.expires_at)
 
     def _callback_result(self, callback: Callback) -> Any:
         name = f"{callback.name}.result"
@@ -234,8 +244,7 @@ class WaitCaller:
             name=callback.name,
             id=callback.id,
             deadline=deadline,
-            request=open_callback.request,
-        )
+        )  # its request stays in record.callbacks alone: client.status shows it from there
         raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
 
     def _close(self, entry: JournalEntry, callback: Callback) -> Any:

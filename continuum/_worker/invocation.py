@@ -137,6 +137,7 @@ class Invocation:
             inbox_poll_s=settings.inbox_poll_s,
             invocation=claim.run,
             observers=self.observers,
+            links=settings.links(),
         )
         loop.children = self.children
         if listing is not None:

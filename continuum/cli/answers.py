@@ -17,7 +17,7 @@ from typing import Any
 
 from continuum._ops.client import Client
 from continuum._record.model import TaskRecord
-from continuum._record.waiting_for import WaitKind
+from continuum._record.waiting_for import WaitKind, request_of
 from continuum.cli.common import CliError
 
 #: The exit code of a run that stopped because its task waits for an answer it cannot get.
@@ -117,8 +117,8 @@ class Answers:
                 f"  {waiter.kind.value} {waiter.name!r}{until}"
                 + (f" id {waiter.id}" if waiter.id else "")
             )
-            if waiter.request is not None:
-                print(f"    asks: {_asks(waiter.name, waiter.request)}")
+            if (asked := request_of(waiter, record.callbacks)) is not None:
+                print(f"    asks: {_asks(waiter.name, asked)}")
         print(
             "answer in this run with --answer NAME=JSON (callbacks) or --signal NAME=JSON, "
             "or run it on `continuum dev` and use `continuum callback complete ID` / "

@@ -117,8 +117,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
     roots = [] if args.no_reload else source_roots(target)
     with DevStack(port=stack_port, budget_s=args.budget) as stack, _pages(stack, ui_port) as pages:
         exports = {**stack.environment(), "CONTINUUM_APP": target}
+        links = _links_environment(pages)
         _banner(args, target, stack, exports, roots, pages)
-        worker = _WorkerProcess(_worker_command(args, target, stack), {**os.environ, **exports})
+        worker = _WorkerProcess(
+            _worker_command(args, target, stack), {**os.environ, **exports, **links}
+        )
         shutdown = Shutdown()
         with stop_on_signals(shutdown, grace_s=args.grace, again=lambda _s: worker.kill()):
             worker.start()
@@ -168,10 +171,23 @@ def _pages(stack: Any, port: int | None) -> Iterator[Any]:
     if port is None:
         yield None
         return
+    from continuum._ops.links import LinkEndpoint
     from continuum.timeline.server import TimelineServer
 
-    with TimelineServer(stack.task_client(os.environ.get("CONTINUUM_PREFIX")), port=port) as pages:
+    client = stack.task_client(os.environ.get("CONTINUUM_PREFIX"))
+    links = LinkEndpoint(client.records, client.continuations, client.settings.signing_keys)
+    with TimelineServer(client, port=port, links=links) as pages:
         yield pages
+
+
+def _links_environment(pages: Any) -> dict[str, str]:
+    """What gives the workers' callbacks links to these pages: with the pages and a signing
+    key (a link must be signed); else nothing, and callbacks are answered by id."""
+    if pages is None or not pages.links.keys:
+        return {}
+    from continuum._base.callback_links import CALLBACK_URL_ENV
+
+    return {CALLBACK_URL_ENV: pages.url.rstrip("/")}
 
 
 def _worker_command(args: argparse.Namespace, target: str, stack: Any) -> list[str]:
@@ -213,6 +229,12 @@ def _banner(
     ]
     if pages is not None:
         lines.append(f"  timeline: {pages.url}  (tasks and their timelines; callbacks, signals)")
+        if pages.links.keys:
+            lines.append(
+                f"  callback links: {pages.url}cb/...  (cb.url, for a person or a webhook)"
+            )
+        else:
+            lines.append("  callback links: off (they must be signed: set CONTINUUM_SIGNING_KEY)")
     lines += [
         "Point the other commands at it, in another terminal:",
         f"  export {line}",

@@ -25,7 +25,7 @@ from continuum._define import callbacks
 from continuum._local.runtime import POLL_INTERVAL_S, LocalLambdaContext, waits_for_outside
 from continuum._local.virtual_time import VirtualTime
 from continuum._record.model import ErrorInfo, Status, TaskRecord
-from continuum._record.waiting_for import WaitKind
+from continuum._record.waiting_for import WaitKind, request_of
 from continuum.errors import ConfigurationError, ContinuumError
 from continuum.testing.handles import TaskHandle
 from continuum.testing.observe import StandIn, StepRun
@@ -212,7 +212,9 @@ class _Answers:
             if waiter.kind == WaitKind.CALLBACK and waiter.name in self.callbacks and waiter.id:
                 answer = self.callbacks[waiter.name]
                 if isinstance(answer, ReadyAnswer):
-                    answer = self._ready(record, waiter.name, waiter.request, answer.name)
+                    answer = self._ready(
+                        record, waiter.name, request_of(waiter, record.callbacks), answer.name
+                    )
                 if isinstance(answer, Failure):
                     client.fail_callback(waiter.id, answer.error_type, answer.message)
                 else:

@@ -8,7 +8,7 @@ Rendered here, with every value escaped; it needs no script, and reloads itself 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
 from continuum._ops.status import TaskSummary
@@ -22,7 +22,7 @@ MAX_INDENT = 4
 
 
 def task_list_page(
-    tasks: Sequence[TaskSummary], waits: dict[str, list[Waiter]], *, title: str
+    tasks: Sequence[TaskSummary], waits: Mapping[str, Sequence[Waiter]], *, title: str
 ) -> str:
     """The list of ``tasks``; ``waits`` holds what each waiting task waits for."""
     rows = "".join(_row(task, waits.get(task.task_id, []), depth) for task, depth in tree(tasks))
@@ -65,7 +65,7 @@ def tree(tasks: Sequence[TaskSummary]) -> list[tuple[TaskSummary, int]]:
     return ordered
 
 
-def _row(task: TaskSummary, waits: list[Waiter], depth: int) -> str:
+def _row(task: TaskSummary, waits: Sequence[Waiter], depth: int) -> str:
     link = f"/tasks/{quote(task.task_id, safe='')}"
     status = html.escape(task.status.value)
     waiting = "".join(

@@ -7,7 +7,9 @@ thread):
 - ``GET /tasks/ID``: the task's timeline (the page ``continuum inspect --html`` writes), with
   forms that complete a callback, send a signal and cancel the task;
 - ``POST /tasks/ID/callback`` (``callback_id``, ``result``: JSON), ``POST /tasks/ID/signal``
-  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``).
+  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``);
+- ``GET`` and ``POST /cb/TOKEN``: callback links, as the stack's link function answers them
+  (``continuum._ops.links``); their token is the link's own, not this server's.
 
 A page of another site could make the browser post to localhost (a cross-site request), so
 every POST must carry this server's token, which only its own pages hold (a page of another
@@ -32,6 +34,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from continuum._ops.client import Client
 from continuum._ops.inspection import DEFAULT_VERSIONS, inspect_task
+from continuum._ops.links import LINK_PATH, LinkEndpoint
 from continuum._record.model import Status, check_task_id
 from continuum.errors import ConfigurationError, ContinuumError, RecordNotFoundError
 from continuum.timeline.listing import task_list_page
@@ -62,6 +65,7 @@ class TimelineServer:
     Args:
         client: reads the records and sends what the forms send.
         versions: earlier record versions each task page reads.
+        links: answers callback links on ``/cb/`` (None: not served).
     """
 
     def __init__(
@@ -71,8 +75,9 @@ class TimelineServer:
         host: str = "127.0.0.1",
         port: int = 0,
         versions: int = DEFAULT_VERSIONS,
+        links: LinkEndpoint | None = None,
     ) -> None:
-        self.client, self.versions = client, versions
+        self.client, self.versions, self.links = client, versions, links
         self.host, self.port = host, port
         #: Sent back by every form of this server's pages, and by nothing else.
         self.token = secrets.token_urlsafe(24)
@@ -145,6 +150,14 @@ class TimelineServer:
         where = f"/tasks/{quote(task_id, safe='')}?done={action}"
         return Reply(HTTPStatus.SEE_OTHER, headers={"Location": where})
 
+    def link(self, method: str, path: str, content_type: str, body: bytes) -> Reply:
+        """A callback link's page or answer (``/cb/TOKEN``)."""
+        if self.links is None:
+            return _message(HTTPStatus.NOT_FOUND, "callback links are not served here")
+        answer = self.links.handle(method, path, content_type, body)
+        headers = {k: v for k, v in answer.all_headers().items() if k != "Content-Type"}
+        return Reply(answer.status, answer.body, {**headers, "Content-Type": answer.content_type})
+
     def _act(self, task_id: str, action: str, form: dict[str, str]) -> None:
         if action == "callback":
             callback_id = form.get("callback_id", "").strip()
@@ -199,16 +212,35 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlsplit(self.path)
         reply = self.server_pages.refusal("GET", self.headers)
-        if reply is None:
+        if reply is None and url.path.startswith(LINK_PATH):
+            reply = self._safely(lambda: self.server_pages.link("GET", url.path, "", b""))
+        elif reply is None:
             reply = self._safely(lambda: self.server_pages.get(url.path, parse_qs(url.query)))
         self._send(reply)
 
     def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path.startswith(LINK_PATH):
+            # The link's token is its capability (its page says Origin: null under
+            # no-referrer); the Host check still stops DNS rebinding.
+            self._send(self.server_pages.refusal("GET", self.headers) or self._link(path))
+            return
         reply = self.server_pages.refusal("POST", self.headers) or self._read_form()
         if isinstance(reply, dict):
             form = reply
             reply = self._safely(lambda: self.server_pages.post(urlsplit(self.path).path, form))
         self._send(reply)
+
+    def _link(self, path: str) -> Reply:
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            return _message(HTTPStatus.LENGTH_REQUIRED, "a POST needs a Content-Length")
+        if not 0 <= length <= MAX_FORM_BYTES:
+            return _message(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the body is too large")
+        body = self.rfile.read(length)
+        kind = self.headers.get("Content-Type", "")
+        return self._safely(lambda: self.server_pages.link("POST", path, kind, body))
 
     def _read_form(self) -> Reply | dict[str, str]:
         kind = self.headers.get("Content-Type", "").split(";")[0].strip()

@@ -308,3 +308,51 @@ def test_a_task_cancelled_while_it_waits_for_approval_ends_cancelled_and_refunds
         done = refund.runtime.drive(refund.task_id)
     assert done.status == "cancelled"
     assert refund.refunds == []
+
+
+@contextlib.contextmanager
+def linked_refund(make_runtime: Any) -> Iterator[Refund]:
+    """A support task waiting for approval, on an app with callback links."""
+    ledger, asked = Ledger(), []
+    durability = ContinuumDurability(notify=asked.append)
+    agent = support_agent(ledger, script=REFUND, durability=durability)
+    app = support_app(agent, signing_key="k", callback_url="https://links.example.test")
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        waiting = runtime.run("support", {"question": "refund A1"})
+        assert waiting.status == "waiting"
+        yield Refund(runtime, ledger, asked, waiting.task_id, waiting.invocations)
+
+
+@pytest.mark.parametrize(
+    ("decision", "refunds", "seen"),
+    [
+        ("approve", REFUNDED, ["refunded 1250 cents on A1"]),
+        ("deny", [], ["no receipt, no refund"]),
+    ],
+)
+def test_an_approval_request_carries_its_link_and_a_person_answers_there(
+    make_runtime, decision, refunds, seen
+):
+    from urllib.parse import urlencode
+
+    from continuum._waits.link_endpoint import LinkEndpoint
+
+    with linked_refund(make_runtime) as refund:
+        [request] = refund.asked
+        [waiter] = refund.runtime.app.client().status(refund.task_id).waiting_for
+        assert request.url is not None
+        assert request.url == waiter.url
+        endpoint = LinkEndpoint.of(refund.runtime.app)
+        path = request.url.removeprefix("https://links.example.test")
+        page = endpoint.handle("GET", path, "", b"")
+        assert page.status == 200
+        assert "issue_refund" in page.body
+        assert "expects" not in page.body  # the shape and ready answers are for machines
+        comment = "no receipt, no refund" if decision == "deny" else "ok"
+        body = urlencode({"decision": decision, "comment": comment}).encode()
+        answered = endpoint.handle("POST", path, "application/x-www-form-urlencoded", body)
+        assert answered.status == 200, answered.body
+        assert refund.runtime.drive(refund.task_id).status == "succeeded"
+    assert refund.refunds == refunds
+    assert refund.ledger.seen == seen

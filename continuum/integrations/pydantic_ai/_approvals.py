@@ -61,6 +61,8 @@ class ApprovalRequest(BaseModel):
         args: the arguments it called it with.
         tool_call_id: pydantic-ai's id of the call.
         digest: ``approval_digest(tool_name, args, callback_id)``; an approval must carry it.
+        url: the callback's link, where a person approves or denies it (None: the app has
+            no ``callback_url``; ``docs/approval-links.md``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -72,6 +74,7 @@ class ApprovalRequest(BaseModel):
     args: dict[str, Any]
     tool_call_id: str
     digest: str
+    url: str | None = None
 
     def approve(self) -> dict[str, Any]:
         """The answer that approves this call (as JSON)."""
@@ -86,7 +89,9 @@ class ApprovalAnswer(BaseModel):
     """A person's decision, the result a callback is completed with.
 
     ``{"approved": true, "digest": "sha256:..."}`` approves the call whose digest it is;
-    ``{"approved": false, "message": "..."}`` denies it, and the model reads the message.
+    ``{"approved": false, "message": "..."}`` denies it, and the model reads the message. An
+    answer from the callback's link carries the person's ``comment`` too (the model reads it
+    when they deny).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -94,6 +99,7 @@ class ApprovalAnswer(BaseModel):
     approved: bool
     digest: str | None = None
     message: str | None = None
+    comment: str | None = None
 
 
 def approval_digest(tool_name: str, args: dict[str, Any], callback_id: str) -> str:
@@ -127,6 +133,7 @@ def callback_request(
                         "approved": {"const": True},
                         "digest": {"const": digest},
                         "message": optional_text,
+                        "comment": optional_text,
                     },
                     "required": ["approved", "digest"],
                     "additionalProperties": False,
@@ -137,6 +144,7 @@ def callback_request(
                         "approved": {"const": False},
                         "digest": optional_text,
                         "message": optional_text,
+                        "comment": optional_text,
                     },
                     "required": ["approved"],
                     "additionalProperties": False,
@@ -155,7 +163,8 @@ def print_request(request: ApprovalRequest) -> None:
         f"  approve: continuum callback complete {request.callback_id} --answer approve\n"
         f"           (or --result '{answer}')\n"
         f"  deny:    continuum callback complete {request.callback_id} --answer deny\n"
-        '           (or --result \'{"approved": false, "message": "why"}\')',
+        '           (or --result \'{"approved": false, "message": "why"}\')'
+        + (f"\n  or open: {request.url}" if request.url else ""),
         flush=True,
     )
 
@@ -198,6 +207,7 @@ class Approvals:
             args=args,
             tool_call_id=call.tool_call_id,
             digest=approval_digest(call.tool_name, args, callback.id),
+            url=callback.url,
         )
         ctx.step(as_step(partial(_submit, self.notify), name=f"{name}.submit"), request)
         return callback, request
@@ -236,7 +246,7 @@ def _judge(raw: object, request: ApprovalRequest) -> ToolApproved | ToolDenied |
     except ValidationError as exc:
         return f"not an approval answer ({exc.error_count()} errors: {_first_error(exc)})"
     if not answer.approved:
-        return ToolDenied(answer.message or DENIED)
+        return ToolDenied(answer.comment or answer.message or DENIED)
     if answer.digest != request.digest:
         return (
             f"the approval's digest {answer.digest!r} is not this request's {request.digest!r} "
