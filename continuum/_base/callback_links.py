@@ -26,7 +26,7 @@ import json
 import math
 import os
 import string
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from continuum.errors import ConfigurationError
 
@@ -51,8 +51,7 @@ class BadLinkToken(ValueError):
     """A link token that is malformed or that no signing key verifies."""
 
 
-@dataclass(frozen=True, slots=True)
-class LinkClaim:
+class LinkClaim(NamedTuple):
     """What a verified link token names: a task's callback, and until when it may answer."""
 
     task_id: str
@@ -68,8 +67,7 @@ class LinkClaim:
         return self.expires_at is not None and now >= self.expires_at
 
 
-@dataclass(frozen=True, slots=True)
-class CallbackLinks:
+class CallbackLinks(NamedTuple):
     """The link endpoint's base URL and the keys that sign its tokens (the first signs)."""
 
     base_url: str
