@@ -115,8 +115,10 @@ class StepEnded:
 
 @dataclass(frozen=True)
 class WaitStarted:
-    """A wait was first reached (``kind``: sleep, callback, signal, children); a wait that
-    goes on in a later invocation does not start again.
+    """A wait was first reached (``kind``: sleep, callback, signal, children, condition); a
+    wait that goes on in a later invocation does not start again. A condition starts when its
+    first check ran (``key`` is that check's) and ends with the check that holds, or with
+    ``ConditionNotMetError`` (``outcome`` ``failed``).
 
     ``key`` is its journal key with its child context's path: unique in the turn.
     """

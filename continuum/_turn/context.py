@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from continuum._base.clock import now_s
 from continuum._define.callbacks import Callback
 from continuum._define.steps import active_runner, as_step, stable_name
 from continuum._record.waiting_for import Duration, Signal, derived_name
@@ -19,7 +20,9 @@ from continuum.errors import ConditionNotMetError, ContinuumError
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum._define.completion import BatchResult, Completion
+    from continuum._define.events import WaitStarted
     from continuum._fanout.context_runner import ContextRunner
+    from continuum._record.model import JournalEntry
 
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")
@@ -262,17 +265,23 @@ class TaskContext(Generic[S]):
         label = name or stable_name(check)
         step = as_step(check, name=label)
         state, attempts = initial, 0
+        watch = _ConditionWatch(self._runner, label)
         while True:
             attempts += 1
+            live = watch.before_check()
             state = self._runner.call_step(step, (state,), {}, None)
+            watch.after_check(first=attempts == 1, live=live)
             if done(state):
+                watch.ended(live=live)
                 return state
             if max_attempts is not None and attempts >= max_attempts:
-                raise ConditionNotMetError(
+                error = ConditionNotMetError(
                     f"condition {label!r} did not hold after {attempts} checks",
                     task_id=self.task_id,
                     step=label,
                 )
+                watch.ended(live=live, error=error)
+                raise error
             self.sleep(delay_s, name=derived_name(label, "delay"))
 
     @property
@@ -307,6 +316,57 @@ class TaskContext(Generic[S]):
                 f"{what} is only available while a step runs", task_id=self.task_id
             )
         return key
+
+
+class _ConditionWatch:
+    """Tells the observers of a ``wait_for_condition`` as of a wait: started when its first
+    check runs live, ended when the check that holds (or the last allowed) runs live, from the
+    time its first check began (kept in that check's journal entry, across invocations)."""
+
+    def __init__(self, runner: ContextRunner, name: str) -> None:
+        self.state = runner.state
+        self.name = name
+        self.first: JournalEntry | None = None
+        self.began = 0.0
+
+    def before_check(self) -> bool:
+        """Whether the next check runs live (nothing left to replay); notes when it begins."""
+        journal = self.state.journal
+        live = journal.position >= len(journal.entries)
+        if live:
+            self.began = now_s()
+        return live
+
+    def after_check(self, *, first: bool, live: bool) -> None:
+        if not first or self.state.observers is None:
+            return
+        journal = self.state.journal
+        self.first = journal.entries[journal.position - 1]
+        if live:
+            self.first.since = self.began
+            self.state.emit("wait_started", self._started(self.began))
+
+    def ended(self, *, live: bool, error: ContinuumError | None = None) -> None:
+        if not live or self.first is None or self.state.observers is None:
+            return
+        from continuum._define.events import WaitEnded
+
+        started = self._started(self.first.since or self.began)
+        event = WaitEnded(
+            *(started.task_id, started.kind, started.name, started.key, started.turn),
+            started_at=started.started_at,
+            ended_at=now_s(),
+            outcome="ok" if error is None else "failed",
+            error=None if error is None else error.message,
+        )
+        self.state.emit("wait_ended", event)
+
+    def _started(self, at: float) -> WaitStarted:
+        from continuum._define.events import WaitStarted
+
+        assert self.first is not None
+        key = self.state.path + self.first.key
+        return WaitStarted(self.state.task_id, "condition", self.name, key, self.state.turn, at)
 
 
 def current_context() -> TaskContext[Any]:

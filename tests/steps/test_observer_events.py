@@ -156,3 +156,56 @@ def test_a_step_resumed_in_a_later_invocation_starts_as_a_replay_with_its_first_
     ends = seen.of(InvocationEnded)
     assert [e.outcome for e in ends] == ["suspended", "succeeded"]
     assert all(e.ended_at >= e.started_at > 0 for e in ends)
+
+
+class Poll(BaseModel):
+    target: int = 3
+
+
+def test_a_condition_is_a_wait_from_its_first_check_to_the_check_that_holds():
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    @app.step
+    def bump(n: int) -> int:
+        return n + 1
+
+    @app.task(state=Poll)
+    def polling(ctx: TaskContext[Poll]) -> Any:
+        target = ctx.state.target
+        return ctx.wait_for_condition(
+            bump, initial=0, done=lambda n: n >= target, delay_s=3600, name="ready"
+        )
+
+    with TaskRunner(app, budget_s=30) as runner:
+        assert runner.run("polling", {}).result == 3
+    (start,) = seen.of(WaitStarted)[:1]
+    conditions = [e for e in seen.of(WaitStarted) if e.kind == "condition"]
+    assert [(e.name, e.key) for e in conditions] == [("ready", start.key)]
+    (ended,) = [e for e in seen.of(WaitEnded) if e.kind == "condition"]
+    assert (ended.name, ended.key, ended.outcome) == ("ready", start.key, "ok")
+    assert ended.started_at == conditions[0].started_at
+    assert 7200 <= ended.ended_at - ended.started_at < 7300  # two delays between three checks
+
+
+def test_a_condition_that_never_holds_ends_failed():
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    @app.step
+    def same(n: int) -> int:
+        return n
+
+    @app.task(state=Poll)
+    def hopeless(ctx: TaskContext[Poll]) -> Any:
+        try:
+            ctx.wait_for_condition(same, initial=0, done=bool, delay_s=60, max_attempts=2)
+        except Exception as exc:
+            return type(exc).__name__
+        return None
+
+    with TaskRunner(app, budget_s=30) as runner:
+        assert runner.run("hopeless", {}).result == "ConditionNotMetError"
+    (ended,) = [e for e in seen.of(WaitEnded) if e.kind == "condition"]
+    assert ended.outcome == "failed" and "did not hold after 2 checks" in (ended.error or "")
+    assert len([e for e in seen.of(WaitStarted) if e.kind == "condition"]) == 1
