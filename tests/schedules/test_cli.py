@@ -85,6 +85,7 @@ def test_sync_makes_the_groups_schedules_what_the_app_declares_and_leaves_waits_
                                                 "nothing changed")  # fmt: skip
 
 
+@pytest.mark.slow  # drives five CLI commands on moto with a real fire
 def test_list_pause_resume_and_trigger_with_overlap(capsys, stack, monkeypatch):
     run(capsys, "sync")
     code, out, _ = run(capsys, "list")

@@ -237,6 +237,7 @@ def test_a_presigned_url_of_either_signature_version_still_reads_its_object(wait
         assert (status, json.loads(body)["status"]) == (200, "waiting"), version
 
 
+@pytest.mark.slow  # starts `continuum dev` in a subprocess
 def test_a_running_continuum_dev_refuses_a_page_of_another_origin_and_serves_the_cli():
     dev = Command(
         "dev", "tests.outside.ledger_app:app", "--port", "0", "--no-ui", "--no-reload",

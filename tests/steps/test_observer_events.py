@@ -207,5 +207,6 @@ def test_a_condition_that_never_holds_ends_failed():
     with TaskRunner(app, budget_s=30) as runner:
         assert runner.run("hopeless", {}).result == "ConditionNotMetError"
     (ended,) = [e for e in seen.of(WaitEnded) if e.kind == "condition"]
-    assert ended.outcome == "failed" and "did not hold after 2 checks" in (ended.error or "")
+    assert ended.outcome == "failed"
+    assert "did not hold after 2 checks" in (ended.error or "")
     assert len([e for e in seen.of(WaitStarted) if e.kind == "condition"]) == 1
