@@ -138,6 +138,10 @@ class VirtualTime:
         from freezegun.api import real_datetime
 
         give_fake_dates_their_schemas()
+        # Its models subclass the record's: built inside the clock, pydantic < 2.14 would
+        # resolve their inherited datetime fields against the fake and refuse them.
+        import continuum._ops.status  # noqa: F401
+
         self._freeze_time = freeze_time
         #: freezegun's unpatched datetime: the factory's times stay real datetimes, whose
         #: arithmetic is C (a FakeDatetime's is Python, on every read of the clock).
