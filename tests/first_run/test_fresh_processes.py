@@ -109,8 +109,18 @@ def test_every_continuum_module_can_load_first_inside_the_virtual_clock() -> Non
         import continuum
         from continuum._local.virtual_time import VirtualTime
 
-        # Without the pydantic-ai extra (the oldest core's venv) its integration cannot load.
-        optional = () if importlib.util.find_spec("pydantic_ai") else ("continuum.integrations.",)
+        # An integration loads only with its extra (the oldest core's venv has neither).
+        def installed(name):
+            try:
+                return importlib.util.find_spec(name) is not None
+            except ModuleNotFoundError:
+                return False
+
+        extras = {
+            "continuum.integrations.pydantic_ai": "pydantic_ai",
+            "continuum.integrations.opentelemetry": "opentelemetry.sdk",
+        }
+        optional = tuple(module for module, needs in extras.items() if not installed(needs))
         names = [
             m.name for m in pkgutil.walk_packages(continuum.__path__, "continuum.")
             if not m.name.endswith("__main__") and not m.name.startswith(optional)
