@@ -53,6 +53,10 @@ class Options(NamedTuple):
     signing_key: str | Sequence[str] | None
 
 
+#: The parameters of ``Continuum`` that configure its backends (the rest are settings).
+BACKEND_NAMES = frozenset(inspect.signature(BackendConfig).parameters)
+
+
 def continuum_signature() -> inspect.Signature:
     """``Continuum``'s parameters: the backend's (bucket and queue URL first, positional),
     the settings' (the signing keys resolved from ``signing_key``), then ``signing_key``."""
@@ -74,9 +78,8 @@ def split_options(signature: inspect.Signature, *args: Any, **kwargs: Any) -> Op
     except TypeError as exc:
         raise TypeError(f"Continuum(): {exc}") from None
     signing_key = given.pop("signing_key", None)
-    backend_names = inspect.signature(BackendConfig).parameters
-    backend = {name: value for name, value in given.items() if name in backend_names}
-    settings = {name: value for name, value in given.items() if name not in backend_names}
+    backend = {name: value for name, value in given.items() if name in BACKEND_NAMES}
+    settings = {name: value for name, value in given.items() if name not in BACKEND_NAMES}
     settings["callback_url"] = settings.get("callback_url") or environment_url()
     return Options(
         Settings(**settings, signing_keys=parse_keys(signing_key)),
