@@ -3,6 +3,9 @@
 The test owns every count: ``Ledger`` records each model request the FunctionModel answers
 (by the number of tool results it had seen, so a request sent twice shows as a repeat) and
 each side effect a tool performs. Nothing here asks continuum or pydantic-ai what ran.
+
+Each app runs its agent with one of the two ``ENGINES``: ``agent.run_sync`` in a sync task, or
+``await agent.run`` in an async task (where the tool calls asked together run side by side).
 """
 
 from __future__ import annotations
@@ -141,12 +144,37 @@ class Chat(BaseModel):
     question: str
 
 
-def support_app(agent: Agent[None, str], **options: Any) -> Continuum:
-    """An app whose task ``support`` runs ``agent`` once and returns its output."""
-    app = Continuum(**options)
+#: How a task runs its agent: ``agent.run_sync`` in a sync task, ``await agent.run`` in an
+#: async one.
+ENGINES = ("run_sync", "run")
 
-    @app.task(state=Chat)
-    def support(ctx: TaskContext[Chat]) -> str:
-        return agent.run_sync(ctx.state.question).output
+
+def support_app(agent: Agent[None, str], engine: str = "run_sync", **options: Any) -> Continuum:
+    """An app whose task ``support`` runs ``agent`` once with ``engine`` and returns its
+    output."""
+    app = Continuum(**options)
+    if engine == "run_sync":
+
+        @app.task(state=Chat)
+        def support(ctx: TaskContext[Chat]) -> str:
+            return agent.run_sync(ctx.state.question).output
+
+    else:
+        assert engine == "run", engine
+
+        @app.task(state=Chat, name="support")
+        async def support_async(ctx: TaskContext[Chat]) -> str:
+            return (await agent.run(ctx.state.question)).output
 
     return app
+
+
+def side_by_side(effects: list[tuple[str, str]], batches: list[int]) -> list[list[tuple[str, str]]]:
+    """``effects`` cut into the batches of tool calls asked together (``batches``: their sizes),
+    each sorted: the calls of one batch run side by side in an async task, in any order."""
+    cut, start = [], 0
+    for size in batches:
+        cut.append(sorted(effects[start : start + size]))
+        start += size
+    assert start == len(effects), (effects, batches)
+    return cut

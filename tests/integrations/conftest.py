@@ -8,12 +8,20 @@ from typing import Any
 import pytest
 
 from continuum import Continuum, Status
+from tests.integrations.agents import ENGINES
 from tests.support import LocalRuntime
 from tests.waits.conftest import _quiet_worker_logs  # noqa: F401 - worker logs at ERROR here too
 
 
 class WorkerDied(BaseException):
     """Stands in for SIGKILL in-process: nothing in the framework catches it."""
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """How the test's task runs its agent: ``run_sync`` (a sync task) or ``run`` (async)."""
+    engine: str = request.param
+    return engine
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 
 from continuum import CallbackError, Status, WaitKind
 from continuum._record.inbox_items import CallbackAnswer
+from continuum._record.model import walk
 from continuum.integrations.pydantic_ai import (
     MAX_REFUSED_ANSWERS,
     ApprovalRequest,
@@ -69,12 +70,14 @@ class Refund:
 
 @contextlib.contextmanager
 def refund_waiting(
-    make_runtime: Any, *, script: list[Any] = REFUND, **options: Any
+    make_runtime: Any, engine: str, *, script: list[Any] = REFUND, **options: Any
 ) -> Iterator[Refund]:
-    """Start a support task whose model asks for refunds; yield it waiting for approval."""
+    """Start a support task whose model asks for refunds (its agent run by ``engine``); yield
+    it waiting for approval."""
     ledger, asked = Ledger(), []
     durability = ContinuumDurability(notify=asked.append, **options)
-    runtime = make_runtime(support_app(support_agent(ledger, script=script, durability=durability)))
+    agent = support_agent(ledger, script=script, durability=durability)
+    runtime = make_runtime(support_app(agent, engine))
     with runtime.time.running():
         waiting = runtime.run("support", {"question": "refund A1"})
         assert waiting.status == "waiting"
@@ -82,9 +85,9 @@ def refund_waiting(
 
 
 def test_the_task_waits_with_zero_invocations_until_the_approval_callback_is_completed(
-    make_runtime,
+    make_runtime, engine
 ):
-    with refund_waiting(make_runtime) as refund:
+    with refund_waiting(make_runtime, engine) as refund:
         [request] = refund.asked
         assert (request.tool_name, request.args) == ("issue_refund", REFUND[0][0][1])
         assert request.digest == approval_digest(
@@ -112,8 +115,8 @@ def test_the_task_waits_with_zero_invocations_until_the_approval_callback_is_com
     assert refund.ledger.requests == [0, 1]  # the first request was not sent again on the wake
 
 
-def test_a_denial_reaches_the_model_with_its_message(make_runtime):
-    with refund_waiting(make_runtime) as refund:
+def test_a_denial_reaches_the_model_with_its_message(make_runtime, engine):
+    with refund_waiting(make_runtime, engine) as refund:
         assert refund.answer({"approved": False, "message": "not without a receipt"}) == (
             "succeeded"
         )
@@ -132,9 +135,9 @@ def test_a_denial_reaches_the_model_with_its_message(make_runtime):
     ids=["no digest", "another digest", "not an answer", "a bare string"],
 )
 def test_an_answer_that_does_not_fit_the_request_is_refused_at_once_and_written_nowhere(
-    make_runtime, answer, why
+    make_runtime, engine, answer, why
 ):
-    with refund_waiting(make_runtime) as refund:
+    with refund_waiting(make_runtime, engine) as refund:
         [request] = refund.asked
         message = refund.refused(answer)
         assert why in message
@@ -148,9 +151,9 @@ def test_an_answer_that_does_not_fit_the_request_is_refused_at_once_and_written_
 
 
 def test_an_approval_with_another_digest_that_reaches_the_task_is_refused_and_asked_again(
-    make_runtime,
+    make_runtime, engine
 ):
-    with refund_waiting(make_runtime) as refund:
+    with refund_waiting(make_runtime, engine) as refund:
         first = refund.asked[0]
         other = approval_digest("issue_refund", first.args, f"{refund.task_id}.{'0' * 32}")
         assert refund.answer_unchecked({"approved": True, "digest": other}) == "waiting"
@@ -167,8 +170,10 @@ def test_an_approval_with_another_digest_that_reaches_the_task_is_refused_and_as
     [{"approved": True}, {"approved": True, "digest": "sha256:0"}, {"yes": 1}, "true"],
     ids=["no digest", "another digest", "not an answer", "a bare string"],
 )
-def test_unchecked_answers_refused_too_often_deny_the_call_saying_why(make_runtime, answer):
-    with refund_waiting(make_runtime) as refund:
+def test_unchecked_answers_refused_too_often_deny_the_call_saying_why(
+    make_runtime, engine, answer
+):
+    with refund_waiting(make_runtime, engine) as refund:
         statuses = [refund.answer_unchecked(answer) for _ in range(MAX_REFUSED_ANSWERS)]
     assert statuses == ["waiting"] * (MAX_REFUSED_ANSWERS - 1) + ["succeeded"]
     assert refund.refunds == []
@@ -177,12 +182,12 @@ def test_unchecked_answers_refused_too_often_deny_the_call_saying_why(make_runti
     )
 
 
-def test_approving_one_call_never_approves_a_retry_with_other_arguments(make_runtime):
+def test_approving_one_call_never_approves_a_retry_with_other_arguments(make_runtime, engine):
     script = [
         [("issue_refund", {"order_id": "A1", "cents": 1250})],
         [("issue_refund", {"order_id": "A1", "cents": 9000})],  # the model asks again, for more
     ]
-    with refund_waiting(make_runtime, script=script) as refund:
+    with refund_waiting(make_runtime, engine, script=script) as refund:
         first = refund.asked[0]
         assert refund.answer(first.approve()) == "waiting"  # the retry waits for its own yes
         retry = refund.asked[1]
@@ -196,11 +201,11 @@ def test_approving_one_call_never_approves_a_retry_with_other_arguments(make_run
 
 
 def test_a_yes_for_one_request_never_approves_another_with_the_same_tool_and_arguments(
-    make_runtime,
+    make_runtime, engine
 ):
     same = {"order_id": "A1", "cents": 1250}
     script = [[("issue_refund", same)], [("issue_refund", same)]]  # asked twice, alike
-    with refund_waiting(make_runtime, script=script) as refund:
+    with refund_waiting(make_runtime, engine, script=script) as refund:
         first = refund.asked[0]
         assert refund.answer(first.approve()) == "waiting"
         second = refund.asked[1]
@@ -213,19 +218,19 @@ def test_a_yes_for_one_request_never_approves_another_with_the_same_tool_and_arg
     assert refund.ledger.seen[-1] == "once is enough"
 
 
-def test_an_approval_that_times_out_is_a_denial_the_model_reads(make_runtime):
-    with refund_waiting(make_runtime, approval_timeout=3600) as refund:
+def test_an_approval_that_times_out_is_a_denial_the_model_reads(make_runtime, engine):
+    with refund_waiting(make_runtime, engine, approval_timeout=3600) as refund:
         done = refund.runtime.drive(refund.task_id, stop_when_waiting=False)
     assert done.status == "succeeded"
     assert refund.ledger.seen[0].startswith("No decision on this call arrived")
     assert refund.refunds == []
 
 
-def test_a_crash_inside_the_approved_tool_does_not_run_it_twice(make_runtime):
+def test_a_crash_inside_the_approved_tool_does_not_run_it_twice(make_runtime, engine):
     def die(tool: str) -> None:
         raise WorkerDied  # the refund went out; the worker dies before the journal says so
 
-    with refund_waiting(make_runtime) as refund:
+    with refund_waiting(make_runtime, engine) as refund:
         refund.ledger.after_effect = die
         refund.runtime.app.client().complete_callback(
             refund.asked[0].callback_id, refund.asked[0].approve()
@@ -237,15 +242,17 @@ def test_a_crash_inside_the_approved_tool_does_not_run_it_twice(make_runtime):
     assert "may or may not have taken effect" in refund.ledger.seen[0]
 
 
-def test_a_crash_right_after_the_approval_was_taken_does_not_run_the_tool_twice(make_runtime):
-    with refund_waiting(make_runtime) as refund:
+def test_a_crash_right_after_the_approval_was_taken_does_not_run_the_tool_twice(
+    make_runtime, engine
+):
+    with refund_waiting(make_runtime, engine) as refund:
         store, died = refund.runtime.store, []
         original = store.put
 
         def put(key: str, *args: Any, **kwargs: Any) -> Any:
             """The first save that holds the approval is the worker's last."""
             landed = original(key, *args, **kwargs)
-            journal = refund.runtime.record(refund.task_id).journal
+            journal = walk(refund.runtime.record(refund.task_id).journal)
             taken = [
                 e for e in journal if e.name == "approve.issue_refund.result" and not e.partial
             ]
@@ -267,7 +274,7 @@ def test_a_crash_right_after_the_approval_was_taken_does_not_run_the_tool_twice(
     assert "may or may not have taken effect" in refund.ledger.seen[0]
 
 
-def test_request_input_waits_on_a_callback_whose_id_is_its_token(make_runtime):
+def test_request_input_waits_on_a_callback_whose_id_is_its_token(make_runtime, engine):
     """pydantic-ai's wait_for_external_event (here RequestInput's) waits on a callback too."""
     from pydantic_ai.capabilities import RequestInput
     from pydantic_ai.exceptions import CallDeferred
@@ -286,7 +293,7 @@ def test_request_input_waits_on_a_callback_whose_id_is_its_token(make_runtime):
         ledger.effect("ask_warehouse", sku)
         raise CallDeferred  # a person at the warehouse answers
 
-    runtime = make_runtime(support_app(agent))
+    runtime = make_runtime(support_app(agent, engine))
     with runtime.time.running():
         waiting = runtime.run("support", {"question": "in stock?"})
         assert waiting.status == "waiting"
@@ -301,9 +308,9 @@ def test_request_input_waits_on_a_callback_whose_id_is_its_token(make_runtime):
 
 
 def test_a_task_cancelled_while_it_waits_for_approval_ends_cancelled_and_refunds_nothing(
-    make_runtime,
+    make_runtime, engine
 ):
-    with refund_waiting(make_runtime) as refund:
+    with refund_waiting(make_runtime, engine) as refund:
         refund.runtime.app.client().cancel(refund.task_id, "the customer withdrew")
         done = refund.runtime.drive(refund.task_id)
     assert done.status == "cancelled"
@@ -311,12 +318,12 @@ def test_a_task_cancelled_while_it_waits_for_approval_ends_cancelled_and_refunds
 
 
 @contextlib.contextmanager
-def linked_refund(make_runtime: Any) -> Iterator[Refund]:
+def linked_refund(make_runtime: Any, engine: str) -> Iterator[Refund]:
     """A support task waiting for approval, on an app with callback links."""
     ledger, asked = Ledger(), []
     durability = ContinuumDurability(notify=asked.append)
     agent = support_agent(ledger, script=REFUND, durability=durability)
-    app = support_app(agent, signing_key="k", callback_url="https://links.example.test")
+    app = support_app(agent, engine, signing_key="k", callback_url="https://links.example.test")
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("support", {"question": "refund A1"})
@@ -332,13 +339,13 @@ def linked_refund(make_runtime: Any) -> Iterator[Refund]:
     ],
 )
 def test_an_approval_request_carries_its_link_and_a_person_answers_there(
-    make_runtime, decision, refunds, seen
+    make_runtime, engine, decision, refunds, seen
 ):
     from urllib.parse import urlencode
 
     from continuum._waits.link_endpoint import LinkEndpoint
 
-    with linked_refund(make_runtime) as refund:
+    with linked_refund(make_runtime, engine) as refund:
         [request] = refund.asked
         [waiter] = refund.runtime.app.client().status(refund.task_id).waiting_for
         assert request.url is not None

@@ -1,19 +1,23 @@
-"""samples/support_agent.py runs as its docstring and the README say, locally and on Bedrock."""
+"""samples/support_agent.py and its async version, samples/support_agent_async.py, run as
+their docstrings and the docs say, locally and on Bedrock."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
+from types import ModuleType
 
+import pytest
 from pydantic_ai.models import infer_model
 from pydantic_ai.models.bedrock import BedrockConverseModel
 
+from continuum._record.model import walk
 from continuum.integrations.pydantic_ai import (
     BEDROCK_MODEL_ENV,
     ApprovalRequest,
     model_from_env,
 )
-from samples import support_agent as sample
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Order A-1001 arrived broken. Can I get my money back?"
@@ -21,7 +25,15 @@ QUESTION = "Order A-1001 arrived broken. Can I get my money back?"
 ANSWER = re.compile(r"--answer 'approve\.issue_refund=@(\w+)'")
 
 
-def test_the_documented_answer_approves_the_refund_the_agent_asks_for(make_runtime, capsys):
+@pytest.fixture(params=["support_agent", "support_agent_async"])
+def sample(request: pytest.FixtureRequest) -> ModuleType:
+    """The support sample: ``agent.run_sync`` in a sync task, or ``await agent.run``."""
+    return importlib.import_module(f"samples.{request.param}")
+
+
+def test_the_documented_answer_approves_the_refund_the_agent_asks_for(
+    make_runtime, sample, capsys
+):
     runtime = make_runtime(sample.app, budget_s=2.0)
     with runtime.time.running():
         waiting = runtime.run("support", {"question": QUESTION})
@@ -30,7 +42,7 @@ def test_the_documented_answer_approves_the_refund_the_agent_asks_for(make_runti
         # What is to be approved stays in the journal, as the step that handed it out returned it.
         [request] = [
             ApprovalRequest.model_validate(entry.result)
-            for entry in runtime.record(waiting.task_id).journal
+            for entry in walk(runtime.record(waiting.task_id).journal)
             if entry.name == "approve.issue_refund.submit"
         ]
         assert request.callback_id in capsys.readouterr().out  # the default notify prints it
@@ -51,7 +63,7 @@ def test_the_documented_answer_approves_the_refund_the_agent_asks_for(make_runti
     )
 
 
-def test_a_reason_the_policy_refuses_asks_no_one(make_runtime):
+def test_a_reason_the_policy_refuses_asks_no_one(make_runtime, sample):
     runtime = make_runtime(sample.app, budget_s=30.0)
     done = runtime.run("support", {"question": "Order B-2002: I changed my mind about it."})
     assert done.status == "succeeded"

@@ -31,6 +31,9 @@ SAMPLES = {
     "support_agent": ["samples.support_agent:support", "--budget", "2", "--input",
                       json.dumps({"question": SUPPORT_QUESTION}), "--answer",
                       "approve.issue_refund=@approve"],
+    "support_agent_async": ["samples.support_agent_async:support", "--budget", "2", "--input",
+                            json.dumps({"question": SUPPORT_QUESTION}), "--answer",
+                            "approve.issue_refund=@approve"],
 }  # fmt: skip
 
 

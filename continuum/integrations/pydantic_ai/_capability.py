@@ -3,6 +3,11 @@
 Inside a running task (``active_runner`` is set, and no step is running), the
 capability routes the agent's durable operations through the task's journal; anywhere else
 (a test, a script, inside a step) it is transparent and the run is an ordinary agent run.
+
+Awaited in an async task, the agent runs on the turn's event loop: tool calls asked together
+run side by side (their results and events taken in the response's order, so a replay takes
+the same path), sync tools in pydantic-ai's threads. Under ``run_sync`` (a sync task) tool
+calls run one at a time and sync tools on the task's thread (``_units`` says why).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import re
 import threading
 import weakref
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
@@ -35,6 +41,7 @@ from pydantic_ai.durable_exec._operation_backend import in_durable_unit
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRunResult
+from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import AgentDepsT, DeferredToolRequests, DeferredToolResults, RunContext
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionToolset, WrapperToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
@@ -50,7 +57,12 @@ from continuum.integrations.pydantic_ai._operations import (
     UnitConfig,
     operation_config,
 )
-from continuum.integrations.pydantic_ai._units import run_unit, unit_step
+from continuum.integrations.pydantic_ai._units import (
+    on_turn_loop,
+    run_unit,
+    run_unit_async,
+    unit_step,
+)
 
 ENGINE_NAME = "continuum"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -113,7 +125,8 @@ class ContinuumDurability(BaseDurabilityCapability[AgentDepsT]):
         wrapped_toolset_kinds=frozenset({"function", "dynamic"}),
         toolset_lifecycles={"function": "enter-always", "dynamic": "enter-never"},
         journal_discovery=True,
-        sequential_tools_in_durable_context=True,
+        # wrap_run sets the tool calls' mode itself: side by side when awaited in an async task.
+        sequential_tools_in_durable_context=False,
         unsupported_runtime_toolset_kinds=frozenset({"function", "mcp", "dynamic"}),
         tool_config_key=TOOL_CONFIG_KEY,
         cancellation_error_types=(TaskCancelledError,),
@@ -186,10 +199,12 @@ class ContinuumDurability(BaseDurabilityCapability[AgentDepsT]):
         return start
 
     async def _sleep(self, seconds: float) -> None:
-        if self.in_durable_context:
-            current_context().sleep(max(seconds, 0.0), name=self._label("sleep"))
-        else:
+        if not self.in_durable_context:
             await anyio.sleep(max(seconds, 0.0))
+        elif on_turn_loop():
+            await current_context().sleep_async(max(seconds, 0.0), name=self._label("sleep"))
+        else:
+            current_context().sleep(max(seconds, 0.0), name=self._label("sleep"))
 
     def _label(self, what: str) -> str:
         return _UNSAFE.sub("_", f"{self.name}.{what}")[:128]
@@ -199,17 +214,23 @@ class ContinuumDurability(BaseDurabilityCapability[AgentDepsT]):
     async def wrap_run(
         self, ctx: RunContext[AgentDepsT], *, handler: WrapRunHandler
     ) -> AgentRunResult[Any]:
-        """Inside a task: sync tools run on the task's thread, the graph's sleeps are durable,
-        external-event waits are callbacks, and continuum's own unwinding leaves the run as
-        itself (never inside an exception group)."""
+        """Inside a task: the graph's sleeps are durable, external-event waits are callbacks,
+        and continuum's own unwinding leaves the run as itself (never inside an exception
+        group). Awaited in an async task, tool calls asked together run side by side, their
+        results taken in the response's order; under ``run_sync``, one at a time, and sync
+        tools on the task's thread."""
         if not self.in_durable_context:
             return await super().wrap_run(ctx, handler=handler)
-        with (
-            disable_threads(),
-            set_agent_graph_sleep(self._sleep),
-            external_event_scope(_CallbackWaiter(self)),
-            replay_scope(),
-        ):
+        awaited = on_turn_loop()
+        with ExitStack() as scopes:
+            if awaited:
+                scopes.enter_context(ToolManager.parallel_execution_mode("parallel_ordered_events"))
+            else:
+                scopes.enter_context(ToolManager.parallel_execution_mode("sequential"))
+                scopes.enter_context(disable_threads())
+            scopes.enter_context(set_agent_graph_sleep(self._sleep))
+            scopes.enter_context(external_event_scope(_CallbackWaiter(self)))
+            scopes.enter_context(replay_scope())
             try:
                 return await super().wrap_run(ctx, handler=handler)
             except BaseExceptionGroup as group:
@@ -238,8 +259,12 @@ class _CallbackWaiter(ExternalEventWaiter):
         assert runner is not None
         label = self.durability._label(f"event.{name}")
         callback = ctx.create_callback(label, timeout=timeout)
-        step = unit_step(StepOptions(name=f"{label}.ask"))
-        answer, _ = await run_unit(ctx, runner, step, lambda: ask(callback.id))
+        awaited = on_turn_loop()
+        step = unit_step(StepOptions(name=f"{label}.ask"), awaited=awaited)
+        if awaited:
+            answer, _ = await run_unit_async(runner, step, lambda: ask(callback.id))
+        else:
+            answer, _ = await run_unit(ctx, runner, step, lambda: ask(callback.id))
         if answer is not None:
             return answer  # type: ignore[return-value]
         try:

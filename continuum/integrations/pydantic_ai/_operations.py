@@ -30,7 +30,12 @@ from pydantic_ai.toolsets import ToolsetTool
 from continuum._define.steps import Step, StepOptions, active_runner
 from continuum._turn.context import current_context
 from continuum.errors import StepError
-from continuum.integrations.pydantic_ai._units import run_unit, unit_step
+from continuum.integrations.pydantic_ai._units import (
+    on_turn_loop,
+    run_unit,
+    run_unit_async,
+    unit_step,
+)
 
 #: The tool metadata key of a tool's own step options: ``metadata={"continuum": {...}}``, or
 #: ``{"continuum": False}`` to run the tool inline, outside any step (a pure, cheap tool).
@@ -108,7 +113,7 @@ class ContinuumOperationBackend(JournalCallableOperationBackend[UnitConfig]):
         config: RoleBasedOperationConfig[UnitConfig],
     ) -> None:
         super().__init__(agent_name=agent_name, default_model_id=default_model_id, config=config)
-        self._steps: dict[tuple[str, UnitConfig, bool], Step[Any, Any]] = {}
+        self._steps: dict[tuple[str, UnitConfig, bool, bool], Step[Any, Any]] = {}
 
     async def execute(
         self,
@@ -122,9 +127,15 @@ class ContinuumOperationBackend(JournalCallableOperationBackend[UnitConfig]):
         runner = active_runner.get()
         assert runner is not None, "a unit runs only inside a task (in_durable_context)"
         tool_call = isinstance(operation_id, ToolsetCallToolId)
-        step = self._step(name, config, approved=tool_call and _approved(cache_key))
+        awaited = on_turn_loop()
+        step = self._step(
+            name, config, approved=tool_call and _approved(cache_key), awaited=awaited
+        )
         try:
-            payload, ran = await run_unit(current_context(), runner, step, body)
+            if awaited:
+                payload, ran = await run_unit_async(runner, step, body)
+            else:
+                payload, ran = await run_unit(current_context(), runner, step, body)
         except StepError as error:
             if not (tool_call and error.error_type == "StepInterruptedError"):
                 raise
@@ -133,12 +144,15 @@ class ContinuumOperationBackend(JournalCallableOperationBackend[UnitConfig]):
         record_durable_unit(executed=ran)
         return payload
 
-    def _step(self, name: str, config: UnitConfig, *, approved: bool) -> Step[Any, Any]:
-        key = (name, config, approved)
+    def _step(
+        self, name: str, config: UnitConfig, *, approved: bool, awaited: bool
+    ) -> Step[Any, Any]:
+        key = (name, config, approved, awaited)
         step = self._steps.get(key)
         if step is None:
             fields = {**config.model_dump(), **(APPROVED if approved else {})}
-            step = self._steps[key] = unit_step(StepOptions(name=name, **fields))
+            options = StepOptions(name=name, **fields)
+            step = self._steps[key] = unit_step(options, awaited=awaited)
         return step
 
 

@@ -1,5 +1,16 @@
 """One durable unit of pydantic-ai (an async operation body) as one continuum step.
 
+**In an async task** (``await agent.run(...)``) the agent runs on the invocation's event loop,
+the loop the turn runs on, so a unit is an async step awaited right there
+(:func:`run_unit_async`): the budget is checked before the body, the body is awaited and timed,
+its result journaled, with no thread in between. pydantic-ai runs the tool calls a model asked
+for together as asyncio tasks, made in the order of the model's response, and each asyncio task
+of a turn journals in its own child context made where it was created: so each call's step has
+a key by the response's order, whatever order the calls finish in.
+
+**Under ``agent.run_sync``** (a sync task) the agent runs on a loop of its own, which
+``run_sync`` drives on the task's thread, and the rest of this docstring applies.
+
 A continuum step is a synchronous function that the turn loop calls *inside* ``call_step``:
 the budget is checked before it, it is timed, and its result is journaled after it. A
 pydantic-ai unit is a coroutine that must run on the agent's own event loop, which
@@ -34,9 +45,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from continuum._define.steps import Runner, Step, StepOptions
+from continuum._define.steps import Runner, Step, StepOptions, make_step
 from continuum._steps.signals import ControlFlow
 from continuum._turn.context import TaskContext
+from continuum._turn.event_loop import InvocationLoop
 
 Body = Callable[[], Awaitable[object]]
 
@@ -46,9 +58,39 @@ def _run(work: Callable[[], Any]) -> Any:
     return work()
 
 
-def unit_step(options: StepOptions) -> Step[Any, Any]:
-    """The step that journals a unit under ``options.name`` (its durable operation name)."""
+async def _run_async(work: Body) -> Any:
+    """The function of every unit's async step: await the unit's work (its result is JSON)."""
+    return await work()
+
+
+def unit_step(options: StepOptions, *, awaited: bool = False) -> Step[Any, Any]:
+    """The step that journals a unit under ``options.name`` (its durable operation name):
+    ``awaited``, an async step for :func:`run_unit_async`."""
+    if awaited:
+        return make_step(_run_async, options)
     return Step(fn=_run, options=options)
+
+
+def on_turn_loop() -> bool:
+    """Whether the running event loop is the one an async task's turn runs on (the agent was
+    awaited in the task), not one of pydantic-ai's own (``run_sync``)."""
+    factory = asyncio.get_running_loop().get_task_factory()
+    return isinstance(getattr(factory, "__self__", None), InvocationLoop)
+
+
+async def run_unit_async(
+    runner: Runner, step: Step[Any, Any], body: Body
+) -> tuple[object, bool]:
+    """Await ``body`` as the async step ``step`` of the running task, on the turn's own loop;
+    return its JSON result and whether the body ran live (False: replayed from the journal)."""
+    ran = False
+
+    async def live() -> object:
+        nonlocal ran
+        ran = True
+        return await body()
+
+    return await runner.call_step_async(step, (live,), {}, None), ran
 
 
 class _Invocation:
