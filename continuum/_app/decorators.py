@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast, overload
 from pydantic import BaseModel
 
 from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
-from continuum._define.steps import Step, StepOptions
+from continuum._define.steps import Step, StepOptions, make_step
 from continuum._turn.context import TaskContext
 from continuum._turn.tasks import Registry, Task
 
@@ -48,8 +48,9 @@ class Decorators:
 
         The function is called once per turn; it returns None to take another turn and
         anything else (JSON-serialisable) to finish with that result. ``confidence`` and
-        ``safety_margin_s`` override the app's budget rule for this task. Generator and async
-        functions are refused (ConfigurationError).
+        ``safety_margin_s`` override the app's budget rule for this task. An ``async def`` task
+        runs on the invocation's event loop (its steps awaited); generator functions are
+        refused (ConfigurationError).
 
         ``version`` is the version of the state's schema; ``migrations={1: up1, 2: up2}``
         migrate a state saved by an older version, in order, when its record is loaded
@@ -117,7 +118,7 @@ class Decorators:
                 preemptible=preemptible,
                 at_most_once=at_most_once,
             )
-            step = Step(fn=f, options=options)
+            step = make_step(f, options)
             self.registry.add_step(step)
             return step
 

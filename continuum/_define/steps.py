@@ -7,7 +7,11 @@ Called anywhere else (a test, a script) it simply runs.
 A step is journaled only in the thread that runs the task: the journal is ordered, and threads
 finish in any order. A step called from another thread while a task runs is refused with a
 clear error instead of running outside the journal (``ctx.map`` and ``ctx.parallel`` are the
-way to run steps side by side).
+way to run steps side by side), unless a step running now started that thread: it is then that
+step's own work.
+
+An ``async def`` step is an :class:`AsyncStep`: calling it returns a coroutine, and awaited
+inside an async task it is journaled like a sync one (``_steps.async_step_calls``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import typing
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast
 
 from pydantic import TypeAdapter
 
@@ -114,6 +118,10 @@ class Runner(Protocol):
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
     ) -> Any: ...
 
+    async def call_step_async(
+        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
+    ) -> Any: ...
+
     def remaining(self) -> float: ...
 
     def sleep(self, duration: Duration, name: str | None) -> None: ...
@@ -185,9 +193,68 @@ class Step(Generic[P, R]):
                 _refuse_foreign_thread(self.name)
             return self.fn(*args, **kwargs)
         if runner.thread_id != threading.get_ident():
+            if runner.active_key is not None:  # a thread the running step started: its work
+                nested: R = self.run_nested(args, kwargs)
+                return nested
             raise runner.refuse(_thread_error(self.name, runner.task_id))
         result: R = runner.call_step(self, args, kwargs, None)
         return result
+
+
+class AsyncStep(Step[P, R]):
+    """A decorated ``async def`` step: calling it returns a coroutine to await.
+
+    Awaited inside an async task it is journaled (the coroutine reads the task's runner when
+    it starts, so a step started by ``asyncio.gather`` journals in its own asyncio task's
+    child context); anywhere else it simply runs.
+    """
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        call = self._call(args, kwargs)
+        call.__qualname__ = self.options.name  # type: ignore[attr-defined]  # names its asyncio task
+        return cast(R, call)
+
+    async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        runner = active_runner.get()
+        if runner is None:
+            if running:
+                _refuse_foreign_thread(self.name)
+            return await cast(Any, self.fn)(*args, **kwargs)
+        if runner.thread_id != threading.get_ident():
+            if runner.active_key is not None:
+                return await self.run_nested_async(args, kwargs)
+            raise runner.refuse(_thread_error(self.name, runner.task_id))
+        return await runner.call_step_async(self, args, kwargs, None)
+
+    async def run_nested_async(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Awaited inside another step: part of its work, as :meth:`Step.run_nested`."""
+        import asyncio
+
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await cast(Any, self.fn)(*args, **kwargs)
+            except Exception as exc:
+                if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
+                    raise
+                await asyncio.sleep(self.options.backoff_s * 2 ** (attempt - 1))
+
+
+def make_step(fn: Callable[P, R], options: StepOptions) -> Step[P, R]:
+    """The step of ``fn``: an :class:`AsyncStep` for an ``async def``, else a :class:`Step`."""
+    kind = AsyncStep if is_async_callable(fn) else Step
+    return kind(fn=fn, options=options)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine (an ``async def``, a partial of one, or an
+    object whose ``__call__`` is one)."""
+    target = _unwrap(fn)
+    if isinstance(target, Step):
+        return isinstance(target, AsyncStep)
+    call = type(target).__call__ if _is_instance(target) else target
+    return inspect.iscoroutinefunction(call)
 
 
 def _thread_error(name: str, task_id: str | None) -> ContinuumError:
@@ -215,13 +282,13 @@ def _refuse_foreign_thread(name: str) -> None:
 
 
 def check_callable(fn: Callable[..., Any], *, what: str) -> None:
-    """Refuse generator and async functions: a task or step must return its value."""
+    """Refuse generator functions, sync or async: a task or step must return its value."""
     target = _unwrap(fn)
     call = type(target).__call__ if _is_instance(target) else target
-    if inspect.isasyncgenfunction(call) or inspect.iscoroutinefunction(call):
+    if inspect.isasyncgenfunction(call):
         raise ConfigurationError(
-            f"{what} is an async function; continuum runs tasks and steps synchronously",
-            hint="make it a plain `def` (call async code with asyncio.run inside a step)",
+            f"{what} is an async generator function; its body would run outside the journal",
+            hint="return a value (a list, say) instead of yielding",
         )
     if inspect.isgeneratorfunction(call):
         raise ConfigurationError(
@@ -296,7 +363,7 @@ def as_step(fn: Callable[..., Any], *, name: str | None = None, **options: Any) 
         return fn
     label = name or stable_name(fn)
     check_callable(fn, what=f"step {label!r}")
-    step = Step(fn=fn, options=StepOptions(name=label, **options))
+    step = make_step(fn, StepOptions(name=label, **options))
     step._adapter = return_adapter(fn, what=f"step {label!r}")
     return step
 

@@ -10,6 +10,7 @@ continue. A cancel request stops the batch and raises TaskCancelledError where i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -29,6 +30,7 @@ from continuum._fanout.branches import (
     Branch,
     Ended,
     adapter_of,
+    awaitable,
     check_state,
     context_ended,
     enter,
@@ -66,6 +68,28 @@ def run_batch(
     return batch.run()
 
 
+async def run_batch_async(
+    runner: ContextRunner,
+    branches: Sequence[Branch],
+    *,
+    label: str,
+    max_concurrency: int | None,
+    completion: Completion | None,
+) -> BatchResult:
+    """``ctx.parallel_async`` and ``ctx.map_async``: the branches as a batch of asyncio tasks
+    on the invocation's loop (each awaited if it is ``async def``), journaled as a batch of
+    threads is."""
+    limit = check_concurrency(max_concurrency, task_id=runner.task_id)
+    adapters = [adapter_of(b.fn) for b in branches]
+    with runner.state.lock:
+        key, entry, done = enter(runner.state, label, EntryKind.BATCH)
+        if done:
+            return _rebuilt(entry.result, adapters)
+    assert entry.children is not None
+    batch = _Batch(runner, entry, key, branches, adapters, limit, completion)
+    return await batch.run_async()
+
+
 class _Batch:
     """One batch's run: its items on threads, and what their endings make of it."""
 
@@ -91,11 +115,10 @@ class _Batch:
         }
 
     def run(self) -> BatchResult:
-        state, n = self.runner.state, len(self.branches)
+        n = len(self.branches)
         threads = min(self.limit or DEFAULT_BATCH_THREADS, max(1, n))
         pending: dict[Future[Ended], int] = {}
-        signals: list[BaseException] = []
-        waiters: list[Waiter] = []
+        ends = _Ends()
         reason = self._verdict()
         upcoming = iter(i for i in range(n) if i not in self.items)
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="continuum-batch") as pool:
@@ -109,20 +132,65 @@ class _Batch:
                     break
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    index = pending.pop(future)
-                    ended = future.result()
-                    state.progress = state.progress or ended.progress
-                    if ended.signal is not None:
-                        signals.append(ended.signal)
-                        if not isinstance(ended.signal, Wait):
-                            self.halt.stop(str(ended.signal))
-                        waiters.extend(ended.waiters)
-                        continue
-                    self._finish(index, ended)
+                    self._took(pending.pop(future), future.result(), ends)
                 reason = self._verdict()
-        return self._outcome(signals, waiters, reason)
+        return self._outcome(ends.signals, ends.waiters, reason)
+
+    async def run_async(self) -> BatchResult:
+        n = len(self.branches)
+        at_once = min(self.limit or n, max(1, n))
+        loop = asyncio.get_running_loop()
+        pending: dict[asyncio.Task[Ended], int] = {}
+        ends = _Ends()
+        reason = self._verdict()
+        upcoming = iter(i for i in range(n) if i not in self.items)
+        while True:
+            while reason is None and not self.halt.is_set() and len(pending) < at_once:
+                index = next(upcoming, None)
+                if index is None:
+                    break
+                # Made directly, not by the loop's task factory: an item journals in the
+                # batch's entry, not as an asyncio task of its caller.
+                task = asyncio.Task(self._item_task(index), loop=loop)
+                pending[task] = index
+            if not pending:
+                break
+            finished, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                self._took(pending.pop(task), task.result(), ends)
+            reason = self._verdict()
+        return self._outcome(ends.signals, ends.waiters, reason)
+
+    def _took(self, index: int, ended: Ended, ends: _Ends) -> None:
+        """An item ended: keep its result, or what stops the batch."""
+        state = self.runner.state
+        state.progress = state.progress or ended.progress
+        if ended.signal is None:
+            self._finish(index, ended)
+            return
+        ends.signals.append(ended.signal)
+        if not isinstance(ended.signal, Wait):
+            self.halt.stop(str(ended.signal))
+        ends.waiters.extend(ended.waiters)
 
     def _item_thread(self, index: int) -> Ended:
+        child, branch = self._item_runner(index), self.branches[index]
+        try:
+            value = child.run(branch.fn, branch.args)
+        except (ControlFlow, Exception) as exc:
+            return self._ended_by(exc, child)
+        return Ended(value=value, progress=True)
+
+    async def _item_task(self, index: int) -> Ended:
+        child, branch = self._item_runner(index), self.branches[index]
+        try:
+            value = await child.run_awaited(awaitable(branch.fn(child.context, *branch.args)))
+        except (ControlFlow, Exception) as exc:
+            return self._ended_by(exc, child)
+        return Ended(value=value, progress=True)
+
+    def _item_runner(self, index: int) -> ContextRunner:
+        """The child runner of item ``index``, in its entry of the batch (made now if new)."""
         runner, branch = self.runner, self.branches[index]
         state = runner.state
         with state.lock:
@@ -143,21 +211,21 @@ class _Batch:
                     )
                     state.emit("context_started", event)
         assert entry.children is not None
-        child = runner.child(entry.children, f"{state.path}{self.key}/{index}/", self.halt)
-        try:
-            value = child.run(branch.fn, branch.args)
-        except Wait as signal:
-            return Ended(signal=signal, waiters=list(signal.waiters), progress=child.state.progress)
-        except TaskCancelledError as exc:
+        return runner.child(entry.children, f"{state.path}{self.key}/{index}/", self.halt)
+
+    def _ended_by(self, exc: BaseException, child: ContextRunner) -> Ended:
+        """How an item that raised ``exc`` ended."""
+        if isinstance(exc, Wait):
+            return Ended(signal=exc, waiters=list(exc.waiters), progress=child.state.progress)
+        if isinstance(exc, TaskCancelledError):
             self.halt.stop("the task was cancelled", cancelled=True)
             return Ended(signal=exc, progress=True)
-        except ControlFlow as signal:
-            return Ended(signal=signal, progress=child.state.progress)
-        except Exception as exc:
-            message = exc.message if isinstance(exc, ContinuumError) else str(exc)
-            error = ErrorInfo(type=type_of(exc), message=message[:2000], turn=state.record.turn)
-            return Ended(error=error, progress=True)
-        return Ended(value=value, progress=True)
+        if isinstance(exc, ControlFlow):
+            return Ended(signal=exc, progress=child.state.progress)
+        message = exc.message if isinstance(exc, ContinuumError) else str(exc)
+        turn = self.runner.state.record.turn
+        error = ErrorInfo(type=type_of(exc), message=message[:2000], turn=turn)
+        return Ended(error=error, progress=True)
 
     def _finish(self, index: int, ended: Ended) -> None:
         entry, (adapter, typed) = self.children[index], self.adapters[index]
@@ -219,6 +287,16 @@ class _Batch:
             self.entry.partial, self.entry.children = False, None
             context_ended(state, "batch", self.entry, f"{state.path}{self.key}/")
         return _rebuilt(self.entry.result, self.adapters)
+
+
+class _Ends:
+    """What stopped the items of a batch that did not finish: signals, and waits."""
+
+    __slots__ = ("signals", "waiters")
+
+    def __init__(self) -> None:
+        self.signals: list[BaseException] = []
+        self.waiters: list[Waiter] = []
 
 
 def _item(entry: JournalEntry, name: str | None) -> Item:

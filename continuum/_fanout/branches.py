@@ -17,6 +17,7 @@ where the batch was called.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,39 +141,92 @@ def child_context(
     runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context``: run ``fn(child_ctx, *args)`` as a named, journaled block."""
-    state = runner.state
-    label = name or stable_name(fn)
-    adapter, typed = adapter_of(fn)
-    with state.lock:
-        key, entry, done = enter(state, label, EntryKind.CONTEXT)
-        if done:
-            if not entry.ok:
-                raise _error(entry.error, state.record.task_id, key)
-            return from_json(adapter, entry.result)
-    assert entry.children is not None
-    child = runner.child(entry.children, f"{state.path}{key}/")
-    before = state_of(runner)
+    block = Block(runner, fn, name)
+    if block.child is None:
+        return block.recorded()
     try:
-        value = child.run(fn, args)
+        value = block.child.run(fn, args)
     except Exception as exc:
-        check_state(runner, before, "child context", key)
-        failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
-        context_ended(state, "context", entry, child.state.path, failure)
+        block.failed(exc)
         raise
     finally:
-        state.progress = state.progress or child.state.progress
-    check_state(runner, before, "child context", key)
-    with state.lock:
-        result = to_json(
-            adapter,
-            value,
-            what=f"the result of child context {key!r}",
-            task_id=state.record.task_id,
-            typed=typed,
-        )
-        entry.result, entry.partial, entry.children = result, False, None
-        context_ended(state, "context", entry, child.state.path)
-    return from_json(adapter, result)
+        block.progress()
+    return block.finished(value)
+
+
+async def child_context_async(
+    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+) -> Any:
+    """``ctx.child_context_async``: await ``fn(child_ctx, *args)`` as a named, journaled
+    block, in the calling asyncio task."""
+    block = Block(runner, fn, name)
+    if block.child is None:
+        return block.recorded()
+    try:
+        value = await block.child.run_awaited(awaitable(fn(block.child.context, *args)))
+    except Exception as exc:
+        block.failed(exc)
+        raise
+    finally:
+        block.progress()
+    return block.finished(value)
+
+
+async def awaitable(value: Any) -> Any:
+    """What a branch returned, awaited if it is a coroutine (a sync branch's value as is)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class Block:
+    """A child context's entry at this point of the journal, and its child runner (None when
+    the journal recorded it finished)."""
+
+    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+        state = runner.state
+        self.runner, self.state = runner, state
+        self.adapter, self.typed = adapter_of(fn)
+        with state.lock:
+            self.key, self.entry, done = enter(state, name or stable_name(fn), EntryKind.CONTEXT)
+        self.child: ContextRunner | None = None
+        if not done:
+            assert self.entry.children is not None
+            self.child = runner.child(self.entry.children, f"{state.path}{self.key}/")
+            self.before = state_of(runner)
+
+    def recorded(self) -> Any:
+        """The finished block's journaled result (raised, if it failed)."""
+        if not self.entry.ok:
+            raise _error(self.entry.error, self.state.record.task_id, self.key)
+        return from_json(self.adapter, self.entry.result)
+
+    def failed(self, exc: Exception) -> None:
+        assert self.child is not None
+        check_state(self.runner, self.before, "child context", self.key)
+        failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        context_ended(self.state, "context", self.entry, self.child.state.path, failure)
+
+    def progress(self) -> None:
+        assert self.child is not None
+        self.state.progress = self.state.progress or self.child.state.progress
+
+    def finished(self, value: Any) -> Any:
+        """Journal the block's value as its result; return it as a replay rebuilds it."""
+        assert self.child is not None
+        check_state(self.runner, self.before, "child context", self.key)
+        state, entry = self.state, self.entry
+        with state.lock:
+            result = to_json(
+                self.adapter,
+                value,
+                what=f"the result of child context {self.key!r}",
+                task_id=state.record.task_id,
+                typed=self.typed,
+            )
+            entry.result, entry.partial, entry.children = result, False, None
+            context_ended(state, "context", entry, self.child.state.path)
+        return from_json(self.adapter, result)
 
 
 def type_of(exc: BaseException) -> str:

@@ -11,7 +11,7 @@ branch or an item of a batch) gets a runner of its own from :meth:`ContextRunner
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
@@ -29,6 +29,7 @@ from continuum.errors import ContinuumError, StepError
 
 if TYPE_CHECKING:
     from continuum._fanout.child_tasks import ChildTasks
+    from continuum._steps.async_step_calls import AsyncStepCaller
 
 
 class TaskView(Protocol):
@@ -52,6 +53,7 @@ class ContextRunner:
 
     __slots__ = (
         "__weakref__",
+        "async_steps",
         "call_step",
         "children",
         "ctx",
@@ -74,6 +76,8 @@ class ContextRunner:
         self.call_step: Callable[
             [Step[Any, Any], tuple[Any, ...], dict[str, Any], str | None], Any
         ] = self.steps.call
+        #: its awaited step calls, made on the first one (an async task's).
+        self.async_steps: AsyncStepCaller | None = None
 
     def child(
         self, entries: list[JournalEntry], path: str, halt: Halt | None = None
@@ -113,6 +117,24 @@ class ContextRunner:
             else:
                 running[ident] = outer
 
+    async def run_awaited(self, call: Awaitable[Any]) -> Any:
+        """Await ``call`` (an async function's coroutine over this runner's context) as this
+        runner's code in the running asyncio task; check what it left, as :meth:`run` does."""
+        state = self.state
+        token = active_runner.set(self)
+        try:
+            try:
+                value = await call
+            except Exception:
+                check_unwinding(state)
+                raise
+            check_unwinding(state)
+            with state.lock:
+                state.journal.check_complete()
+            return value
+        finally:
+            active_runner.reset(token)
+
     # -- the Runner protocol (``_define.steps``) -------------------------------------------------
 
     @property
@@ -143,6 +165,16 @@ class ContextRunner:
     def step_wrapper(self, wrapper: StepWrapper | None) -> None:
         self.state.step_wrapper = wrapper
 
+    async def call_step_async(
+        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
+    ) -> Any:
+        caller = self.async_steps
+        if caller is None:
+            from continuum._steps.async_step_calls import AsyncStepCaller
+
+            caller = self.async_steps = AsyncStepCaller(self.steps)
+        return await caller.call(step, args, kwargs, key)
+
     def remaining(self) -> float:
         return self.state.budget.remaining()
 
@@ -151,6 +183,9 @@ class ContextRunner:
 
     def sleep(self, duration: Duration, name: str | None) -> None:
         self.waits.sleep(duration, name)
+
+    async def sleep_async(self, duration: Duration, name: str | None) -> None:
+        await self.waits.sleep_async(duration, name)
 
     def create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any

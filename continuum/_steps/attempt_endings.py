@@ -36,10 +36,11 @@ def raised(
     exc: Exception,
     *,
     since: float | None = None,
+    in_place: bool = True,
 ) -> JournalEntry:
     """Attempt ``attempt`` raised ``exc``: schedule the next (its journal entry is returned,
     to be reopened when it starts), or fail the step. ``since``: when its first attempt
-    started."""
+    started; ``in_place``: wait for the backoff here (False: the async caller awaits it)."""
     options = step.options
     elapsed = timed(stats, started)
     error = ErrorInfo(
@@ -62,11 +63,19 @@ def raised(
     )
     if not retrying:
         raise failed(state, step, key, attempt, elapsed, error) from exc
-    return retry_later(state, step, key, stats, error, attempt, elapsed, since=since)
+    return retry_later(
+        state, step, key, stats, error, attempt, elapsed, since=since, in_place=in_place
+    )
 
 
 def interrupted(
-    state: TurnState, step: Step[Any, Any], key: str, stats: StepStats, marker: JournalEntry
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    stats: StepStats,
+    marker: JournalEntry,
+    *,
+    in_place: bool = True,
 ) -> JournalEntry:
     """An at_most_once step was started and not recorded: its worker died in it. With
     retries left, schedule a new attempt (returned, to be reopened when it starts); else
@@ -83,7 +92,9 @@ def interrupted(
     )
     if marker.attempts > step.options.retries:
         raise failed(state, step, key, marker.attempts, 0.0, error)
-    return retry_later(state, step, key, stats, error, marker.attempts, 0.0, since=marker.since)
+    return retry_later(
+        state, step, key, stats, error, marker.attempts, 0.0, since=marker.since, in_place=in_place
+    )
 
 
 def retry_later(
@@ -96,10 +107,11 @@ def retry_later(
     elapsed: float,
     *,
     since: float | None = None,
+    in_place: bool = True,
 ) -> JournalEntry:
     """Journal that attempt ``attempts`` failed and when the next may start (after the
-    step's backoff, doubled per attempt), and wait for it. ``since``: when its first
-    attempt started."""
+    step's backoff, doubled per attempt), and wait for it (``in_place``: here). ``since``:
+    when its first attempt started."""
     retry = JournalEntry(
         key,
         step.name,
@@ -112,22 +124,30 @@ def retry_later(
         since=since,
     )
     state.append(retry)
-    await_retry(state, key, stats, retry)
+    if in_place:
+        await_retry(state, key, stats, retry)
     return retry
 
 
 def await_retry(state: TurnState, key: str, stats: StepStats, entry: JournalEntry) -> None:
     """Wait for a retry's backoff here if it fits, else suspend for it (the journal keeps
     the attempts made and when the next may start)."""
+    wait = retry_wait(state, key, stats, entry)
+    if wait > 0:
+        with state.unlocked():
+            time.sleep(wait)
+
+
+def retry_wait(state: TurnState, key: str, stats: StepStats, entry: JournalEntry) -> float:
+    """The seconds to wait here for a retry's backoff (0: none), or raise ``Suspend`` when
+    the wait will not fit in this invocation."""
     assert entry.retry_at is not None
     wait = entry.retry_at - now_s()
     if wait <= 0:
-        return
+        return 0.0
     need = state.budget.need(stats, state.record.save_stats) + wait
     if state.budget.remaining() >= need:
-        with state.unlocked():
-            time.sleep(wait)
-        return
+        return wait
     raise state.unwind(
         Suspend(f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}", delay_s=wait)
     )

@@ -11,7 +11,7 @@ in ``attempt_endings.py``.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, own_json, to_json
@@ -34,6 +34,22 @@ from continuum._steps.turn_state import TurnState
 from continuum.errors import UnserializableValueError
 
 
+class Replayed(NamedTuple):
+    """A step call the journal answered: the value it returns."""
+
+    value: Any
+
+
+class LiveCall(NamedTuple):
+    """A step call to run live: the step (a test helper's, if it wraps it), its key, the
+    journal's unfinished entry of it (a paused step, a retry), and now."""
+
+    step: Step[Any, Any]
+    key: str
+    resume: JournalEntry | None
+    wall: float
+
+
 class StepCaller:
     """The step calls of one turn or child context, on its state."""
 
@@ -52,28 +68,37 @@ class StepCaller:
         if state.active_key is not None:
             return step.run_nested(args, kwargs)
         with state.lock:  # the record is shared with the branches of a batch, if any
-            journal = state.journal
-            replaying = journal.position < len(journal.entries)
-            if replaying:
-                state.replay_cancel()
-            name = step.options.name
-            key = journal.key_for(name, key)
-            entry = journal.replay(name, key) if replaying else None
-            if entry is not None and not entry.partial:
-                state.record.counters.steps_replayed += 1
-                if not entry.ok:
-                    raise step_error(state, entry.error, key)
-                return from_json(step.adapter, entry.result)
-            if state.halt is not None:  # a branch of a batch
-                state.halt_check()
-            wall = now_s()
-            # boundary()'s own test first: on every step's path, its call showed.
-            due = wall - state.inbox.listed_at >= state.inbox_poll_s
-            if due or state.record.cancel is not None:
-                wall = state.boundary(reopen=entry is not None)
-            if state.step_wrapper is not None:
-                step = state.step_wrapper(step, state)
-            return self._run_live(step, key, args, kwargs, entry, wall)
+            opened = self.open(step, key)
+            if isinstance(opened, Replayed):
+                return opened.value
+            return self._run_live(*opened, args, kwargs)
+
+    def open(self, step: Step[Any, Any], key: str | None) -> Replayed | LiveCall:
+        """Take the call's key: its recorded outcome (raised, if the step failed), or what a
+        live run of it needs. Called with the lock held."""
+        state = self.state
+        journal = state.journal
+        replaying = journal.position < len(journal.entries)
+        if replaying:
+            state.replay_cancel()
+        name = step.options.name
+        key = journal.key_for(name, key)
+        entry = journal.replay(name, key) if replaying else None
+        if entry is not None and not entry.partial:
+            state.record.counters.steps_replayed += 1
+            if not entry.ok:
+                raise step_error(state, entry.error, key)
+            return Replayed(from_json(step.adapter, entry.result))
+        if state.halt is not None:  # a branch of a batch, or an asyncio task of a turn
+            state.halt_check()
+        wall = now_s()
+        # boundary()'s own test first: on every step's path, its call showed.
+        due = wall - state.inbox.listed_at >= state.inbox_poll_s
+        if due or state.record.cancel is not None:
+            wall = state.boundary(reopen=entry is not None)
+        if state.step_wrapper is not None:
+            step = state.step_wrapper(step, state)
+        return LiveCall(step, key, entry, wall)
 
     # -- a live call: resume, attempts, record ---------------------------------------------------
 
@@ -81,27 +106,27 @@ class StepCaller:
         self,
         step: Step[Any, Any],
         key: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
         resume: JournalEntry | None,
         wall: float,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
     ) -> Any:
         """Run the step's attempts until one returns, and record its value. ``resume``: the
         journal's unfinished entry of it; ``wall``: now, as the boundary before it read it."""
         state, options, lock = self.state, step.options, self.state.lock
-        stats = self._stats(options.name)
+        stats = self.stats(options.name)
         # A step that is not done (paused, or between attempts) keeps its journal entry until
         # its next attempt starts, so a suspension before then loses neither.
         attempt, cursor, pending = 0, None, None
         if resume is not None:
-            attempt, cursor, pending = self._resume(step, key, stats, resume)
+            attempt, cursor, pending = self.resume(step, key, stats, resume)
             wall = now_s()  # after any backoff slept
         first = wall if resume is None or resume.since is None else resume.since
         while True:
             attempt += 1
-            self._check_budget(options.name, stats, preemptible=options.preemptible)
+            self.check_budget(options.name, stats, preemptible=options.preemptible)
             if pending is not None or state.record.recovering or options.at_most_once:
-                pending, wall = self._begin(step, key, attempt, pending, wall)
+                pending, wall = self.begin(step, key, attempt, pending, wall)
             if state.observers is not None:
                 state.step_started(
                     key, options.name, attempt, wall, replay=resume is not None, first=first
@@ -139,9 +164,9 @@ class StepCaller:
                 state.active_cursor = None
                 if record.running_step is not None:
                     record.running_step = None
-            return self._record(step, key, value, stats, started, attempt, wall, pending)
+            return self.record_value(step, key, value, stats, started, attempt, wall, pending)
 
-    def _resume(
+    def resume(
         self, step: Step[Any, Any], key: str, stats: StepStats, resume: JournalEntry
     ) -> tuple[int, Any, JournalEntry | None]:
         """Where an unfinished step goes on: (attempts made, cursor, the entry to reopen)."""
@@ -153,7 +178,7 @@ class StepCaller:
             return resume.attempts, None, resume
         return resume.attempts - 1, resume.cursor, resume
 
-    def _begin(
+    def begin(
         self,
         step: Step[Any, Any],
         key: str,
@@ -179,7 +204,7 @@ class StepCaller:
             wall = now_s()
         return pending, wall
 
-    def _record(
+    def record_value(
         self,
         step: Step[Any, Any],
         key: str,
@@ -235,15 +260,15 @@ class StepCaller:
 
     def check_work(self, name: str) -> None:
         """Suspend before a unit of framework work that will not fit, as before a step."""
-        self._check_budget(name, self._stats(name), preemptible=False)
+        self.check_budget(name, self.stats(name), preemptible=False)
 
     def observe_work(self, name: str, seconds: float) -> None:
         """Note how long a unit of framework work took, as for a step."""
-        observe(self._stats(name), seconds)
+        observe(self.stats(name), seconds)
 
     # -- pieces ----------------------------------------------------------------------------------
 
-    def _stats(self, name: str) -> StepStats:
+    def stats(self, name: str) -> StepStats:
         """The step's (or the unit of work's) statistics in the record, made at its first use."""
         all_stats = self.state.record.step_stats
         stats = all_stats.get(name)
@@ -251,7 +276,7 @@ class StepCaller:
             stats = all_stats[name] = StepStats()
         return stats
 
-    def _check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
+    def check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
         state = self.state
         save_stats = state.record.save_stats
         reason = state.budget.refuse(name, stats, save_stats, preemptible=preemptible)

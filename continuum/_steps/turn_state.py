@@ -76,7 +76,8 @@ class TurnState:
 
     Its own: ``journal`` (the turn's, or a child context's), ``path`` ("" for the turn, or a
     child context's path, "search#0/"), ``halt`` (set by a batch when its branches must stop
-    at their next boundary).
+    at their next boundary, or by an async turn when its asyncio tasks must), ``serial`` (an
+    async turn's lock that runs live steps one at a time, in recovery).
     """
 
     def __init__(
@@ -99,6 +100,7 @@ class TurnState:
         step_wrapper: StepWrapper | None = None,
         path: str = "",
         halt: Halt | None = None,
+        serial: Any = None,
         progress: bool = False,
         last_save: float | None = None,
     ) -> None:
@@ -119,6 +121,8 @@ class TurnState:
         self.journal = journal
         self.path = path
         self.halt = halt
+        #: an async turn in recovery: the asyncio lock that runs its live steps one at a time.
+        self.serial = serial
         #: the thread that runs it: steps called from another are refused.
         self.thread_id = threading.get_ident()
         #: the idempotency key and cursor of the step running now, if any.
@@ -191,6 +195,7 @@ class TurnState:
             journal=Journal(entries, task_id=self.record.task_id, turn=self.record.turn),
             path=path,
             halt=halt if halt is not None else self.halt,
+            serial=self.serial,
             progress=self.progress,
             last_save=self.last_save,
         )

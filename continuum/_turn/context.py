@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from continuum._base.clock import now_s
 from continuum._define.callbacks import Callback
-from continuum._define.steps import active_runner, as_step, stable_name
+from continuum._define.steps import Step, active_runner, as_step, stable_name
 from continuum._record.waiting_for import Duration, Signal, derived_name
 from continuum._steps.signals import Paused
 from continuum.errors import ConditionNotMetError, ContinuumError
@@ -42,8 +42,19 @@ class TaskContext(Generic[S]):
     """
 
     def __init__(self, runner: ContextRunner, state: S) -> None:
-        self._runner = runner
+        self._own = runner
         self.state = state
+
+    @property
+    def _runner(self) -> ContextRunner:
+        """The runner of the code calling now: this context's, or, in an asyncio task of the
+        same turn (or a child context of it), that one's, so it journals where it runs."""
+        own = self._own
+        active: Any = active_runner.get()
+        if active is None or active is own or active.state.record is not own.state.record:
+            return own
+        runner: ContextRunner = active
+        return runner
 
     def served_by(self, runner: ContextRunner) -> TaskContext[S]:
         """The same task's context (the same state) for a child context's runner."""
@@ -69,6 +80,14 @@ class TaskContext(Generic[S]):
         """
         return self._runner.call_step(as_step(fn), args, kwargs, key)
 
+    async def step_async(
+        self, fn: Callable[..., Any], *args: Any, key: str | None = None, **kwargs: Any
+    ) -> Any:
+        """In an async task: call ``fn`` as a step and await it. An ``async def`` is awaited;
+        a sync function runs in a thread (in place if it is preemptible), so the event loop
+        goes on meanwhile."""
+        return await self._runner.call_step_async(as_step(fn), args, kwargs, key)
+
     def remaining(self) -> float:
         """Seconds left in this invocation."""
         return self._runner.remaining()
@@ -85,6 +104,10 @@ class TaskContext(Generic[S]):
             >>> ctx.sleep(timedelta(days=3))  # doctest: +SKIP
         """
         self._runner.sleep(duration, name)
+
+    async def sleep_async(self, duration: Duration, *, name: str | None = None) -> None:
+        """``sleep`` in an async task: a short sleep in place is awaited, not slept."""
+        await self._runner.sleep_async(duration, name)
 
     def create_callback(
         self,
@@ -136,6 +159,35 @@ class TaskContext(Generic[S]):
         given = {"url": callback.url} if _takes_url(submitter) else {}
         self._runner.call_step(submit, (callback.id,), given, None)
         return callback.result()
+
+    async def wait_for_callback_async(
+        self,
+        submitter: Callable[[str], Any],
+        *,
+        name: str | None = None,
+        timeout: Duration | None = None,
+        heartbeat_timeout: Duration | None = None,
+        retries: int = 0,
+        backoff_s: float = 1.0,
+        request: Any = None,
+    ) -> Any:
+        """``wait_for_callback`` in an async task: ``submitter`` may be ``async def``, and it
+        is awaited as a step."""
+        callback = self.create_callback(
+            name, timeout=timeout, heartbeat_timeout=heartbeat_timeout, request=request
+        )
+        submit = as_step(
+            submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
+        )
+        given = {"url": callback.url} if _takes_url(submitter) else {}
+        await self._runner.call_step_async(submit, (callback.id,), given, None)
+        return callback.result()
+
+    async def wait_for_signal_async(
+        self, name: str, *, timeout: Duration | None = None
+    ) -> Signal | None:
+        """``wait_for_signal`` in an async task."""
+        return self._runner.wait_for_signal(name, timeout)
 
     def wait_for_signal(self, name: str, *, timeout: Duration | None = None) -> Signal | None:
         """Take the oldest signal ``name`` from the task's mailbox, waiting for one without
@@ -244,6 +296,92 @@ class TaskContext(Generic[S]):
 
         return map_tasks(self._runner, task_name, list(inputs), name, max_concurrency, completion)
 
+    # -- fan-out in an async task ------------------------------------------------------------------
+
+    async def child_context_async(
+        self, fn: Callable[..., Any], *args: Any, name: str | None = None
+    ) -> Any:
+        """``child_context`` in an async task: await ``fn(child_ctx, *args)`` as a named,
+        journaled block."""
+        from continuum._fanout.branches import child_context_async
+
+        return await child_context_async(self._runner, fn, args, name)
+
+    async def parallel_async(
+        self,
+        branches: Sequence[Callable[[TaskContext[S]], Any]]
+        | Mapping[str, Callable[[TaskContext[S]], Any]],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """``parallel`` in an async task: each branch ``async def fn(child_ctx)`` runs as an
+        asyncio task on the invocation's loop (at most ``max_concurrency`` at once)."""
+        from continuum._fanout.batches import run_batch_async
+        from continuum._fanout.branches import Branch
+
+        named = branches.items() if isinstance(branches, Mapping) else ((None, b) for b in branches)
+        return await run_batch_async(
+            self._runner,
+            [Branch(fn=fn, name=label) for label, fn in named],
+            label=name or "parallel",
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
+    async def map_async(
+        self,
+        items: Iterable[Any],
+        fn: Callable[[TaskContext[S], Any, int], Any],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """``map`` in an async task: ``async def fn(child_ctx, item, index)`` for each item,
+        as asyncio tasks on the invocation's loop; the results in index order."""
+        from continuum._fanout.batches import run_batch_async
+        from continuum._fanout.branches import Branch
+
+        return await run_batch_async(
+            self._runner,
+            [Branch(fn=fn, args=(item, i)) for i, item in enumerate(items)],
+            label=name or stable_name(fn),
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
+    async def invoke_async(
+        self,
+        task_name: str,
+        input: Any,
+        *,
+        name: str | None = None,
+        timeout: Duration | None = None,
+    ) -> Any:
+        """``invoke`` in an async task: the child task runs in its own invocations; this one
+        waits for its result without compute."""
+        return self.invoke(task_name, input, name=name, timeout=timeout)
+
+    async def map_tasks_async(
+        self,
+        task_name: str,
+        inputs: Iterable[Any],
+        *,
+        name: str | None = None,
+        max_concurrency: int | None = None,
+        completion: Completion | None = None,
+    ) -> BatchResult:
+        """``map_tasks`` in an async task."""
+        return self.map_tasks(
+            task_name,
+            inputs,
+            name=name,
+            max_concurrency=max_concurrency,
+            completion=completion,
+        )
+
     def wait_for_condition(
         self,
         check: Callable[[T], T],
@@ -260,29 +398,35 @@ class TaskContext(Generic[S]):
         Raises:
             ConditionNotMetError: ``max_attempts`` checks ran and ``done`` never held.
         """
-        if max_attempts is not None and max_attempts < 1:
-            raise ContinuumError("max_attempts must be at least 1", task_id=self.task_id)
-        label = name or stable_name(check)
-        step = as_step(check, name=label)
-        state, attempts = initial, 0
-        watch = _ConditionWatch(self._runner, label)
+        poll = _ConditionWatch.start(self, check, max_attempts, name)
+        state = initial
         while True:
-            attempts += 1
-            live = watch.before_check()
-            state = self._runner.call_step(step, (state,), {}, None)
-            watch.after_check(first=attempts == 1, live=live)
-            if done(state):
-                watch.ended(live=live)
+            live = poll.before_check()
+            state = self._runner.call_step(poll.step, (state,), {}, None)
+            if poll.holds(done(state), live=live):
                 return state
-            if max_attempts is not None and attempts >= max_attempts:
-                error = ConditionNotMetError(
-                    f"condition {label!r} did not hold after {attempts} checks",
-                    task_id=self.task_id,
-                    step=label,
-                )
-                watch.ended(live=live, error=error)
-                raise error
-            self.sleep(delay_s, name=derived_name(label, "delay"))
+            self.sleep(delay_s, name=poll.delay_name)
+
+    async def wait_for_condition_async(
+        self,
+        check: Callable[[T], Any],
+        *,
+        initial: T,
+        done: Callable[[T], bool],
+        delay_s: float = 5.0,
+        max_attempts: int | None = None,
+        name: str | None = None,
+    ) -> T:
+        """``wait_for_condition`` in an async task: ``check`` may be ``async def`` (awaited as
+        a step), and the delays are ``sleep_async``."""
+        poll = _ConditionWatch.start(self, check, max_attempts, name)
+        state = initial
+        while True:
+            live = poll.before_check()
+            state = await self._runner.call_step_async(poll.step, (state,), {}, None)
+            if poll.holds(done(state), live=live):
+                return state
+            await self.sleep_async(delay_s, name=poll.delay_name)
 
     @property
     def idempotency_key(self) -> str:
@@ -319,15 +463,52 @@ class TaskContext(Generic[S]):
 
 
 class _ConditionWatch:
-    """Tells the observers of a ``wait_for_condition`` as of a wait: started when its first
-    check runs live, ended when the check that holds (or the last allowed) runs live, from the
-    time its first check began (kept in that check's journal entry, across invocations)."""
+    """The checks of a ``wait_for_condition``: counted against ``max_attempts``, and told to
+    the observers as a wait: started when its first check runs live, ended when the check that
+    holds (or the last allowed) runs live, from the time its first check began (kept in that
+    check's journal entry, across invocations)."""
 
-    def __init__(self, runner: ContextRunner, name: str) -> None:
+    def __init__(
+        self, runner: ContextRunner, step: Step[Any, Any], max_attempts: int | None
+    ) -> None:
         self.state = runner.state
-        self.name = name
+        self.step = step
+        self.name = step.name
+        self.delay_name = derived_name(step.name, "delay")
+        self.max_attempts = max_attempts
+        self.attempts = 0
         self.first: JournalEntry | None = None
         self.began = 0.0
+
+    @classmethod
+    def start(
+        cls,
+        ctx: TaskContext[Any],
+        check: Callable[..., Any],
+        max_attempts: int | None,
+        name: str | None,
+    ) -> _ConditionWatch:
+        if max_attempts is not None and max_attempts < 1:
+            raise ContinuumError("max_attempts must be at least 1", task_id=ctx.task_id)
+        label = name or stable_name(check)
+        return cls(ctx._runner, as_step(check, name=label), max_attempts)
+
+    def holds(self, done: bool, *, live: bool) -> bool:
+        """After a check: whether the condition holds (raise if no check is left)."""
+        self.attempts += 1
+        self.after_check(first=self.attempts == 1, live=live)
+        if done:
+            self.ended(live=live)
+            return True
+        if self.max_attempts is not None and self.attempts >= self.max_attempts:
+            error = ConditionNotMetError(
+                f"condition {self.name!r} did not hold after {self.attempts} checks",
+                task_id=self.state.task_id,
+                step=self.name,
+            )
+            self.ended(live=live, error=error)
+            raise error
+        return False
 
     def before_check(self) -> bool:
         """Whether the next check runs live (nothing left to replay); notes when it begins."""

@@ -1,8 +1,9 @@
 """The turn loop: run a task's turns inside one invocation, and say how it ended.
 
 Each turn starts from the record's snapshot of the state (a fresh copy: the live state shares
-nothing with it); the task function is called; step calls replay from the journal until it
-runs out and then run live (``_steps.step_calls``). When a step will not fit, :class:`Suspend`
+nothing with it); the task function is called (an async one on the invocation's event loop:
+``event_loop``); step calls replay from the journal until it runs out and then run live
+(``_steps.step_calls``). When a step will not fit, :class:`Suspend`
 unwinds the task function and the loop reports a suspension; the worker saves and continues.
 """
 
@@ -147,7 +148,12 @@ class TurnLoop:
         state.new_turn()
         runner.ctx = TaskContext(runner, task_state)
         try:
-            result = runner.run(self.task.fn, ())
+            if self.task.is_async:
+                from continuum._turn.event_loop import run_async_turn
+
+                result = run_async_turn(runner, self.task.fn)
+            else:
+                result = runner.run(self.task.fn, ())
         except Suspend as signal:
             return Suspended(signal.reason, signal.delay_s), None
         except Wait as wait:

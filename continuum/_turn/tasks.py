@@ -10,7 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from continuum._base.json_values import copy_json, to_json
 from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
-from continuum._define.steps import Step, check_callable, return_adapter
+from continuum._define.steps import Step, check_callable, is_async_callable, return_adapter
 from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError, MigrationError, UnknownTaskError
 
@@ -83,6 +83,11 @@ class Task(Generic[S]):
                     hint="fix the migration, deploy, then `continuum retry TASK_ID`",
                 ) from exc
         return state
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the task is an ``async def``: its turns run on the invocation's event loop."""
+        return is_async_callable(self.fn)
 
     @property
     def result_adapter(self) -> TypeAdapter[Any]:

@@ -14,8 +14,9 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from continuum._base.clock import now_s
 from continuum._define import callbacks
@@ -50,6 +51,13 @@ INLINE_WAIT_S = 1.0
 INBOX_FRESH_S = 2.0
 
 
+class ShortSleep(NamedTuple):
+    """A sleep short enough to sleep in place: its entry, journaled once it is slept."""
+
+    entry: JournalEntry
+    seconds: float
+
+
 class WaitCaller:
     """The waits of one turn or child context, on its state."""
 
@@ -69,7 +77,21 @@ class WaitCaller:
     def sleep(self, duration: Duration, name: str | None) -> None:
         with self.state.lock:
             self.state.halt_check()
-            self._sleep(duration, name)
+            short = self._sleep(duration, name)
+            if short is not None:  # slept in place
+                with self.state.unlocked():
+                    time.sleep(short.seconds)
+                self._done(short.entry)
+
+    async def sleep_async(self, duration: Duration, name: str | None) -> None:
+        """``sleep`` in an async task: a short sleep in place is awaited."""
+        with self.state.lock:
+            self.state.halt_check()
+            short = self._sleep(duration, name)
+        if short is not None:
+            await asyncio.sleep(short.seconds)
+            with self.state.lock:
+                self._done(short.entry)
 
     def create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
@@ -129,12 +151,14 @@ class WaitCaller:
 
     # -- sleep -------------------------------------------------------------------------------------
 
-    def _sleep(self, duration: Duration, name: str | None) -> None:
+    def _sleep(self, duration: Duration, name: str | None) -> ShortSleep | None:
+        """Enter a sleep: done already (None), to sleep here (a ShortSleep, done when slept),
+        or raise ``Wait``."""
         label = check_name(name or "sleep", what="sleep name", task_id=self.state.record.task_id)
         seconds = seconds_of(duration, what="ctx.sleep", task_id=self.state.record.task_id)
         key, entry = self._enter(label, EntryKind.SLEEP)
         if entry is not None and not entry.partial:
-            return
+            return None
         now = now_s()
         if entry is None:
             assert seconds is not None
@@ -142,12 +166,10 @@ class WaitCaller:
         assert entry.deadline is not None
         left = entry.deadline - now
         if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.state.budget.remaining():
-            with self.state.unlocked():
-                time.sleep(left)
-            left = 0
+            return ShortSleep(entry, left)
         if left <= 0:
             self._done(entry)
-            return
+            return None
         waiter = Waiter(kind=WaitKind.TIME, name=label, deadline=epoch_to_datetime(entry.deadline))
         raise self._wait(entry, waiter, f"sleeping until {waiter.deadline:%Y-%m-%dT%H:%M:%SZ}")
 

@@ -35,6 +35,7 @@ from continuum._record.history import RunClock
 from continuum._record.inbox import Listing
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
+from continuum._turn.event_loop import invocation_loop
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.claim import Claim, error_info
 from continuum._worker.endings import Endings, Outcome, after_sweep, too_new_for
@@ -164,7 +165,8 @@ class Worker:
             return outcome.value
 
         try:
-            return process_sqs_batch(event, context, handle)
+            with invocation_loop():  # one event loop for the async turns of this invocation
+                return process_sqs_batch(event, context, handle)
         finally:
             self.observers.emit("batch_done", None)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from continuum._app.app import Continuum
-from continuum._define.steps import Step, StepScope
+from continuum._define.steps import Step, StepScope, is_async_callable
 from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError
 
@@ -108,6 +108,19 @@ class StepLog:
     def wrap_task(self, fn: Callable[[TaskContext[Any]], Any]) -> Callable[[TaskContext[Any]], Any]:
         """The task function, watched: its step calls are noted, its failure kept."""
 
+        if is_async_callable(fn):
+
+            @functools.wraps(fn)
+            async def async_task(ctx: TaskContext[Any]) -> Any:
+                self._watch(ctx)
+                try:
+                    return await fn(ctx)
+                except Exception as exc:
+                    self.errors[ctx.task_id] = exc
+                    raise
+
+            return async_task
+
         @functools.wraps(fn)
         def task(ctx: TaskContext[Any]) -> Any:
             self._watch(ctx)
@@ -139,23 +152,30 @@ class StepLog:
 
         def execute(*args: Any, **kwargs: Any) -> Any:
             run = self._start(step.name, runner, args, kwargs)
-            answer = self.stand_in(run) if self.stand_in is not None else None
-            try:
-                if answer is not None:
-                    if answer.error is not None:
-                        raise answer.error
-                    value = answer.value
-                else:
-                    value = fn(*args, **kwargs)
-            except Exception as exc:
-                run.error, run.done = exc, True
-                raise
-            run.value, run.done = value, True
-            return value
+            with _noted(run):
+                value = self._answer(run)
+                run.value = fn(*args, **kwargs) if value is _LIVE else value
+            return run.value
+
+        async def execute_async(*args: Any, **kwargs: Any) -> Any:
+            run = self._start(step.name, runner, args, kwargs)
+            with _noted(run):
+                value = self._answer(run)
+                run.value = await fn(*args, **kwargs) if value is _LIVE else value
+            return run.value
 
         watched = copy.copy(step)
-        watched.fn = execute
+        watched.fn = execute_async if is_async_callable(fn) else execute
         return watched
+
+    def _answer(self, run: StepRun) -> Any:
+        """The test's stand-in answer for ``run`` (its error raised), or ``_LIVE``."""
+        answer = self.stand_in(run) if self.stand_in is not None else None
+        if answer is None:
+            return _LIVE
+        if answer.error is not None:
+            raise answer.error
+        return answer.value
 
     def _start(
         self, name: str, runner: StepScope, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -169,6 +189,21 @@ class StepLog:
             run = StepRun(task_id, turn, key, name, attempt, args, kwargs)
             self.runs.append(run)
         return run
+
+
+#: What ``_answer`` returns when no stand-in answers: the step runs.
+_LIVE = object()
+
+
+@contextlib.contextmanager
+def _noted(run: StepRun) -> Iterator[None]:
+    """Note in ``run`` that its execution ended, and how."""
+    try:
+        yield
+    except Exception as exc:
+        run.error, run.done = exc, True
+        raise
+    run.done = True
 
 
 def _copied(value: Any) -> Any:

@@ -1,0 +1,176 @@
+"""Step calls awaited inside an async task: the sync step calls' replay and record, with the
+attempts awaited on the invocation's event loop.
+
+What differs from a sync call (``step_calls``): an ``async def`` step is awaited; a sync one
+runs in a thread (``asyncio.to_thread``) so the loop goes on meanwhile, unless it is
+preemptible (it then runs in place under the alarm, as in a sync task); a preemptible async
+step is cancelled at its limit (an asyncio timeout: what it did is discarded, and it runs again
+in the next invocation); a retry's backoff is awaited, not slept. Concurrent calls come from
+different asyncio tasks, and each asyncio task of a turn journals in its own child context
+(``_turn.event_loop``), so a journal never has two calls in flight at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from typing import Any
+
+from continuum._base.clock import now_s
+from continuum._define.steps import AsyncStep, Step, is_async_callable
+from continuum._record.model import JournalEntry, StepStats
+from continuum._steps.attempt_endings import (
+    interrupted,
+    paused,
+    preempted,
+    raised,
+    retry_wait,
+    unmark,
+)
+from continuum._steps.signals import Paused, Preempted
+from continuum._steps.step_calls import Replayed, StepCaller
+from continuum._steps.turn_state import TurnState
+
+
+class AsyncStepCaller:
+    """The awaited step calls of one turn or child context, beside its sync ones."""
+
+    __slots__ = ("state", "steps")
+
+    def __init__(self, steps: StepCaller) -> None:
+        self.steps = steps
+        self.state: TurnState = steps.state
+
+    async def call(
+        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
+    ) -> Any:
+        """Call ``step`` and await it: its recorded outcome on replay, else run it live."""
+        state = self.state
+        if state.unwinding is not None:
+            raise state.unwinding
+        if state.active_key is not None:  # awaited inside a running step: part of its work
+            if isinstance(step, AsyncStep):
+                return await step.run_nested_async(args, kwargs)
+            return step.run_nested(args, kwargs)
+        with state.lock:
+            opened = self.steps.open(step, key)
+        if isinstance(opened, Replayed):
+            return opened.value
+        serial = state.serial
+        if serial is None:
+            return await self._run_live(*opened, args, kwargs)
+        async with serial:  # in recovery every step start is saved: one at a time
+            return await self._run_live(*opened, args, kwargs)
+
+    async def _run_live(
+        self,
+        step: Step[Any, Any],
+        key: str,
+        resume: JournalEntry | None,
+        wall: float,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """Run the step's attempts until one returns, and record its value (as
+        ``StepCaller._run_live``, awaiting each attempt and each backoff)."""
+        steps, state, options = self.steps, self.state, step.options
+        stats = steps.stats(options.name)
+        attempt, cursor, pending = 0, None, None
+        if resume is not None:
+            attempt, cursor, pending = await self._resume(step, key, stats, resume)
+            wall = now_s()
+        first = wall if resume is None or resume.since is None else resume.since
+        while True:
+            attempt += 1
+            steps.check_budget(options.name, stats, preemptible=options.preemptible)
+            if pending is not None or state.record.recovering or options.at_most_once:
+                pending, wall = steps.begin(step, key, attempt, pending, wall)
+            if state.observers is not None:
+                state.step_started(
+                    key, options.name, attempt, wall, replay=resume is not None, first=first
+                )
+            record = state.record
+            state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
+            state.active_cursor = cursor
+            started = time.monotonic()
+            try:
+                value = await self._attempt(step, args, kwargs)
+            except Preempted:
+                took = round(time.monotonic() - started, 6)
+                state.log_step(key, wall, took, attempt, "preempted", name=step.name)
+                raise preempted(state, key, stats, started) from None
+            except Paused as pause:
+                unmark(state, pending)
+                raise paused(
+                    state, step, key, stats, started, attempt, wall, pause.cursor, since=first
+                ) from None
+            except Exception as exc:
+                unmark(state, pending)
+                pending = raised(
+                    state,
+                    step,
+                    key,
+                    stats,
+                    started,
+                    attempt,
+                    wall,
+                    exc,
+                    since=first,
+                    in_place=False,
+                )
+                await _backoff(retry_wait(state, key, stats, pending))
+                wall = now_s()
+                continue
+            finally:
+                state.active_key = None
+                state.active_cursor = None
+                if record.running_step is not None:
+                    record.running_step = None
+            with state.lock:
+                return steps.record_value(step, key, value, stats, started, attempt, wall, pending)
+
+    async def _attempt(
+        self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """One attempt: the step's value (an awaitable it returns is awaited too)."""
+        fn, state = step.fn, self.state
+        if step.options.preemptible:
+            limit = state.budget.preempt_after(state.record.save_stats)
+            if not is_async_callable(fn):
+                value = state.preemptor(lambda: fn(*args, **kwargs), limit)
+            else:
+                deadline = asyncio.timeout(max(limit, 0.0))
+                try:
+                    async with deadline:
+                        value = await fn(*args, **kwargs)
+                except TimeoutError:
+                    if deadline.expired():
+                        raise Preempted from None
+                    raise
+        elif is_async_callable(fn):
+            value = await fn(*args, **kwargs)
+        else:
+            value = await asyncio.to_thread(fn, *args, **kwargs)
+        if inspect.isawaitable(value):  # a sync callable that returned a coroutine
+            value = await value
+        return value
+
+    async def _resume(
+        self, step: Step[Any, Any], key: str, stats: StepStats, resume: JournalEntry
+    ) -> tuple[int, Any, JournalEntry | None]:
+        """Where an unfinished step goes on (as ``StepCaller.resume``, awaiting a backoff)."""
+        state = self.state
+        if resume.started:
+            retry = interrupted(state, step, key, stats, resume, in_place=False)
+            await _backoff(retry_wait(state, key, stats, retry))
+            return resume.attempts, None, retry
+        if resume.retry_at is not None:
+            await _backoff(retry_wait(state, key, stats, resume))
+            return resume.attempts, None, resume
+        return resume.attempts - 1, resume.cursor, resume
+
+
+async def _backoff(seconds: float) -> None:
+    if seconds > 0:
+        await asyncio.sleep(seconds)

@@ -1,0 +1,323 @@
+"""The event loop of an invocation, and the turns of async tasks on it.
+
+One loop per invocation: the worker opens it around the handler (:func:`invocation_loop`), the
+first async turn makes it, and it is closed when the handler returns, after cancelling what is
+left on it, so nothing of a task runs after its invocation ended.
+
+Keys by call order: the loop's task factory gives each asyncio task made while a turn runs
+(by ``asyncio.gather``, ``create_task``, a ``TaskGroup``), outside a live step, a child context
+of the context that made it, journaled at that point of its journal. Inside one asyncio task
+the calls are sequential, so each journal replays in order, whatever order the tasks finished
+in: ``gather(fetch(a), fetch(b))`` journals ``fetch#0/fetch#0`` and ``fetch#1/fetch#0``.
+
+The end of a turn: when the task function returns or unwinds, the asyncio tasks it (or a step)
+started that still run are awaited. When it unwinds (a suspension, a wait), they are told to
+stop at their next step first. They get what is left of the invocation's budget; those still
+running then are cancelled. A cancellation is final: a task whose turn was fenced or aborted
+stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+from continuum._define.steps import active_runner, running
+from continuum._fanout.branches import context_ended, enter, type_of
+from continuum._fanout.context_runner import ContextRunner
+from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
+from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
+from continuum._steps.turn_state import Halt
+from continuum.errors import ContinuumError, NonDeterminismError
+
+logger = logging.getLogger("continuum")
+
+#: Seconds the loop's close waits for cancelled tasks and the threads of sync steps.
+CLOSE_WAIT_S = 2.0
+
+_local = threading.local()
+
+
+@contextmanager
+def invocation_loop() -> Iterator[None]:
+    """An invocation of the handler: the async turns inside it share one event loop, made on
+    first use and closed when the invocation ends."""
+    if getattr(_local, "loop", None) is not None:  # already inside one (a nested runner)
+        yield
+        return
+    holder = _local.loop = InvocationLoop()
+    try:
+        yield
+    finally:
+        _local.loop = None
+        holder.close()
+
+
+def run_async_turn(runner: ContextRunner, fn: Callable[..., Any]) -> Any:
+    """Run one turn of an async task function on the invocation's loop (or, outside an
+    invocation, on a loop of its own); its value, or what unwound it."""
+    holder: InvocationLoop | None = getattr(_local, "loop", None)
+    if holder is not None:
+        return holder.run_turn(runner, fn)
+    holder = InvocationLoop()
+    try:
+        return holder.run_turn(runner, fn)
+    finally:
+        holder.close()
+
+
+class TurnHalt(Halt):
+    """Tells the asyncio tasks of a turn that ends to stop at their next step."""
+
+    def signal(self) -> ControlFlow:
+        return Suspend(f"the turn is ending: {self.reason}")
+
+
+class AsyncTurn:
+    """The turn running on the loop: its record (to know its runners) and its halt."""
+
+    __slots__ = ("halt", "record")
+
+    def __init__(self, record: TaskRecord) -> None:
+        self.record = record
+        self.halt = TurnHalt()
+
+
+class InvocationLoop:
+    """The event loop of one invocation, made on first use, and the turn running on it."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.turn: AsyncTurn | None = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            self.loop.set_task_factory(cast(Any, self._task))
+        return self.loop
+
+    def run_turn(self, runner: ContextRunner, fn: Callable[..., Any]) -> Any:
+        """Run ``fn(ctx)`` as the turn's root, then settle the asyncio tasks it left."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ContinuumError(
+                "an async task's turn cannot run inside a running event loop in the same thread",
+                task_id=runner.task_id,
+                hint="run the worker, LocalRuntime or TaskRunner from sync code (a thread, "
+                "or asyncio.to_thread) and not from inside a coroutine",
+            )
+        loop, state = self.get(), runner.state
+        turn = self.turn = AsyncTurn(state.record)
+        state.halt = turn.halt
+        state.serial = asyncio.Lock() if state.record.recovering else None
+        ident = threading.get_ident()
+        outer = running.get(ident)
+        running[ident] = runner
+        try:
+            root = asyncio.Task(runner.run_awaited(fn(runner.ctx)), loop=loop)
+            try:
+                loop.run_until_complete(root)
+            except (KeyboardInterrupt, SystemExit):
+                self._cancel_all(loop)
+                raise
+            except BaseException:  # noqa: S110 - the root's outcome is read from it below
+                pass
+            return self._settle(loop, runner, root)
+        finally:
+            self.turn = None
+            state.halt, state.serial = None, None
+            if outer is None:
+                running.pop(ident, None)
+            else:
+                running[ident] = outer
+
+    # -- the end of a turn ------------------------------------------------------------------------
+
+    def _settle(
+        self, loop: asyncio.AbstractEventLoop, runner: ContextRunner, root: asyncio.Task[Any]
+    ) -> Any:
+        """Await (or stop) the asyncio tasks the turn left; then return the root's value or
+        raise what ends the turn."""
+        assert self.turn is not None
+        error = _outcome_error(root)
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        if pending:
+            if isinstance(error, Fenced | Abort):
+                self._cancel(loop, pending)
+            else:
+                if error is not None:
+                    self.turn.halt.stop(_reason(error))
+                budget, record = runner.state.budget, runner.state.record
+                left = budget.remaining() - budget.save_cost(record.save_stats) - budget.margin_s
+                _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0.0)))
+                if late:
+                    logger.warning(
+                        f"task {runner.task_id}: {len(late)} asyncio task(s) of the turn were "
+                        "still running at the end of the invocation's budget: cancelled",
+                        extra={"task_id": runner.task_id},
+                    )
+                    self._cancel(loop, list(late))
+        # What the others left: a fence or an abort anywhere ends the turn; when the function
+        # returned, so does any signal or error of a task it left running.
+        left_behind = [_outcome_error(task) for task in pending if task.done()]
+        for strongest in (Fenced, Abort):
+            for exc in (error, *left_behind):
+                if isinstance(exc, strongest):
+                    raise exc
+        if error is not None:
+            raise error
+        for exc in left_behind:
+            if exc is not None:
+                raise exc
+        if root.cancelled():
+            raise ContinuumError(
+                "the task's coroutine was cancelled (by the task's own code?)",
+                task_id=runner.task_id,
+                hint="cancel the asyncio tasks the task starts, never the task itself",
+            )
+        return root.result()
+
+    def _cancel(self, loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task[Any]]) -> None:
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.wait(tasks, timeout=CLOSE_WAIT_S))
+
+    def _cancel_all(self, loop: asyncio.AbstractEventLoop) -> None:
+        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        if pending:
+            self._cancel(loop, pending)
+
+    def close(self) -> None:
+        """Cancel what is left on the loop, wait a little for sync steps' threads, close it."""
+        loop, self.loop = self.loop, None
+        if loop is None:
+            return
+        try:
+            self._cancel_all(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            executor = loop.shutdown_default_executor()
+            loop.run_until_complete(
+                asyncio.wait([loop.create_task(executor)], timeout=CLOSE_WAIT_S)
+            )
+        finally:
+            loop.close()
+
+    # -- the task factory: an asyncio task of a turn journals in a child context ------------------
+
+    def _task(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        coro: Coroutine[Any, Any, Any],
+        **options: Any,
+    ) -> asyncio.Task[Any]:
+        context: contextvars.Context | None = options.get("context")
+        parent = (context or contextvars.copy_context()).get(active_runner)
+        turn = self.turn
+        if (
+            turn is None
+            or not isinstance(parent, ContextRunner)
+            or parent.state.record is not turn.record
+            or parent.state.active_key is not None  # a live step's own work: not journaled
+        ):
+            return asyncio.Task(coro, loop=loop, **options)
+        context = context or contextvars.copy_context()
+        try:
+            child, entry_of = _spawn(parent, _label(coro))
+        except (ControlFlow, ContinuumError) as exc:
+            # Raised where the task runs, not in the caller's gather (its other coroutines
+            # would be left never awaited).
+            return asyncio.Task(_refused(coro, exc), loop=loop, **{**options, "context": context})
+        context.run(active_runner.set, child)
+        body = _journaled(parent, child, coro, entry_of)
+        return asyncio.Task(body, loop=loop, **{**options, "context": context})
+
+
+def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
+    """The child context of an asyncio task that ``parent`` makes now, and its entry."""
+    state = parent.state
+    with state.lock:
+        key, entry, done = enter(state, label, EntryKind.CONTEXT)
+        if done:
+            raise NonDeterminismError(
+                f"turn {state.record.turn} started an asyncio task {label!r} where the journal "
+                f"recorded a finished child context {key!r}",
+                task_id=state.record.task_id,
+                step=key,
+                hint="code between steps must be deterministic",
+            )
+    assert entry.children is not None
+    return parent.child(entry.children, f"{state.path}{key}/"), entry
+
+
+async def _journaled(
+    parent: ContextRunner, child: ContextRunner, coro: Coroutine[Any, Any, Any], entry: Any
+) -> Any:
+    """An asyncio task's coroutine in its child context: checked as a block's code is."""
+    failure: ErrorInfo | None = None
+    try:
+        return await child.run_awaited(coro)
+    except Exception as exc:
+        failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        raise
+    finally:
+        parent.state.progress = parent.state.progress or child.state.progress
+        context_ended(parent.state, "context", entry, child.state.path, failure)
+
+
+async def _refused(coro: Coroutine[Any, Any, Any], exc: BaseException) -> Any:
+    coro.close()
+    raise exc
+
+
+def _label(coro: Coroutine[Any, Any, Any]) -> str:
+    """An asyncio task's name in its key: its coroutine's (a step's coroutine has its step's)."""
+    name = str(getattr(coro, "__qualname__", None) or getattr(coro, "__name__", "task"))
+    return name.rsplit(".", 1)[-1]
+
+
+def _outcome_error(task: asyncio.Future[Any]) -> BaseException | None:
+    """What ended ``task`` (a group's control-flow signal, taken out of it), or None."""
+    if task.cancelled():
+        return None
+    return _unwrapped(task.exception())
+
+
+def _unwrapped(exc: BaseException | None) -> BaseException | None:
+    """A (Base)ExceptionGroup of a TaskGroup or anyio: the signal in it that matters most
+    (a fence, an abort, a suspension; waits merged into one), else the group itself."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    signals: list[ControlFlow] = []
+    _signals_in(exc, signals)
+    for kind in (Fenced, Abort, Suspend):
+        for signal in signals:
+            if isinstance(signal, kind):
+                return signal
+    waits = [signal for signal in signals if isinstance(signal, Wait)]
+    if waits:
+        if len(waits) == 1:
+            return waits[0]
+        return Wait([w for wait in waits for w in wait.waiters], waits[0].reason)
+    return exc
+
+
+def _signals_in(group: BaseExceptionGroup[Any], into: list[ControlFlow]) -> None:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            _signals_in(exc, into)
+        elif isinstance(exc, ControlFlow):
+            into.append(exc)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, Suspend | Wait):
+        return error.reason
+    return f"the task function raised {type(error).__name__}"

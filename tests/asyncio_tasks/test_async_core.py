@@ -1,0 +1,449 @@
+"""Async tasks and steps: awaited steps are journaled like sync ones, steps gathered together
+run side by side and are keyed by call order, the ``_async`` waits and fan-out, and the end of
+an async turn (its asyncio tasks awaited or stopped, one event loop per invocation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, StepError, TaskContext
+from continuum._record.model import walk
+from continuum.testing import TaskRunner
+
+
+class Empty(BaseModel):
+    pass
+
+
+def keys_of(record: Any) -> list[str]:
+    """Every key of the journal, with its child contexts' paths."""
+
+    def visit(entries: list[Any], path: str) -> list[str]:
+        out: list[str] = []
+        for entry in entries:
+            out.append(path + entry.key)
+            if entry.children:
+                out.extend(visit(entry.children, f"{path}{entry.key}/"))
+        return out
+
+    return visit(record.journal, "")
+
+
+# -- gather: side by side live, keyed by call order, replayed whatever order they finished -------
+
+
+def gather_app(events: list[str]) -> Continuum:
+    app = Continuum()
+
+    @app.step
+    async def fetch(name: str, delay: float) -> str:
+        events.append(f"start {name}")
+        await asyncio.sleep(delay)
+        events.append(f"end {name}")
+        return name.upper()
+
+    @app.task(state=Empty)
+    async def research(ctx: TaskContext[Empty]) -> list[str] | None:
+        # The first finishes last: completion order is the reverse of call order.
+        found = await asyncio.gather(fetch("a", 0.3), fetch("b", 0.2), fetch("c", 0.1))
+        await ctx.wait_for_signal_async("go")
+        return list(found)
+
+    return app
+
+
+def test_gathered_steps_run_side_by_side_and_are_keyed_by_call_order():
+    events: list[str] = []
+    app = gather_app(events)
+    with TaskRunner(app) as runner:
+        task = runner.start("research", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"
+        # All three started before any ended: they ran side by side.
+        assert events[:3] == ["start a", "start b", "start c"], events
+        assert events[3:] == ["end c", "end b", "end a"], events
+        keys = keys_of(task.record)
+        assert keys[:6] == [
+            "fetch#0",
+            "fetch#0/fetch#0",
+            "fetch#1",
+            "fetch#1/fetch#0",
+            "fetch#2",
+            "fetch#2/fetch#0",
+        ], keys
+        results = {
+            key: entry.result
+            for key, entry in zip(keys, walk(task.record.journal), strict=True)
+            if entry.kind == "step"
+        }
+        assert results == {
+            "fetch#0/fetch#0": "A",
+            "fetch#1/fetch#0": "B",
+            "fetch#2/fetch#0": "C",
+        }
+        task.signal("go", None)
+        task.run_until_done()
+        # The replay after the wait matched each step to its own entry, and ran none again.
+        assert task.result == ["A", "B", "C"]
+        assert events.count("start a") == 1
+        assert task.counters.steps_executed == 3
+        assert task.counters.steps_replayed == 3
+
+
+def test_a_replay_meets_a_different_call_order_as_non_determinism():
+    flip = {"on": False}
+    app = Continuum()
+
+    @app.step
+    async def fetch(name: str) -> str:
+        return name
+
+    @app.task(state=Empty)
+    async def research(ctx: TaskContext[Empty]) -> list[str] | None:
+        names = ["b", "a"] if flip["on"] else ["a", "b"]
+        calls = [fetch(n) if n == "a" else other(n) for n in names]
+        found = await asyncio.gather(*calls)
+        await ctx.wait_for_signal_async("go")
+        return list(found)
+
+    @app.step
+    async def other(name: str) -> str:
+        return name
+
+    with TaskRunner(app) as runner:
+        task = runner.start("research", {})
+        runner.drive(task.task_id)
+        flip["on"] = True
+        task.signal("go", None)
+        task.run_until_done()
+        assert task.status == "failed"
+        assert task.error is not None
+        assert task.error.type == "NonDeterminismError", task.error
+
+
+# -- unwinding: a wait or a suspension is not an Exception ----------------------------------------
+
+
+def test_except_exception_cannot_swallow_an_async_wait():
+    app = Continuum()
+    caught: list[BaseException] = []
+
+    @app.task(state=Empty)
+    async def patient(ctx: TaskContext[Empty]) -> str:
+        try:
+            await ctx.wait_for_signal_async("go")
+        except Exception as exc:  # must not see the wait
+            caught.append(exc)
+        return "slept"
+
+    with TaskRunner(app) as runner:
+        task = runner.start("patient", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"
+        task.signal("go", None)
+        task.run_until_done()
+        assert task.result == "slept"
+    assert caught == []
+
+
+def test_a_wait_inside_a_task_group_waits_the_task():
+    app = Continuum()
+
+    @app.step
+    async def work(n: int) -> int:
+        return n * 2
+
+    @app.task(state=Empty)
+    async def grouped(ctx: TaskContext[Empty]) -> list[int]:
+        async def branch(n: int) -> int:
+            value = await work(n)
+            if n == 1:
+                await ctx.wait_for_signal_async("nap")
+            return value
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(branch(n)) for n in range(3)]
+        return [t.result() for t in tasks]
+
+    with TaskRunner(app) as runner:
+        task = runner.start("grouped", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting", task.error
+        assert [w.name for w in task.waiting_for] == ["nap"]
+        task.signal("nap", None)
+        task.run_until_done()
+        assert task.result == [0, 2, 4]
+        assert task.step_counts == {"work": 3}
+
+
+# -- steps: sync steps in threads, retries, preemption, errors ------------------------------------
+
+
+def test_a_sync_step_awaited_runs_in_a_thread_and_its_own_steps_are_its_work():
+    app = Continuum()
+    threads: dict[str, int] = {}
+
+    @app.step
+    def inner(x: int) -> int:
+        threads["inner"] = threading.get_ident()
+        return x + 1
+
+    @app.step
+    def outer(x: int) -> int:
+        threads["outer"] = threading.get_ident()
+        return inner(x) * 10
+
+    @app.task(state=Empty)
+    async def mixed(ctx: TaskContext[Empty]) -> int:
+        threads["task"] = threading.get_ident()
+        return await ctx.step_async(outer, 1)
+
+    with TaskRunner(app) as runner:
+        task = runner.run("mixed", {})
+        assert task.result == 20
+        assert task.step_counts == {"outer": 1}
+    assert threads["outer"] != threads["task"]
+    assert threads["inner"] == threads["outer"]
+
+
+def test_an_async_step_retries_with_its_backoff_awaited():
+    app = Continuum()
+    attempts: list[int] = []
+
+    @app.step(retries=2, backoff_s=0.01)
+    async def flaky() -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise ConnectionError("try again")
+        return "ok"
+
+    @app.task(state=Empty)
+    async def patient(ctx: TaskContext[Empty]) -> str:
+        return await flaky()
+
+    with TaskRunner(app) as runner:
+        task = runner.run("patient", {})
+        assert task.result == "ok"
+    assert len(attempts) == 3
+
+
+def test_a_failed_async_step_raises_step_error_live_and_on_replay():
+    app = Continuum()
+    runs: list[int] = []
+
+    @app.step
+    async def broken() -> str:
+        runs.append(1)
+        raise ValueError("no")
+
+    @app.task(state=Empty)
+    async def careful(ctx: TaskContext[Empty]) -> str:
+        try:
+            await broken()
+        except StepError as exc:
+            note = exc.error_type
+        await ctx.sleep_async(60)
+        return note
+
+    with TaskRunner(app) as runner:
+        task = runner.run("careful", {})
+        assert task.result == "ValueError"
+    assert runs == [1]
+
+
+def test_a_preemptible_async_step_is_cancelled_at_its_limit_and_runs_again():
+    app = Continuum()
+    runs: list[str] = []
+
+    @app.step(preemptible=True)
+    async def think(n: int) -> int:
+        runs.append("start")
+        if len([r for r in runs if r == "start"]) == 1:
+            await asyncio.sleep(30)  # longer than the invocation can give it
+        runs.append("end")
+        return n
+
+    @app.task(state=Empty)
+    async def slow(ctx: TaskContext[Empty]) -> int:
+        return await think(7)
+
+    with TaskRunner(app, budget_s=3.0, virtual_time=False) as runner:
+        task = runner.run("slow", {})
+        assert task.result == 7
+        assert task.counters.preemptions == 1
+    assert runs == ["start", "start", "end"]
+
+
+# -- the end of a turn ----------------------------------------------------------------------------
+
+
+def test_an_asyncio_task_left_running_is_awaited_at_the_turns_end():
+    app = Continuum()
+    done: list[str] = []
+
+    @app.step
+    async def note(what: str) -> str:
+        await asyncio.sleep(0.05)
+        done.append(what)
+        return what
+
+    @app.task(state=Empty)
+    async def leaky(ctx: TaskContext[Empty]) -> str:
+        asyncio.get_running_loop().create_task(note("background"))
+        return "returned"
+
+    with TaskRunner(app) as runner:
+        task = runner.run("leaky", {})
+        assert task.result == "returned"
+    assert done == ["background"]
+
+
+def test_one_event_loop_per_invocation_closed_when_it_ends():
+    app = Continuum()
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    class Count(BaseModel):
+        n: int = 0
+
+    @app.step
+    async def tick() -> int:
+        return 1
+
+    @app.task(state=Count)
+    async def turns(ctx: TaskContext[Count]) -> int | None:
+        loops.append(asyncio.get_running_loop())
+        ctx.state.n += await tick()
+        return ctx.state.n if ctx.state.n == 3 else None
+
+    with TaskRunner(app) as runner:
+        task = runner.run("turns", {})
+        assert task.result == 3
+    assert len(loops) == 3
+    assert len(set(map(id, loops))) == 1  # three turns, one invocation, one loop
+    assert loops[0].is_closed()
+
+
+# -- the async waits and fan-out -----------------------------------------------------------------
+
+
+def test_the_async_waits():
+    app = Continuum()
+    submitted: list[str] = []
+
+    @app.step
+    async def probe(n: int) -> int:
+        return n + 1
+
+    @app.task(state=Empty)
+    async def waits(ctx: TaskContext[Empty]) -> dict[str, Any]:
+        async def submit(callback_id: str) -> None:
+            submitted.append(callback_id)
+
+        answer = await ctx.wait_for_callback_async(submit, name="ok", timeout=3600)
+        signal = await ctx.wait_for_signal_async("go", timeout=3600)
+        polled = await ctx.wait_for_condition_async(
+            probe, initial=0, done=lambda n: n >= 3, delay_s=60, name="poll"
+        )
+        return {"answer": answer, "signal": signal.payload if signal else None, "polled": polled}
+
+    with TaskRunner(app) as runner:
+        task = runner.start("waits", {})
+        runner.drive(task.task_id)
+        task.callback("ok").complete({"yes": True})
+        task.signal("go", {"now": 1})
+        task.run_until_done()
+        assert task.result == {"answer": {"yes": True}, "signal": {"now": 1}, "polled": 3}
+    assert len(submitted) == 1
+
+
+def test_async_map_parallel_and_child_context():
+    app = Continuum()
+    live: list[int] = []
+
+    @app.step
+    async def square(n: int) -> int:
+        live.append(n)
+        await asyncio.sleep(0.01 * (5 - n))
+        return n * n
+
+    async def item(ctx: TaskContext[Empty], n: int, index: int) -> int:
+        value = await square(n)
+        if index == 1:
+            await ctx.wait_for_signal_async("item-nap")
+        return value
+
+    async def block(ctx: TaskContext[Empty], n: int) -> int:
+        return await square(n) + 1
+
+    async def left(ctx: TaskContext[Empty]) -> str:
+        return "L"
+
+    async def right(ctx: TaskContext[Empty]) -> str:
+        return "R"
+
+    @app.task(state=Empty)
+    async def fan(ctx: TaskContext[Empty]) -> dict[str, Any]:
+        mapped = await ctx.map_async([1, 2, 3, 4], item, max_concurrency=2)
+        sides = await ctx.parallel_async({"l": left, "r": right})
+        blocked = await ctx.child_context_async(block, 5, name="block")
+        return {"mapped": mapped.values(), "sides": sides.values(), "block": blocked}
+
+    with TaskRunner(app) as runner:
+        task = runner.start("fan", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"
+        task.signal("item-nap", None)
+        task.run_until_done()
+        assert task.result == {"mapped": [1, 4, 9, 16], "sides": ["L", "R"], "block": 26}
+    assert sorted(live) == [1, 2, 3, 4, 5]
+
+
+def test_async_invoke_a_child_task():
+    app = Continuum()
+
+    class N(BaseModel):
+        n: int
+
+    @app.task(state=N)
+    async def double(ctx: TaskContext[N]) -> int:
+        return ctx.state.n * 2
+
+    @app.task(state=Empty)
+    async def parent(ctx: TaskContext[Empty]) -> list[int]:
+        one = await ctx.invoke_async("double", {"n": 2})
+        many = await ctx.map_tasks_async("double", [{"n": 3}, {"n": 4}])
+        return [one, *many.values()]
+
+    with TaskRunner(app) as runner:
+        task = runner.run("parent", {})
+        assert task.result == [4, 6, 8]
+
+
+@pytest.mark.parametrize("where", ["gather", "create_task"])
+def test_the_task_context_used_in_an_asyncio_task_journals_there(where):
+    app = Continuum()
+
+    @app.task(state=Empty)
+    async def naps(ctx: TaskContext[Empty]) -> str:
+        async def nap(n: int) -> int:
+            await ctx.sleep_async(0.01 * n, name="nap")
+            return n
+
+        if where == "gather":
+            await asyncio.gather(nap(1), nap(2))
+        else:
+            first = asyncio.get_running_loop().create_task(nap(1))
+            second = asyncio.get_running_loop().create_task(nap(2))
+            await first
+            await second
+        return "rested"
+
+    with TaskRunner(app) as runner:
+        task = runner.run("naps", {})
+        assert task.result == "rested"
