@@ -104,7 +104,9 @@ async def scripted_support(messages: list[ModelMessage], info: AgentInfo) -> Mod
 
     def call(*calls: tuple[str, dict[str, object]]) -> ModelResponse:
         return ModelResponse(
-            parts=[ToolCallPart(tool, args, tool_call_id=f"{tool}-{order_id}") for tool, args in calls]
+            parts=[
+                ToolCallPart(name, args, tool_call_id=f"{name}-{order_id}") for name, args in calls
+            ]
         )
 
     if not done:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -36,6 +37,9 @@ from continuum._steps.turn_state import Halt
 from continuum.errors import ContinuumError, NonDeterminismError
 
 logger = logging.getLogger("continuum")
+
+#: Where asyncio's own modules are (a task of their coroutine runs no task code).
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
 
 #: Seconds the loop's close waits for cancelled tasks and the threads of sync steps.
 CLOSE_WAIT_S = 2.0
@@ -226,6 +230,7 @@ class InvocationLoop:
             or not isinstance(parent, ContextRunner)
             or parent.state.record is not turn.record
             or parent.state.active_key is not None  # a live step's own work: not journaled
+            or _asyncio_own(coro)
         ):
             return asyncio.Task(coro, loop=loop, **options)
         context = context or contextvars.copy_context()
@@ -263,13 +268,35 @@ async def _journaled(
     """An asyncio task's coroutine in its child context: checked as a block's code is."""
     failure: ErrorInfo | None = None
     try:
-        return await child.run_awaited(coro)
+        return await child.run_awaited(_handing_on(parent, child, coro))
     except Exception as exc:
         failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
         raise
     finally:
         parent.state.progress = parent.state.progress or child.state.progress
         context_ended(parent.state, "context", entry, child.state.path, failure)
+
+
+def _asyncio_own(coro: Coroutine[Any, Any, Any]) -> bool:
+    """Whether ``coro`` is asyncio's own (``Event.wait``, ``Queue.get``): it runs no task code,
+    and libraries make such tasks as their timing goes (pydantic-ai, one per wakeup of a wait)."""
+    code = getattr(coro, "cr_code", None)
+    return code is not None and code.co_filename.startswith(_ASYNCIO_DIR)
+
+
+async def _handing_on(
+    parent: ContextRunner, child: ContextRunner, coro: Coroutine[Any, Any, Any]
+) -> Any:
+    """``coro``; a signal it raised but did not let out of its asyncio task (it handed it to
+    another task, as pydantic-graph does through a stream) goes to the parent context, whose
+    own check then tells whether it was swallowed."""
+    value = await coro
+    signal = child.state.unwinding
+    if isinstance(signal, Suspend | Wait):
+        child.state.unwinding = None
+        if parent.state.unwinding is None:
+            parent.state.unwinding = signal
+    return value
 
 
 async def _refused(coro: Coroutine[Any, Any, Any], exc: BaseException) -> Any:

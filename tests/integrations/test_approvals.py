@@ -170,9 +170,7 @@ def test_an_approval_with_another_digest_that_reaches_the_task_is_refused_and_as
     [{"approved": True}, {"approved": True, "digest": "sha256:0"}, {"yes": 1}, "true"],
     ids=["no digest", "another digest", "not an answer", "a bare string"],
 )
-def test_unchecked_answers_refused_too_often_deny_the_call_saying_why(
-    make_runtime, engine, answer
-):
+def test_unchecked_answers_refused_too_often_deny_the_call_saying_why(make_runtime, engine, answer):
     with refund_waiting(make_runtime, engine) as refund:
         statuses = [refund.answer_unchecked(answer) for _ in range(MAX_REFUSED_ANSWERS)]
     assert statuses == ["waiting"] * (MAX_REFUSED_ANSWERS - 1) + ["succeeded"]

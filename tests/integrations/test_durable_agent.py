@@ -80,9 +80,7 @@ def test_with_a_one_second_budget_each_model_request_and_tool_side_effect_happen
 
 
 @pytest.mark.parametrize("before", range(UNITS))
-def test_a_suspension_before_any_one_unit_gives_the_same_final_output(
-    make_runtime, engine, before
-):
+def test_a_suspension_before_any_one_unit_gives_the_same_final_output(make_runtime, engine, before):
     ledger = Ledger()
     app = support_app(support_agent(ledger), engine)
     runtime = make_runtime(app)
@@ -98,9 +96,7 @@ def test_a_suspension_before_any_one_unit_gives_the_same_final_output(
     assert_effects(ledger.effects, engine)
 
 
-def test_a_suspension_at_every_unit_one_at_a_time_gives_the_same_final_output(
-    make_runtime, engine
-):
+def test_a_suspension_at_every_unit_one_at_a_time_gives_the_same_final_output(make_runtime, engine):
     ledger = Ledger()
     app = support_app(support_agent(ledger), engine)
     runtime = make_runtime(app)
@@ -272,9 +268,7 @@ def test_the_core_package_does_not_import_pydantic_ai():
     assert out.stdout.strip() == "False"
 
 
-def test_a_streamed_run_is_one_step_per_request_and_replays_from_the_journal(
-    make_runtime, engine
-):
+def test_a_streamed_run_is_one_step_per_request_and_replays_from_the_journal(make_runtime, engine):
     sent: list[int] = []
 
     async def stream(messages: Any, info: Any) -> Any:

@@ -46,7 +46,9 @@ def test_an_agent_task_that_runs_another_agent_after_a_suspension_is_named(engin
         async def support_async(ctx: TaskContext[Chat]) -> str:
             return (await pick(ctx).run(ctx.state.question)).output
 
-    with pytest.raises(ReplayDivergence, match=r"step 'triage__model\.request#0'.* never called"):
+    # Under ``run`` the key is the step's in the child contexts of the asyncio tasks that ran it.
+    named = r"step '([^']*/)?triage__model\.request#0'.* never called"
+    with pytest.raises(ReplayDivergence, match=named):
         check_replay_safe(app, "support", {"question": "where is my order?"})
 
 

@@ -31,9 +31,7 @@ def sample(request: pytest.FixtureRequest) -> ModuleType:
     return importlib.import_module(f"samples.{request.param}")
 
 
-def test_the_documented_answer_approves_the_refund_the_agent_asks_for(
-    make_runtime, sample, capsys
-):
+def test_the_documented_answer_approves_the_refund_the_agent_asks_for(make_runtime, sample, capsys):
     runtime = make_runtime(sample.app, budget_s=2.0)
     with runtime.time.running():
         waiting = runtime.run("support", {"question": QUESTION})

@@ -78,9 +78,7 @@ def on_turn_loop() -> bool:
     return isinstance(getattr(factory, "__self__", None), InvocationLoop)
 
 
-async def run_unit_async(
-    runner: Runner, step: Step[Any, Any], body: Body
-) -> tuple[object, bool]:
+async def run_unit_async(runner: Runner, step: Step[Any, Any], body: Body) -> tuple[object, bool]:
     """Await ``body`` as the async step ``step`` of the running task, on the turn's own loop;
     return its JSON result and whether the body ran live (False: replayed from the journal)."""
     ran = False
