@@ -27,6 +27,7 @@ BENCHMARKS = (
     "wake_latency",
     "long_sleep",
     "agent_overhead",
+    "agent_async",
     "task_cost",
     "map_threads",
     "fanout_tasks",

@@ -11,6 +11,7 @@ import sys
 import types
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,25 @@ def test_a_benchmark_that_checks_nothing_fails_the_run(monkeypatch, capsys):
     assert "benchmark unchecked checked nothing" in capsys.readouterr().err
 
 
+# -- the async agent: it refuses a turn whose tool calls did not run side by side ----------
+
+
+def test_agent_async_refuses_to_report_when_the_tool_calls_ran_one_at_a_time(monkeypatch):
+    from pydantic_ai.tool_manager import ToolManager
+
+    from benchmarks.agent_async import SideBySide
+    from continuum.integrations.pydantic_ai import _capability
+
+    class OneAtATime:
+        @staticmethod
+        def parallel_execution_mode(mode: str) -> Any:
+            return ToolManager.parallel_execution_mode("sequential")
+
+    monkeypatch.setattr(_capability, "ToolManager", OneAtATime)
+    with pytest.raises(Mismeasured, match="tool calls did not overlap"):
+        SideBySide().turns_s()
+
+
 # -- the quick runs ----------------------------------------------------------------------------
 
 
@@ -141,6 +161,8 @@ def test_every_benchmark_runs_quick_checks_itself_and_prints_name_value_unit_lin
         "long_sleep.lifted.cold",
         "agent_overhead.model_request.overhead",
         "agent_overhead.tool_call.overhead",
+        "agent_async.model_request.overhead",
+        "agent_async.side_by_side.live_turn",
         "checkpoint.invocation.segmented.peak_rss",
         "checkpoint.segmented.turn_upload",
         "map_threads.ratio",
