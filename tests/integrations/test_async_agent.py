@@ -176,3 +176,34 @@ def test_sync_tools_asked_together_run_side_by_side_in_threads(make_runtime, no_
     assert len(set(tool_threads)) == 3
     assert not set(tool_threads) & set(loop_threads)
     assert step_keys(runtime.record(done.task_id)) == KEYS
+
+
+def test_two_agent_runs_gathered_run_side_by_side_with_their_own_ids(make_runtime):
+    ledger = Ledger()
+    agent: Agent[None, str] = Agent(
+        scripted_model(ledger, [[("lookup", {})]]),
+        name="support",
+        capabilities=[ContinuumDurability()],
+    )
+
+    @agent.tool_plain
+    async def lookup() -> str:
+        ledger.effect("lookup", "")
+        await asyncio.sleep(0.01)
+        return "found"
+
+    app = Continuum()
+
+    @app.task(state=Chat)
+    async def support(ctx: TaskContext[Chat]) -> list[str]:
+        first, second = await asyncio.gather(agent.run("a"), agent.run("b"))
+        return [first.output, second.output, first.run_id, second.run_id]
+
+    done = make_runtime(app).run("support", {"question": "?"}, task_id="two")
+    assert done.status == "succeeded", done.error
+    first, second, first_id, second_id = done.result
+    assert first == second == "done after 1 tools: lookup=found"
+    assert first_id != second_id  # each gathered run's id has its asyncio task's context
+    assert first_id.startswith("two:0:")
+    assert len(ledger.requests) == 4  # two requests per run, none sent twice
+    assert ledger.effects == [("lookup", ""), ("lookup", "")]

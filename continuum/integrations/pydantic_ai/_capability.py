@@ -187,7 +187,10 @@ class ContinuumDurability(BaseDurabilityCapability[AgentDepsT]):
         runner = active_runner.get()
         if runner is None or not self.in_durable_context:
             return None
-        return f"{runner.task_id}:{runner.turn}:{_run_ids.next(runner)}"
+        # A child context's path (asyncio tasks gathered, a map's items) keeps its runs' ids
+        # apart from its siblings', each counting from 0; the turn's own path is "".
+        path = getattr(getattr(runner, "state", None), "path", "")
+        return f"{runner.task_id}:{runner.turn}:{path}{_run_ids.next(runner)}"
 
     def get_default_conversation_id(self, run_id: str) -> str | None:
         return conversation_id_from_run_id(run_id) if self.in_durable_context else None
