@@ -447,3 +447,25 @@ def test_the_task_context_used_in_an_asyncio_task_journals_there(where):
     with TaskRunner(app) as runner:
         task = runner.run("naps", {})
         assert task.result == "rested"
+
+
+def test_check_replay_safe_runs_an_async_task_suspended_after_each_step():
+    from continuum.testing import check_replay_safe
+
+    app = Continuum()
+
+    @app.step
+    async def fetch(name: str, delay: float) -> str:
+        await asyncio.sleep(delay)  # the event loop keeps real time on the virtual clock
+        return name.upper()
+
+    @app.task(state=Empty)
+    async def research(ctx: TaskContext[Empty]) -> list[str]:
+        found = await asyncio.gather(fetch("a", 0.03), fetch("b", 0.02), fetch("c", 0.01))
+        more = await asyncio.gather(*(fetch(x, 0.01) for x in found))
+        return [*found, *more]
+
+    report = check_replay_safe(app, "research", {})
+    assert report.result == ["A", "B", "C", "A", "B", "C"]
+    assert len(report.runs) == 6
+    assert sum(run.suspended for run in report.runs) == 5
