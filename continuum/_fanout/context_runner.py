@@ -10,6 +10,7 @@ branch or an item of a batch) gets a runner of its own from :meth:`ContextRunner
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel
 
 from continuum._define.callbacks import Callback
-from continuum._define.steps import Step, active_runner, running
+from continuum._define.steps import Step, active_runner, running, stable_name
 from continuum._record.model import ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Duration, Signal
 from continuum._steps.journal import Journal
@@ -107,6 +108,14 @@ class ContextRunner:
                 check_unwinding(state)
                 raise
             check_unwinding(state)
+            if inspect.iscoroutine(value):  # an async def where a sync function was expected
+                value.close()
+                raise ContinuumError(
+                    f"{stable_name(fn)!r} is async def, and a sync block or batch runs it: "
+                    "in an async task use the _async form (child_context_async, map_async, "
+                    "parallel_async)",
+                    task_id=state.record.task_id,
+                )
             with state.lock:
                 state.journal.check_complete()
             return value

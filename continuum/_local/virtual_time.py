@@ -29,8 +29,10 @@ JUMP_PAST_S = 0.001
 #: timing, so that a test that runs tasks on the virtual clock still gets true durations
 #: (``--durations``, junit); and Powertools' parser models, which continuum does not use but
 #: its batch utilities import: freezegun's scan of every loaded module reads each attribute,
-#: and the parser's lazy ``models`` package would then import all of its pydantic event models.
-KEEP_REAL_TIME = ("_pytest.timing", "aws_lambda_powertools.utilities.parser")
+#: and the parser's lazy ``models`` package would then import all of its pydantic event models;
+#: and asyncio, whose event loop schedules by ``time.monotonic``: on a clock that moves only
+#: when a wait jumps it, an async step's ``asyncio.sleep`` would never end.
+KEEP_REAL_TIME = ("_pytest.timing", "aws_lambda_powertools.utilities.parser", "asyncio")
 
 
 #: Naive UTC, as freezegun's factory times are.

@@ -10,6 +10,7 @@ in ``attempt_endings.py``.
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, NamedTuple
 
@@ -239,8 +240,15 @@ class StepCaller:
                     typed=typed,
                 )
             except UnserializableValueError as exc:
+                message = exc.message
+                if inspect.iscoroutine(value):  # an async def called where nothing awaits it
+                    value.close()
+                    message = (
+                        f"step {key!r} returned a coroutine: it is async def, so call it with "
+                        "await in an async task (ctx.step_async, or the step itself)"
+                    )
                 error = ErrorInfo(
-                    type=type(exc).__name__, message=exc.message, step=key, turn=record.turn
+                    type=type(exc).__name__, message=message, step=key, turn=record.turn
                 )
                 raise failed(state, step, key, attempt, elapsed, error) from exc
         entry = JournalEntry(

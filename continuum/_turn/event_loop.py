@@ -154,7 +154,7 @@ class InvocationLoop:
         error = _outcome_error(root)
         pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
         if pending:
-            if isinstance(error, Fenced | Abort):
+            if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
                 if error is not None:
@@ -342,6 +342,12 @@ def _signals_in(group: BaseExceptionGroup[Any], into: list[ControlFlow]) -> None
             _signals_in(exc, into)
         elif isinstance(exc, ControlFlow):
             into.append(exc)
+
+
+def _fatal(error: BaseException | None) -> bool:
+    """Neither an error of the task's code nor continuum's own signal (a worker's death, as
+    tests play it): nothing else of the turn may run."""
+    return error is not None and not isinstance(error, Exception | ControlFlow)
 
 
 def _reason(error: BaseException) -> str:

@@ -447,3 +447,106 @@ def test_the_task_context_used_in_an_asyncio_task_journals_there(where):
     with TaskRunner(app) as runner:
         task = runner.run("naps", {})
         assert task.result == "rested"
+
+
+def test_check_replay_safe_runs_an_async_task_suspended_after_each_step():
+    from continuum.testing import check_replay_safe
+
+    app = Continuum()
+
+    @app.step
+    async def fetch(name: str, delay: float) -> str:
+        await asyncio.sleep(delay)  # the event loop keeps real time on the virtual clock
+        return name.upper()
+
+    @app.task(state=Empty)
+    async def research(ctx: TaskContext[Empty]) -> list[str]:
+        found = await asyncio.gather(fetch("a", 0.03), fetch("b", 0.02), fetch("c", 0.01))
+        more = await asyncio.gather(*(fetch(x, 0.01) for x in found))
+        return [*found, *more]
+
+    report = check_replay_safe(app, "research", {})
+    assert report.result == ["A", "B", "C", "A", "B", "C"]
+    assert len(report.runs) == 6
+    assert sum(run.suspended for run in report.runs) == 5
+
+
+def test_an_async_function_where_a_sync_one_runs_is_a_clear_error():
+    app = Continuum()
+
+    @app.step
+    async def fetch() -> str:
+        return "x"
+
+    async def item(ctx: TaskContext[Empty], n: int, index: int) -> int:
+        return n
+
+    @app.task(state=Empty)
+    async def wrong_step(ctx: TaskContext[Empty]) -> str:
+        return ctx.step(fetch)
+
+    @app.task(state=Empty)
+    async def wrong_map(ctx: TaskContext[Empty]) -> list[int]:
+        return ctx.map([1], item).values()
+
+    with TaskRunner(app) as runner:
+        step = runner.run("wrong_step", {})
+        assert step.status == "failed"
+        assert "await" in step.error.message, step.error
+        mapped = runner.run("wrong_map", {})
+        assert mapped.status == "failed"
+        assert "map_async" in mapped.error.message, mapped.error
+
+
+# -- a worker's death inside gathered steps -------------------------------------------------------
+
+
+class WorkerDied(BaseException):
+    """Stands in for SIGKILL in-process: nothing in the framework catches it."""
+
+
+def test_a_death_in_gathered_steps_reruns_only_what_was_not_recorded(aws):
+    from datetime import timedelta
+
+    from continuum import Status
+    from tests.conftest import ScriptedContext, continuation, sqs_event
+    from tests.support import LocalRuntime, utcnow
+
+    app = Continuum(max_step_crashes=3)
+    runs: list[str] = []
+    deaths = {"left": 1}
+
+    @app.step(effect=True)  # saved as soon as it is done
+    async def quick(n: int) -> int:
+        runs.append(f"quick {n}")
+        return n
+
+    @app.step
+    async def poison(n: int) -> int:
+        runs.append(f"poison {n}")
+        await asyncio.sleep(0.02)  # after quick's save
+        if deaths["left"]:
+            deaths["left"] -= 1
+            raise WorkerDied
+        return n * 10
+
+    @app.task(state=Empty)
+    async def job(ctx: TaskContext[Empty]) -> list[int]:
+        return list(await asyncio.gather(quick(1), poison(2), quick(3)))
+
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
+    task_id = app.client().start("job", {}, task_id="poison-async")
+    body = continuation(task_id, 0)
+    with pytest.raises(WorkerDied):
+        app.handler(sqs_event(body, message_ids=["m"]), ScriptedContext(None, executed=lambda: 0))
+    record, etag = app.records.load(task_id)
+    record.lease.expires_at = utcnow() - timedelta(seconds=1)  # the dead worker's deadline passes
+    app.records.replace(record, etag=etag)
+    app.handler(sqs_event(body, message_ids=["m2"]), ScriptedContext(None, executed=lambda: 0))
+    runtime.drive(task_id)
+    done = runtime.record(task_id)
+    assert done.status == Status.SUCCEEDED, done.error
+    assert done.result == [1, 20, 3]
+    # The quick steps were saved before the death: not run again. Only poison ran twice.
+    assert sorted(runs) == ["poison 2", "poison 2", "quick 1", "quick 3"], runs
+    assert done.counters.recoveries == 1
