@@ -8,6 +8,9 @@ Example:
     >>> @app.task(state=Chat)  # doctest: +SKIP
     ... def support(ctx: TaskContext[Chat]) -> str | None:
     ...     return agent.run_sync(ctx.state.question).output
+    >>> @app.task(state=Chat)  # doctest: +SKIP
+    ... async def support_async(ctx: TaskContext[Chat]) -> str | None:
+    ...     return (await agent.run(ctx.state.question)).output
 """
 
 try:

@@ -104,6 +104,12 @@ class ContinuumDurability(BaseDurabilityCapability[AgentDepsT]):
         ... def support(ctx: TaskContext[Chat]) -> str | None:
         ...     return agent.run_sync(ctx.state.question).output
 
+        In an async task, awaited (tool calls asked together then run side by side):
+
+        >>> @app.task(state=Chat)  # doctest: +SKIP
+        ... async def support(ctx: TaskContext[Chat]) -> str | None:
+        ...     return (await agent.run(ctx.state.question)).output
+
     Args:
         name: the name in every step's name (default: the agent's ``name``).
         models: more models, by id, for ``agent.run(model=id)`` (their id is in the step name).
