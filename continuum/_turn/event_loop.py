@@ -1,8 +1,9 @@
 """The event loop of an invocation, and the turns of async tasks on it.
 
-One loop per invocation: the worker opens it around the handler (:func:`invocation_loop`), the
-first async turn makes it, and it is closed when the handler returns, after cancelling what is
-left on it, so nothing of a task runs after its invocation ended.
+One loop per invocation: the worker opens its slot around the handler
+(``loop_slot.invocation_loop``), the first async turn makes it, and it is closed when the
+handler returns, after cancelling what is left on it, so nothing of a task runs after its
+invocation ended.
 
 Keys by call order: the loop's task factory gives each asyncio task made while a turn runs
 (by ``asyncio.gather``, ``create_task``, a ``TaskGroup``), outside a live step, a child context
@@ -23,8 +24,7 @@ import asyncio
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from continuum._define.steps import active_runner, running
@@ -33,6 +33,7 @@ from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
+from continuum._turn import loop_slot
 from continuum.errors import ContinuumError, NonDeterminismError
 
 logger = logging.getLogger("continuum")
@@ -40,29 +41,15 @@ logger = logging.getLogger("continuum")
 #: Seconds the loop's close waits for cancelled tasks and the threads of sync steps.
 CLOSE_WAIT_S = 2.0
 
-_local = threading.local()
-
-
-@contextmanager
-def invocation_loop() -> Iterator[None]:
-    """An invocation of the handler: the async turns inside it share one event loop, made on
-    first use and closed when the invocation ends."""
-    if getattr(_local, "loop", None) is not None:  # already inside one (a nested runner)
-        yield
-        return
-    holder = _local.loop = InvocationLoop()
-    try:
-        yield
-    finally:
-        _local.loop = None
-        holder.close()
-
 
 def run_async_turn(runner: ContextRunner, fn: Callable[..., Any]) -> Any:
     """Run one turn of an async task function on the invocation's loop (or, outside an
     invocation, on a loop of its own); its value, or what unwound it."""
-    holder: InvocationLoop | None = getattr(_local, "loop", None)
-    if holder is not None:
+    if loop_slot.opened():
+        holder = loop_slot.current()
+        if not isinstance(holder, InvocationLoop):
+            holder = InvocationLoop()
+            loop_slot.fill(holder)
         return holder.run_turn(runner, fn)
     holder = InvocationLoop()
     try:
