@@ -24,6 +24,7 @@ import asyncio
 import contextvars
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
@@ -40,6 +41,8 @@ logger = logging.getLogger("continuum")
 
 #: Seconds the loop's close waits for cancelled tasks and the threads of sync steps.
 CLOSE_WAIT_S = 2.0
+#: When a turn unwinds, how often it looks whether its asyncio tasks still run a step.
+STEP_POLL_S = 0.05
 
 
 def run_async_turn(runner: ContextRunner, fn: Callable[..., Any]) -> Any:
@@ -66,13 +69,20 @@ class TurnHalt(Halt):
 
 
 class AsyncTurn:
-    """The turn running on the loop: its record (to know its runners) and its halt."""
+    """The turn running on the loop: its record (to know its runners), its halt, and the
+    runner of each asyncio task it journals."""
 
-    __slots__ = ("halt", "record")
+    __slots__ = ("halt", "record", "runners")
 
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
         self.halt = TurnHalt()
+        self.runners: dict[asyncio.Task[Any], ContextRunner] = {}
+
+    def in_step(self, tasks: set[asyncio.Task[Any]]) -> bool:
+        """Whether one of ``tasks`` is inside a live step now."""
+        runners = self.runners
+        return any(task in runners and runners[task].state.active_key is not None for task in tasks)
 
 
 class InvocationLoop:
@@ -140,15 +150,17 @@ class InvocationLoop:
             if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
-                if error is not None:
-                    self.turn.halt.stop(_reason(error))
                 budget, record = runner.state.budget, runner.state.record
                 left = budget.remaining() - budget.save_cost(record.save_stats) - budget.margin_s
-                _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0.0)))
+                if error is None:  # the function returned: what it left running is awaited
+                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0)))
+                else:  # it unwound: the steps running now end, and the rest stops
+                    self.turn.halt.stop(_reason(error))
+                    late = self._steps_ended(loop, set(pending), left)
                 if late:
                     logger.warning(
                         f"task {runner.task_id}: {len(late)} asyncio task(s) of the turn were "
-                        "still running at the end of the invocation's budget: cancelled",
+                        "still running at its end: cancelled",
                         extra={"task_id": runner.task_id},
                     )
                     self._cancel(loop, list(late))
@@ -171,6 +183,24 @@ class InvocationLoop:
                 hint="cancel the asyncio tasks the task starts, never the task itself",
             )
         return root.result()
+
+    def _steps_ended(
+        self, loop: asyncio.AbstractEventLoop, pending: set[asyncio.Task[Any]], left: float
+    ) -> set[asyncio.Task[Any]]:
+        """Wait, at most ``left`` seconds, while one of ``pending`` is inside a live step (it
+        stops at its next one); the tasks still running then."""
+        assert self.turn is not None
+        deadline = time.monotonic() + left
+        while pending and self.turn.in_step(pending):
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                break
+            _, pending = loop.run_until_complete(
+                asyncio.wait(
+                    pending, timeout=min(wait, STEP_POLL_S), return_when=asyncio.FIRST_COMPLETED
+                )
+            )
+        return pending
 
     def _cancel(self, loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task[Any]]) -> None:
         for task in tasks:
@@ -224,7 +254,9 @@ class InvocationLoop:
             return asyncio.Task(_refused(coro, exc), loop=loop, **{**options, "context": context})
         context.run(active_runner.set, child)
         body = _journaled(parent, child, coro, entry_of)
-        return asyncio.Task(body, loop=loop, **{**options, "context": context})
+        task = asyncio.Task(body, loop=loop, **{**options, "context": context})
+        turn.runners[task] = child
+        return task
 
 
 def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:

@@ -550,3 +550,41 @@ def test_a_death_in_gathered_steps_reruns_only_what_was_not_recorded(aws):
     # The quick steps were saved before the death: not run again. Only poison ran twice.
     assert sorted(runs) == ["poison 2", "poison 2", "quick 1", "quick 3"], runs
     assert done.counters.recoveries == 1
+
+
+def test_when_a_turn_unwinds_its_running_step_ends_and_the_rest_stops():
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    async def slow() -> str:
+        await asyncio.sleep(0.2)
+        ran.append("slow")
+        return "slow"
+
+    @app.step
+    async def after() -> str:
+        ran.append("after")
+        return "after"
+
+    @app.task(state=Empty)
+    async def unwinds(ctx: TaskContext[Empty]) -> str:
+        async def busy() -> str:
+            await slow()
+            return await after()  # halted: the turn is ending
+
+        async def stuck() -> None:
+            await asyncio.Event().wait()  # never set: no step to wait for
+
+        loop = asyncio.get_running_loop()
+        first, _ = loop.create_task(busy()), loop.create_task(stuck())
+        await asyncio.sleep(0.05)
+        await ctx.wait_for_signal_async("go")
+        return await first
+
+    with TaskRunner(app, budget_s=600, virtual_time=False) as runner:
+        task = runner.start("unwinds", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"  # promptly: the stuck task did not hold the turn
+        assert ran == ["slow"]  # the step running when it unwound ended and was kept
+        assert task.counters.steps_executed == 1
