@@ -22,7 +22,7 @@ from continuum._define.steps import Step, active_runner, running, stable_name
 from continuum._record.model import ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Duration, Signal
 from continuum._steps.journal import Journal
-from continuum._steps.signals import Abort, ControlFlow, Fenced
+from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import Halt, StepWrapper, TurnState
 from continuum._waits.wait_calls import WaitCaller
@@ -137,6 +137,10 @@ class ContextRunner:
             except Exception:
                 check_unwinding(state)
                 raise
+            if isinstance(state.unwinding, Suspend | Wait):
+                # An asyncio task's suspension or wait that the code let go by (gather with
+                # return_exceptions): the turn still ends as it would have.
+                raise state.unwinding
             check_unwinding(state)
             with state.lock:
                 state.journal.check_complete()

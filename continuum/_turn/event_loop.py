@@ -283,6 +283,12 @@ async def _journaled(
     failure: ErrorInfo | None = None
     try:
         return await child.run_awaited(coro)
+    except ControlFlow as signal:
+        # Told to the parent, so that code catching it there (gather's return_exceptions)
+        # still ends the turn as the signal would have.
+        if parent.state.unwinding is None:
+            parent.state.unwinding = signal
+        raise
     except Exception as exc:
         failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
         raise

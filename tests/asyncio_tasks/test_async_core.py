@@ -588,3 +588,32 @@ def test_when_a_turn_unwinds_its_running_step_ends_and_the_rest_stops():
         assert task.status == "waiting"  # promptly: the stuck task did not hold the turn
         assert ran == ["slow"]  # the step running when it unwound ended and was kept
         assert task.counters.steps_executed == 1
+
+
+def test_a_suspension_gather_hands_back_as_a_value_still_ends_the_turn():
+    app = Continuum()
+    runs: list[int] = []
+
+    @app.step
+    async def fetch(n: int) -> int:
+        runs.append(n)
+        return n
+
+    @app.task(state=Empty)
+    async def careless(ctx: TaskContext[Empty]) -> list[Any]:
+        async def branch(n: int) -> int:
+            if n == 1:
+                await ctx.wait_for_signal_async("go")
+            return await fetch(n)
+
+        found = await asyncio.gather(branch(0), branch(1), return_exceptions=True)
+        return [x if isinstance(x, int) else "lost" for x in found]
+
+    with TaskRunner(app) as runner:
+        task = runner.start("careless", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"  # not succeeded with a "lost" item
+        task.signal("go", None)
+        task.run_until_done()
+        assert task.result == [0, 1]
+    assert runs == [0, 1]
