@@ -617,3 +617,28 @@ def test_a_suspension_gather_hands_back_as_a_value_still_ends_the_turn():
         task.run_until_done()
         assert task.result == [0, 1]
     assert runs == [0, 1]
+
+
+def test_an_async_step_a_sync_task_forgets_to_await_fails_it_naming_the_step():
+    app = Continuum()
+    ran: list[int] = []
+
+    @app.step
+    async def fetch(x: int) -> int:
+        ran.append(x)
+        return x
+
+    @app.task(state=Empty)
+    def hasty(ctx: TaskContext[Empty]) -> int:
+        return fetch(1) + 1  # type: ignore[operator]
+
+    @app.task(state=Empty)
+    def patient(ctx: TaskContext[Empty]) -> int:
+        return asyncio.run(fetch(2)) + 1  # awaited on a loop of its own: fine, and journaled
+
+    with TaskRunner(app) as runner:
+        task = runner.run("hasty", {})
+        assert task.status == "failed"
+        assert "fetch" in task.error.message and "await" in task.error.message, task.error
+        assert runner.run("patient", {}).result == 3
+    assert ran == [2]
