@@ -136,6 +136,10 @@ class Runner(Protocol):
         """Remember an error that must fail the turn even if user code catches it."""
         ...
 
+    def created(self, call: Any, name: str) -> None:
+        """An async step's coroutine made in a sync turn: checked at its end for an await."""
+        ...
+
 
 #: The turn that is running in this thread, if any, so a step call can find its journal.
 active_runner: contextvars.ContextVar[Runner | None] = contextvars.ContextVar(
@@ -212,6 +216,9 @@ class AsyncStep(Step[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         call = self._call(args, kwargs)
         call.__qualname__ = self.options.name  # type: ignore[attr-defined]  # names its asyncio task
+        runner = active_runner.get()
+        if runner is not None and _no_loop_running():  # a sync turn: it must not stay unawaited
+            runner.created(call, self.options.name)
         return cast(R, call)
 
     async def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -239,6 +246,12 @@ class AsyncStep(Step[P, R]):
                 if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
                     raise
                 await asyncio.sleep(self.options.backoff_s * 2 ** (attempt - 1))
+
+
+def _no_loop_running() -> bool:
+    import asyncio
+
+    return asyncio._get_running_loop() is None
 
 
 def make_step(fn: Callable[P, R], options: StepOptions) -> Step[P, R]:

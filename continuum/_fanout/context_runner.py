@@ -22,7 +22,7 @@ from continuum._define.steps import Step, active_runner, running, stable_name
 from continuum._record.model import ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Duration, Signal
 from continuum._steps.journal import Journal
-from continuum._steps.signals import Abort, ControlFlow, Fenced
+from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import Halt, StepWrapper, TurnState
 from continuum._waits.wait_calls import WaitCaller
@@ -61,6 +61,7 @@ class ContextRunner:
         "state",
         "steps",
         "thread_id",
+        "unawaited",
         "waits",
     )
 
@@ -79,6 +80,8 @@ class ContextRunner:
         ] = self.steps.call
         #: its awaited step calls, made on the first one (an async task's).
         self.async_steps: AsyncStepCaller | None = None
+        #: async steps' coroutines made in a sync turn, and their steps' names.
+        self.unawaited: list[tuple[Any, str]] = []
 
     def child(
         self, entries: list[JournalEntry], path: str, halt: Halt | None = None
@@ -105,8 +108,10 @@ class ContextRunner:
             try:
                 value = fn(self.ctx, *args)
             except Exception:
+                self._check_awaited()
                 check_unwinding(state)
                 raise
+            self._check_awaited()
             check_unwinding(state)
             if inspect.iscoroutine(value):  # an async def where a sync function was expected
                 value.close()
@@ -137,6 +142,10 @@ class ContextRunner:
             except Exception:
                 check_unwinding(state)
                 raise
+            if isinstance(state.unwinding, Suspend | Wait):
+                # An asyncio task's suspension or wait that the code let go by (gather with
+                # return_exceptions): the turn still ends as it would have.
+                raise state.unwinding
             check_unwinding(state)
             with state.lock:
                 state.journal.check_complete()
@@ -186,6 +195,25 @@ class ContextRunner:
 
     def remaining(self) -> float:
         return self.state.budget.remaining()
+
+    def created(self, call: Any, name: str) -> None:
+        self.unawaited.append((call, name))
+
+    def _check_awaited(self) -> None:
+        """Refuse the turn if an async step's coroutine made in it never ran (nothing can
+        await it in a sync turn); one given to ``asyncio.run`` is fine."""
+        made, self.unawaited = self.unawaited, []
+        for call, name in made:
+            if inspect.getcoroutinestate(call) == inspect.CORO_CREATED:
+                call.close()
+                self.state.refuse(
+                    ContinuumError(
+                        f"step {name!r} is async def and a sync task called it without await, "
+                        "so it never ran: make the task async def and await it",
+                        task_id=self.state.record.task_id,
+                        step=name,
+                    )
+                )
 
     def refuse(self, error: ContinuumError) -> ContinuumError:
         return self.state.refuse(error)

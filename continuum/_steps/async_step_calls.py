@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from continuum._base.clock import now_s
-from continuum._define.steps import AsyncStep, Step, is_async_callable
+from continuum._base.json_values import from_json
+from continuum._define.steps import AsyncStep, Step
 from continuum._record.model import JournalEntry, StepStats
 from continuum._steps.attempt_endings import (
     interrupted,
@@ -26,11 +27,28 @@ from continuum._steps.attempt_endings import (
     preempted,
     raised,
     retry_wait,
+    step_error,
     unmark,
 )
 from continuum._steps.signals import Paused, Preempted
-from continuum._steps.step_calls import Replayed, StepCaller
+from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import TurnState
+
+
+class Replayed(NamedTuple):
+    """A step call the journal answered: the value it returns."""
+
+    value: Any
+
+
+class LiveCall(NamedTuple):
+    """A step call to run live: the step (a test helper's, if it wraps it), its key, the
+    journal's unfinished entry of it (a paused step, a retry), and now."""
+
+    step: Step[Any, Any]
+    key: str
+    resume: JournalEntry | None
+    wall: float
 
 
 class AsyncStepCaller:
@@ -54,7 +72,7 @@ class AsyncStepCaller:
                 return await step.run_nested_async(args, kwargs)
             return step.run_nested(args, kwargs)
         with state.lock:
-            opened = self.steps.open(step, key)
+            opened = self._open(step, key)
         if isinstance(opened, Replayed):
             return opened.value
         serial = state.serial
@@ -62,6 +80,34 @@ class AsyncStepCaller:
             return await self._run_live(*opened, args, kwargs)
         async with serial:  # in recovery every step start is saved: one at a time
             return await self._run_live(*opened, args, kwargs)
+
+    def _open(self, step: Step[Any, Any], key: str | None) -> Replayed | LiveCall:
+        """Take the call's key: its recorded outcome (raised, if the step failed), or what a
+        live run of it needs: what ``StepCaller.call`` does before it runs a step live.
+        Called with the lock held."""
+        state = self.state
+        journal = state.journal
+        replaying = journal.position < len(journal.entries)
+        if replaying:
+            state.replay_cancel()
+        name = step.options.name
+        key = journal.key_for(name, key)
+        entry = journal.replay(name, key) if replaying else None
+        if entry is not None and not entry.partial:
+            state.record.counters.steps_replayed += 1
+            if not entry.ok:
+                raise step_error(state, entry.error, key)
+            return Replayed(from_json(step.adapter, entry.result))
+        if state.halt is not None:  # a branch of a batch, or an asyncio task of a turn
+            state.halt_check()
+        wall = now_s()
+        # boundary()'s own test first: on every step's path, its call showed.
+        due = wall - state.inbox.listed_at >= state.inbox_poll_s
+        if due or state.record.cancel is not None:
+            wall = state.boundary(reopen=entry is not None)
+        if state.step_wrapper is not None:
+            step = state.step_wrapper(step, state)
+        return LiveCall(step, key, entry, wall)
 
     async def _run_live(
         self,
@@ -135,9 +181,10 @@ class AsyncStepCaller:
     ) -> Any:
         """One attempt: the step's value (an awaitable it returns is awaited too)."""
         fn, state = step.fn, self.state
+        coroutine = isinstance(step, AsyncStep)
         if step.options.preemptible:
             limit = state.budget.preempt_after(state.record.save_stats)
-            if not is_async_callable(fn):
+            if not coroutine:
                 value = state.preemptor(lambda: fn(*args, **kwargs), limit)
             else:
                 deadline = asyncio.timeout(max(limit, 0.0))
@@ -148,7 +195,7 @@ class AsyncStepCaller:
                     if deadline.expired():
                         raise Preempted from None
                     raise
-        elif is_async_callable(fn):
+        elif coroutine:
             value = await fn(*args, **kwargs)
         else:
             value = await asyncio.to_thread(fn, *args, **kwargs)

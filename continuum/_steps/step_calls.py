@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, own_json, to_json
@@ -35,22 +35,6 @@ from continuum._steps.turn_state import TurnState
 from continuum.errors import UnserializableValueError
 
 
-class Replayed(NamedTuple):
-    """A step call the journal answered: the value it returns."""
-
-    value: Any
-
-
-class LiveCall(NamedTuple):
-    """A step call to run live: the step (a test helper's, if it wraps it), its key, the
-    journal's unfinished entry of it (a paused step, a retry), and now."""
-
-    step: Step[Any, Any]
-    key: str
-    resume: JournalEntry | None
-    wall: float
-
-
 class StepCaller:
     """The step calls of one turn or child context, on its state."""
 
@@ -69,37 +53,27 @@ class StepCaller:
         if state.active_key is not None:
             return step.run_nested(args, kwargs)
         with state.lock:  # the record is shared with the branches of a batch, if any
-            opened = self.open(step, key)
-            if isinstance(opened, Replayed):
-                return opened.value
-            return self._run_live(*opened, args, kwargs)
-
-    def open(self, step: Step[Any, Any], key: str | None) -> Replayed | LiveCall:
-        """Take the call's key: its recorded outcome (raised, if the step failed), or what a
-        live run of it needs. Called with the lock held."""
-        state = self.state
-        journal = state.journal
-        replaying = journal.position < len(journal.entries)
-        if replaying:
-            state.replay_cancel()
-        name = step.options.name
-        key = journal.key_for(name, key)
-        entry = journal.replay(name, key) if replaying else None
-        if entry is not None and not entry.partial:
-            state.record.counters.steps_replayed += 1
-            if not entry.ok:
-                raise step_error(state, entry.error, key)
-            return Replayed(from_json(step.adapter, entry.result))
-        if state.halt is not None:  # a branch of a batch, or an asyncio task of a turn
-            state.halt_check()
-        wall = now_s()
-        # boundary()'s own test first: on every step's path, its call showed.
-        due = wall - state.inbox.listed_at >= state.inbox_poll_s
-        if due or state.record.cancel is not None:
-            wall = state.boundary(reopen=entry is not None)
-        if state.step_wrapper is not None:
-            step = state.step_wrapper(step, state)
-        return LiveCall(step, key, entry, wall)
+            journal = state.journal
+            replaying = journal.position < len(journal.entries)
+            if replaying:
+                state.replay_cancel()
+            name = step.options.name
+            key = journal.key_for(name, key)
+            entry = journal.replay(name, key) if replaying else None
+            if entry is not None and not entry.partial:
+                state.record.counters.steps_replayed += 1
+                if not entry.ok:
+                    raise step_error(state, entry.error, key)
+                return from_json(step.adapter, entry.result)
+            if state.halt is not None:  # a branch of a batch
+                state.halt_check()
+            wall = now_s()
+            due = wall - state.inbox.listed_at >= state.inbox_poll_s
+            if due or state.record.cancel is not None:
+                wall = state.boundary(reopen=entry is not None)
+            if state.step_wrapper is not None:
+                step = state.step_wrapper(step, state)
+            return self._run_live(step, key, entry, wall, args, kwargs)
 
     # -- a live call: resume, attempts, record ---------------------------------------------------
 

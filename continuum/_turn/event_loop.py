@@ -1,8 +1,9 @@
 """The event loop of an invocation, and the turns of async tasks on it.
 
-One loop per invocation: the worker opens it around the handler (:func:`invocation_loop`), the
-first async turn makes it, and it is closed when the handler returns, after cancelling what is
-left on it, so nothing of a task runs after its invocation ended.
+One loop per invocation: the worker opens its slot around the handler
+(``loop_slot.invocation_loop``), the first async turn makes it, and it is closed when the
+handler returns, after cancelling what is left on it, so nothing of a task runs after its
+invocation ended.
 
 Keys by call order: the loop's task factory gives each asyncio task made while a turn runs
 (by ``asyncio.gather``, ``create_task``, a ``TaskGroup``), outside a live step, a child context
@@ -24,8 +25,8 @@ import contextvars
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from continuum._define.steps import active_runner, running
@@ -34,6 +35,7 @@ from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
+from continuum._turn import loop_slot
 from continuum.errors import ContinuumError, NonDeterminismError
 
 logger = logging.getLogger("continuum")
@@ -43,30 +45,18 @@ _ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
 
 #: Seconds the loop's close waits for cancelled tasks and the threads of sync steps.
 CLOSE_WAIT_S = 2.0
-
-_local = threading.local()
-
-
-@contextmanager
-def invocation_loop() -> Iterator[None]:
-    """An invocation of the handler: the async turns inside it share one event loop, made on
-    first use and closed when the invocation ends."""
-    if getattr(_local, "loop", None) is not None:  # already inside one (a nested runner)
-        yield
-        return
-    holder = _local.loop = InvocationLoop()
-    try:
-        yield
-    finally:
-        _local.loop = None
-        holder.close()
+#: When a turn unwinds, how often it looks whether its asyncio tasks still run a step.
+STEP_POLL_S = 0.05
 
 
 def run_async_turn(runner: ContextRunner, fn: Callable[..., Any]) -> Any:
     """Run one turn of an async task function on the invocation's loop (or, outside an
     invocation, on a loop of its own); its value, or what unwound it."""
-    holder: InvocationLoop | None = getattr(_local, "loop", None)
-    if holder is not None:
+    if loop_slot.opened():
+        holder = loop_slot.current()
+        if not isinstance(holder, InvocationLoop):
+            holder = InvocationLoop()
+            loop_slot.fill(holder)
         return holder.run_turn(runner, fn)
     holder = InvocationLoop()
     try:
@@ -83,13 +73,20 @@ class TurnHalt(Halt):
 
 
 class AsyncTurn:
-    """The turn running on the loop: its record (to know its runners) and its halt."""
+    """The turn running on the loop: its record (to know its runners), its halt, and the
+    runner of each asyncio task it journals."""
 
-    __slots__ = ("halt", "record")
+    __slots__ = ("halt", "record", "runners")
 
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
         self.halt = TurnHalt()
+        self.runners: dict[asyncio.Task[Any], ContextRunner] = {}
+
+    def in_step(self, tasks: set[asyncio.Task[Any]]) -> bool:
+        """Whether one of ``tasks`` is inside a live step now."""
+        runners = self.runners
+        return any(task in runners and runners[task].state.active_key is not None for task in tasks)
 
 
 class InvocationLoop:
@@ -157,15 +154,17 @@ class InvocationLoop:
             if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
-                if error is not None:
-                    self.turn.halt.stop(_reason(error))
                 budget, record = runner.state.budget, runner.state.record
                 left = budget.remaining() - budget.save_cost(record.save_stats) - budget.margin_s
-                _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0.0)))
+                if error is None:  # the function returned: what it left running is awaited
+                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0)))
+                else:  # it unwound: the steps running now end, and the rest stops
+                    self.turn.halt.stop(_reason(error))
+                    late = self._steps_ended(loop, set(pending), left)
                 if late:
                     logger.warning(
                         f"task {runner.task_id}: {len(late)} asyncio task(s) of the turn were "
-                        "still running at the end of the invocation's budget: cancelled",
+                        "still running at its end: cancelled",
                         extra={"task_id": runner.task_id},
                     )
                     self._cancel(loop, list(late))
@@ -188,6 +187,24 @@ class InvocationLoop:
                 hint="cancel the asyncio tasks the task starts, never the task itself",
             )
         return root.result()
+
+    def _steps_ended(
+        self, loop: asyncio.AbstractEventLoop, pending: set[asyncio.Task[Any]], left: float
+    ) -> set[asyncio.Task[Any]]:
+        """Wait, at most ``left`` seconds, while one of ``pending`` is inside a live step (it
+        stops at its next one); the tasks still running then."""
+        assert self.turn is not None
+        deadline = time.monotonic() + left
+        while pending and self.turn.in_step(pending):
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                break
+            _, pending = loop.run_until_complete(
+                asyncio.wait(
+                    pending, timeout=min(wait, STEP_POLL_S), return_when=asyncio.FIRST_COMPLETED
+                )
+            )
+        return pending
 
     def _cancel(self, loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task[Any]]) -> None:
         for task in tasks:
@@ -242,7 +259,9 @@ class InvocationLoop:
             return asyncio.Task(_refused(coro, exc), loop=loop, **{**options, "context": context})
         context.run(active_runner.set, child)
         body = _journaled(parent, child, coro, entry_of)
-        return asyncio.Task(body, loop=loop, **{**options, "context": context})
+        task = asyncio.Task(body, loop=loop, **{**options, "context": context})
+        turn.runners[task] = child
+        return task
 
 
 def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
@@ -269,6 +288,12 @@ async def _journaled(
     failure: ErrorInfo | None = None
     try:
         return await child.run_awaited(_handing_on(parent, child, coro))
+    except ControlFlow as signal:
+        # Told to the parent, so that code catching it there (gather's return_exceptions)
+        # still ends the turn as the signal would have.
+        if parent.state.unwinding is None:
+            parent.state.unwinding = signal
+        raise
     except Exception as exc:
         failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
         raise

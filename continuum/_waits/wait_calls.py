@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from continuum._base.clock import now_s
 from continuum._define import callbacks
@@ -51,11 +51,8 @@ INLINE_WAIT_S = 1.0
 INBOX_FRESH_S = 2.0
 
 
-class ShortSleep(NamedTuple):
-    """A sleep short enough to sleep in place: its entry, journaled once it is slept."""
-
-    entry: JournalEntry
-    seconds: float
+#: A sleep short enough to sleep in place: its entry (journaled once it is slept), seconds.
+ShortSleep = tuple[JournalEntry, float]
 
 
 class WaitCaller:
@@ -79,9 +76,10 @@ class WaitCaller:
             self.state.halt_check()
             short = self._sleep(duration, name)
             if short is not None:  # slept in place
+                entry, seconds = short
                 with self.state.unlocked():
-                    time.sleep(short.seconds)
-                self._done(short.entry)
+                    time.sleep(seconds)
+                self._done(entry)
 
     async def sleep_async(self, duration: Duration, name: str | None) -> None:
         """``sleep`` in an async task: a short sleep in place is awaited."""
@@ -89,9 +87,10 @@ class WaitCaller:
             self.state.halt_check()
             short = self._sleep(duration, name)
         if short is not None:
-            await asyncio.sleep(short.seconds)
+            entry, seconds = short
+            await asyncio.sleep(seconds)
             with self.state.lock:
-                self._done(short.entry)
+                self._done(entry)
 
     def create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
@@ -166,7 +165,7 @@ class WaitCaller:
         assert entry.deadline is not None
         left = entry.deadline - now
         if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.state.budget.remaining():
-            return ShortSleep(entry, left)
+            return entry, left
         if left <= 0:
             self._done(entry)
             return None

@@ -35,7 +35,7 @@ from continuum._record.history import RunClock
 from continuum._record.inbox import Listing
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
-from continuum._turn.event_loop import invocation_loop
+from continuum._turn.loop_slot import invocation_loop
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.claim import Claim, error_info
 from continuum._worker.endings import Endings, Outcome, after_sweep, too_new_for

@@ -550,3 +550,95 @@ def test_a_death_in_gathered_steps_reruns_only_what_was_not_recorded(aws):
     # The quick steps were saved before the death: not run again. Only poison ran twice.
     assert sorted(runs) == ["poison 2", "poison 2", "quick 1", "quick 3"], runs
     assert done.counters.recoveries == 1
+
+
+def test_when_a_turn_unwinds_its_running_step_ends_and_the_rest_stops():
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    async def slow() -> str:
+        await asyncio.sleep(0.2)
+        ran.append("slow")
+        return "slow"
+
+    @app.step
+    async def after() -> str:
+        ran.append("after")
+        return "after"
+
+    @app.task(state=Empty)
+    async def unwinds(ctx: TaskContext[Empty]) -> str:
+        async def busy() -> str:
+            await slow()
+            return await after()  # halted: the turn is ending
+
+        async def stuck() -> None:
+            await asyncio.Event().wait()  # never set: no step to wait for
+
+        loop = asyncio.get_running_loop()
+        first, _ = loop.create_task(busy()), loop.create_task(stuck())
+        await asyncio.sleep(0.05)
+        await ctx.wait_for_signal_async("go")
+        return await first
+
+    with TaskRunner(app, budget_s=600, virtual_time=False) as runner:
+        task = runner.start("unwinds", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"  # promptly: the stuck task did not hold the turn
+        assert ran == ["slow"]  # the step running when it unwound ended and was kept
+        assert task.counters.steps_executed == 1
+
+
+def test_a_suspension_gather_hands_back_as_a_value_still_ends_the_turn():
+    app = Continuum()
+    runs: list[int] = []
+
+    @app.step
+    async def fetch(n: int) -> int:
+        runs.append(n)
+        return n
+
+    @app.task(state=Empty)
+    async def careless(ctx: TaskContext[Empty]) -> list[Any]:
+        async def branch(n: int) -> int:
+            if n == 1:
+                await ctx.wait_for_signal_async("go")
+            return await fetch(n)
+
+        found = await asyncio.gather(branch(0), branch(1), return_exceptions=True)
+        return [x if isinstance(x, int) else "lost" for x in found]
+
+    with TaskRunner(app) as runner:
+        task = runner.start("careless", {})
+        runner.drive(task.task_id)
+        assert task.status == "waiting"  # not succeeded with a "lost" item
+        task.signal("go", None)
+        task.run_until_done()
+        assert task.result == [0, 1]
+    assert runs == [0, 1]
+
+
+def test_an_async_step_a_sync_task_forgets_to_await_fails_it_naming_the_step():
+    app = Continuum()
+    ran: list[int] = []
+
+    @app.step
+    async def fetch(x: int) -> int:
+        ran.append(x)
+        return x
+
+    @app.task(state=Empty)
+    def hasty(ctx: TaskContext[Empty]) -> int:
+        return fetch(1) + 1  # type: ignore[operator]
+
+    @app.task(state=Empty)
+    def patient(ctx: TaskContext[Empty]) -> int:
+        return asyncio.run(fetch(2)) + 1  # awaited on a loop of its own: fine, and journaled
+
+    with TaskRunner(app) as runner:
+        task = runner.run("hasty", {})
+        assert task.status == "failed"
+        assert "fetch" in task.error.message and "await" in task.error.message, task.error
+        assert runner.run("patient", {}).result == 3
+    assert ran == [2]
