@@ -287,7 +287,7 @@ async def _journaled(
     """An asyncio task's coroutine in its child context: checked as a block's code is."""
     failure: ErrorInfo | None = None
     try:
-        return await child.run_awaited(_handing_on(parent, child, coro))
+        return await child.run_awaited(coro)
     except ControlFlow as signal:
         # Told to the parent, so that code catching it there (gather's return_exceptions)
         # still ends the turn as the signal would have.
@@ -307,21 +307,6 @@ def _asyncio_own(coro: Coroutine[Any, Any, Any]) -> bool:
     and libraries make such tasks as their timing goes (pydantic-ai, one per wakeup of a wait)."""
     code = getattr(coro, "cr_code", None)
     return code is not None and code.co_filename.startswith(_ASYNCIO_DIR)
-
-
-async def _handing_on(
-    parent: ContextRunner, child: ContextRunner, coro: Coroutine[Any, Any, Any]
-) -> Any:
-    """``coro``; a signal it raised but did not let out of its asyncio task (it handed it to
-    another task, as pydantic-graph does through a stream) goes to the parent context, whose
-    own check then tells whether it was swallowed."""
-    value = await coro
-    signal = child.state.unwinding
-    if isinstance(signal, Suspend | Wait):
-        child.state.unwinding = None
-        if parent.state.unwinding is None:
-            parent.state.unwinding = signal
-    return value
 
 
 async def _refused(coro: Coroutine[Any, Any, Any], exc: BaseException) -> Any:
