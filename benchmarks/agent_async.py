@@ -5,9 +5,10 @@ and a turn whose model asks for three slow tool calls at once, live and on repla
 Overheads (as ``agent_overhead``, the same no-op FunctionModel and tool, all async so that no
 worker thread of pydantic-ai's adds its noise): each engine's durable run through the real
 ``TurnLoop`` in memory, minus the same plain agent run the same way (``await agent.run`` on a
-fresh event loop for the async engine, ``run_sync`` for the ``run_sync`` engine), medians over
-interleaved repeats. They are CPU seconds of the process (every thread of it: the ``run_sync``
-engine's journal thread too), so the figures hold on a machine that other work loads:
+fresh event loop for the async engine, ``run_sync`` for the ``run_sync`` engine): medians,
+over interleaved repeats, of the differences of runs measured side by side. They are CPU
+seconds of the process (every thread of it: the ``run_sync`` engine's journal thread too), so
+that other work on the machine moves them less:
 
 - per model request: ``RUNS`` runs of one request each, in one turn; the difference / ``RUNS``;
 - per tool call: one response that calls ``2T`` tools against one that calls ``T`` (then the
@@ -150,14 +151,20 @@ class Shape:
         for _ in range(repeats):  # interleaved
             for name, way in ways.items():
                 found[name].append(way())
-        medians = {name: median(values) for name, values in found.items()}
-        self.plain_async = medians["plain_async"]
-        self.plain_sync = medians["plain_sync"]
-        #: the async engine's overhead, and the share of it that is pydantic-ai's durable path.
-        self.awaited = medians["awaited"] - self.plain_async
-        self.durable_exec = medians["in_place"] - self.plain_async
+
+        def paired(way: str, baseline: str) -> float:
+            """The median of the repeats' differences (each pair measured side by side)."""
+            return median(a - b for a, b in zip(found[way], found[baseline], strict=True))
+
+        self.plain_async = median(found["plain_async"])
+        self.plain_sync = median(found["plain_sync"])
+        #: the async engine's overhead, and the share of it that is not the step calls.
+        self.awaited = paired("awaited", "plain_async")
+        self.durable_exec = paired("in_place", "plain_async")
+        #: the step calls' share: the same run with and without them.
+        self.step_calls = paired("awaited", "in_place")
         #: the run_sync engine's overhead.
-        self.synced = medians["synced"] - self.plain_sync
+        self.synced = paired("synced", "plain_sync")
 
 
 # -- three slow tool calls asked together ---------------------------------------------------------
@@ -260,7 +267,7 @@ TOOLS = 50
 
 
 def main(quick: bool = False) -> None:
-    runs, tools, repeats, slow_repeats = (4, 4, 3, 1) if quick else (RUNS, TOOLS, 15, 5)
+    runs, tools, repeats, slow_repeats = (4, 4, 3, 1) if quick else (RUNS, TOOLS, 21, 5)
     request = Shape(0, 0, runs, repeats)
     many, few = Shape(1, 2 * tools, 1, repeats), Shape(1, tools, 1, repeats)
     per_request = 1e6 / runs
@@ -272,7 +279,7 @@ def main(quick: bool = False) -> None:
     )
     emit(
         "agent_async.model_request.step_calls",
-        per_request * (request.awaited - request.durable_exec),
+        per_request * request.step_calls,
         "us/request of it the step calls",
     )
     emit("agent_async.model_request.plain", per_request * request.plain_async, "us/request plain")
@@ -290,7 +297,7 @@ def main(quick: bool = False) -> None:
     emit("agent_async.tool_call.overhead", per_call * (many.awaited - few.awaited), "us/call")
     emit(
         "agent_async.tool_call.step_calls",
-        per_call * (many.awaited - many.durable_exec - few.awaited + few.durable_exec),
+        per_call * (many.step_calls - few.step_calls),
         "us/call of it the step calls",
     )
     emit("agent_async.tool_call.plain", 1e6 * many.plain_async / (2 * tools), "us/call plain")
