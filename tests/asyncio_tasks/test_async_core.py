@@ -639,6 +639,7 @@ def test_an_async_step_a_sync_task_forgets_to_await_fails_it_naming_the_step():
     with TaskRunner(app) as runner:
         task = runner.run("hasty", {})
         assert task.status == "failed"
-        assert "fetch" in task.error.message and "await" in task.error.message, task.error
+        assert "fetch" in task.error.message, task.error
+        assert "await" in task.error.message, task.error
         assert runner.run("patient", {}).result == 3
     assert ran == [2]
