@@ -145,6 +145,7 @@ def test_every_benchmark_runs_quick_checks_itself_and_prints_name_value_unit_lin
         "budget_fill.fill.b_predictive",
         "budget_fill.overruns.b_predictive",
         "step_overhead.one_long_turn.overhead",
+        "step_overhead.async.one_long_turn.vs_sync",
         "tracing_overhead.with_tracing",
         "aws_calls.per_continuation.all",
         "local_e2e.ratio",
