@@ -11,7 +11,6 @@ import boto3
 import pytest
 import yaml
 from moto import mock_aws
-from moto.core import enable_iam_authentication
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
@@ -28,6 +27,7 @@ from tests.security.test_policies import (
     Stack,
     _CloudFormation,
     denied,
+    iam_enforced,
 )
 
 BASE = "https://links.example.test"
@@ -84,7 +84,7 @@ def link_stack(monkeypatch: pytest.MonkeyPatch):
             made[name] = Principal(
                 boto3.client("s3", **options), boto3.client("sqs", **options), app=link_app()
             )
-        with enable_iam_authentication():
+        with iam_enforced():
             yield made
 
 

@@ -6,6 +6,10 @@ S3 and SQS call against it. moto evaluates actions and resources, and ignores ev
 on S3 keys (it evaluates ``StringEquals`` on ``sts:ExternalId`` only), so what the conditions
 add (``s3:if-none-match``, ``s3:if-match``) is checked on the documents themselves, and the
 client is checked to send the headers they require.
+
+S3 calls are checked under their IAM action (``iam_enforced``): moto 5.2.6 checks them under
+the operation's name, which IAM does not know for some (``ListObjectsV2`` is
+``s3:ListBucket``), and so denies what AWS allows.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,7 @@ import yaml
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import enable_iam_authentication
+from moto.iam.access_control import S3IAMRequest
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
@@ -160,6 +166,30 @@ def make_app() -> Continuum:
 # -- the stack and its principals ----------------------------------------------------------------
 
 
+@contextmanager
+def iam_enforced() -> Iterator[None]:
+    """moto's IAM checks every call, each S3 call under the IAM action that AWS checks it under.
+
+    moto's S3 names that action in the request's data (``ListObjectsV2`` as ``ListBucket``, a
+    GET with a version id as ``GetObjectVersion``), and moto before 5.2.6 checked that one;
+    5.2.6 checks the operation's name instead. This gives the check the IAM action again.
+    """
+    original = S3IAMRequest.__init__
+
+    def init(self: S3IAMRequest, **kwargs: Any) -> None:
+        action = kwargs["data"].get("Action")
+        if isinstance(action, str) and action:
+            kwargs["action"] = action
+        original(self, **kwargs)
+
+    S3IAMRequest.__init__ = init  # type: ignore[method-assign]
+    try:
+        with enable_iam_authentication():
+            yield
+    finally:
+        S3IAMRequest.__init__ = original  # type: ignore[method-assign]
+
+
 @dataclass
 class Principal:
     s3: Any
@@ -253,7 +283,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         iam = boto3.client("iam", region_name=REGION)
         policies = template_policies()
         principals = {name: _principal(iam, name, doc) for name, doc in policies.items()}
-        with enable_iam_authentication():
+        with iam_enforced():
             yield Stack(**principals)
 
 
