@@ -7,6 +7,8 @@ it, and measures, with each tree first on ``PYTHONPATH`` and the rounds interlea
 - ``cold_import``: ``import handlers.worker`` after boto3, pydantic's models and Powertools'
   batch utilities (what ``cold_import.handler_after_those_and_powertools_batch`` measures), in
   CPU time, in a fresh interpreter;
+- ``continuum_own``: ``import handlers.worker`` minus ``import boto3, pydantic``, each alone in
+  a fresh interpreter, in CPU time: ``cold_import.continuum_own``, whose target is 50 ms;
 - ``step_overhead``: 20,000 no-op steps in one turn through that tree's ``TurnLoop``
   (``benchmarks.step_overhead.build``), CPU time per step.
 
@@ -72,6 +74,13 @@ import continuum
 print(min(best), continuum.__file__)
 """
 
+#: ``import boto3, pydantic`` or the handler alone, timed (``cold_import``'s ``continuum_own``).
+ALONE = """
+import time
+started = time.process_time()
+import {module}
+print(time.process_time() - started, {module}.__file__)
+"""
 
 #: ``STEPS`` without the timing: run ``sys.argv[1]`` no-op steps in one turn, checked.
 COUNTED_STEPS = (
@@ -95,8 +104,9 @@ def label(rev: str) -> str:
     return "working_tree" if rev == "." else rev
 
 
-def run_in(tree: Path, code: str) -> float:
-    """The figure ``code`` prints, run on ``tree``'s code (checked: not the installed one)."""
+def run_in(tree: Path, code: str, *, own: bool = True) -> float:
+    """The figure ``code`` prints, run on ``tree``'s code (checked: not the installed one;
+    ``own`` False: ``code`` times a dependency, which is not checked)."""
     env = {**ENV, "PYTHONPATH": str(tree)}
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True
@@ -105,11 +115,18 @@ def run_in(tree: Path, code: str) -> float:
         raise Mismeasured(f"{tree}: {done.stderr.strip().splitlines()[-1]}")
     figure, module = done.stdout.split()[-2:]
     check(
-        Path(module).resolve().is_relative_to(tree.resolve()),
+        not own or Path(module).resolve().is_relative_to(tree.resolve()),
         f"measured {module}, not the code of {tree}",
     )
     check(float(figure) > 0, f"{tree}: measured {figure} s")
     return float(figure)
+
+
+def continuum_own(tree: Path) -> float:
+    """CPU seconds of ``import handlers.worker`` less those of ``import boto3, pydantic``."""
+    handler = run_in(tree, ALONE.format(module="handlers.worker"))
+    dependencies = ALONE.format(module="boto3").replace("import boto3", OWN_BASELINE)
+    return handler - run_in(tree, dependencies, own=False)
 
 
 def instructions(tree: Path, code: str, *args: str) -> int:
@@ -181,10 +198,12 @@ def main(argv: list[str]) -> int:
             for tree in trees.values():
                 compile_bytecode(tree)
             imports: dict[str, list[float]] = {rev: [] for rev in revs}
+            owns: dict[str, list[float]] = {rev: [] for rev in revs}
             steps: dict[str, list[float]] = {rev: [] for rev in revs}
             for n in range(rounds):
                 for rev in revs if n % 2 == 0 else revs[::-1]:  # interleaved, alternating
                     imports[rev].append(run_in(trees[rev], IMPORT))
+                    owns[rev].append(continuum_own(trees[rev]))
                     steps[rev].append(run_in(trees[rev], STEPS))
             if count:
                 counts = {rev: counted(tree) for rev, tree in trees.items()}
@@ -200,11 +219,14 @@ def main(argv: list[str]) -> int:
     for rev in revs:
         name = label(rev)
         emit(f"versus.{name}.cold_import", 1000 * median(imports[rev]), "ms CPU (median)")
+        emit(f"versus.{name}.continuum_own", 1000 * median(owns[rev]), "ms CPU (median)")
         emit(f"versus.{name}.step_overhead", 1e6 * median(steps[rev]), "us CPU per step")
     for rev in revs[1:]:
         name = label(rev)
         ratio = median(imports[rev]) / median(imports[first])
         emit(f"versus.{name}.cold_import_ratio", ratio, f"x {first}")
+        ratio = median(owns[rev]) / median(owns[first])
+        emit(f"versus.{name}.continuum_own_ratio", ratio, f"x {first}")
         emit(
             f"versus.{name}.step_overhead_ratio",
             median(steps[rev]) / median(steps[first]),
