@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -144,8 +145,28 @@ def summary_of(
     )
 
 
-def waits_for_outside(record: TaskRecord) -> bool:
-    """Whether the task waits for something other than time (a callback, a signal)."""
-    return record.status == Status.WAITING and any(
-        waiter.kind != WaitKind.TIME for waiter in record.waiting_for
-    )
+#: What a task waits for that only the outside world can give.
+OUTSIDE = frozenset({WaitKind.CALLBACK, WaitKind.SIGNAL})
+
+
+def waits_for_outside(
+    record: TaskRecord, read: Callable[[str], TaskRecord | None] | None = None
+) -> bool:
+    """Whether the task waits for a callback or a signal, itself or, where it waits for child
+    tasks, through one of them (``read`` gives a task's record, None where it has none yet;
+    without it, a wait for children counts as one for the outside world)."""
+    if record.status != Status.WAITING:
+        return False
+    kinds = {waiter.kind for waiter in record.waiting_for}
+    if kinds & OUTSIDE:
+        return True
+    if WaitKind.CHILD not in kinds:
+        return False
+    if read is None:
+        return True
+    for batch in record.children:
+        for child_id in batch.ids():
+            child = read(child_id)
+            if child is not None and waits_for_outside(child, read):
+                return True
+    return False

@@ -41,7 +41,7 @@ from continuum._worker.metering import CallCounter, Uncounted
 from continuum.backends.queue import MAX_DELAY_S, ContinuationQueue
 from continuum.backends.scheduler import ContinuationScheduler, Schedule, ScheduleState
 from continuum.backends.store import RecordStore
-from continuum.errors import ContinuumError
+from continuum.errors import ContinuumError, RecordNotFoundError
 
 if TYPE_CHECKING:
     from continuum.backends.memory.scheduler import ScheduleFirer
@@ -274,6 +274,13 @@ class LocalRuntime:
         """Read a task's record without counting the call."""
         return self.observer.load(task_id)[0]
 
+    def record_if_any(self, task_id: str) -> TaskRecord | None:
+        """``record``, or None for a task that has none (a child not started yet)."""
+        try:
+            return self.record(task_id)
+        except RecordNotFoundError:
+            return None
+
     def invoke_once(self, context: Any = None) -> dict[str, Any] | None:
         """Receive one batch and run the handler on it, as Lambda would; None if none waits.
 
@@ -359,7 +366,7 @@ class LocalRuntime:
         """Wait until the next message is due; False if none is, or none will be until the
         outside world answers what the task waits for (and ``stop_when_waiting``)."""
         due = self.next_due()
-        if due is None or (stop_when_waiting and waits_for_outside(record)):
+        if due is None or (stop_when_waiting and waits_for_outside(record, self.record_if_any)):
             return False
         self.time.wait_until(due, poll_s=POLL_INTERVAL_S)
         return True

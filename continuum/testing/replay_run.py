@@ -137,7 +137,7 @@ class Plan:
             record = handle.record
             if record.status.finished:
                 return
-            if waits_for_outside(record):
+            if waits_for_outside(record, runtime.record_if_any):
                 answers.give(runner, record)
                 continue
             due = runtime.next_due()
