@@ -50,7 +50,8 @@ class ContinuumError(Exception):
         if facts:
             text += f" [{', '.join(facts)}]"
         if self.hint:
-            text += f" Hint: {self.hint}"
+            ended = text.rstrip().endswith((".", "!", "?", "]", ")"))
+            text += f"{'' if ended else '.'} Hint: {self.hint}"
         return text
 
 
