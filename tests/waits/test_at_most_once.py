@@ -1,4 +1,9 @@
-"""At most once: a step whose worker died inside it is never run again; and retries that wait."""
+"""At most once: a step whose worker died inside it is never run again; and retries that wait.
+
+The tests with a task run in both flavours (``tests/waits/flavours.py``): the task ``def``, and
+``async def`` awaiting ``async def`` steps (a worker that dies inside one dies out of the
+event loop). The check of the step's options has no task.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import ConfigurationError, Continuum, Status, TaskContext
+from tests.waits.flavours import Flavour
 
 
 class Transfer(BaseModel):
@@ -19,30 +25,35 @@ class WorkerDied(BaseException):
     """Stands in for SIGKILL in-process: nothing in the framework catches it."""
 
 
-def transfer_app(*, die_times: int) -> tuple[Continuum, list[str]]:
+def transfer_app(flavour: Flavour, *, die_times: int) -> tuple[Continuum, list[str]]:
     app = Continuum()
     ran: list[str] = []
 
-    @app.step(at_most_once=True, retries=1, backoff_s=30)
+    @flavour.step(app, at_most_once=True, retries=1, backoff_s=30)
     def send_money(amount: int) -> str:
         ran.append("send")
         if ran.count("send") <= die_times:
             raise WorkerDied  # the worker dies inside the step, after its effect
         return f"sent {amount}"
 
-    @app.step(at_most_once=True)
+    @flavour.step(app, at_most_once=True)
     def send_once(amount: int) -> str:
         ran.append("send once")
         if ran.count("send once") <= die_times:
             raise WorkerDied
         return f"sent {amount} once"
 
-    @app.task(state=Transfer)
     def transfer(ctx: TaskContext[Transfer]) -> str:
         if ctx.state.retries:
             return send_money(100)
         return send_once(100)
 
+    async def transfer_async(ctx: TaskContext[Transfer]) -> str:
+        if ctx.state.retries:
+            return await send_money(100)
+        return await send_once(100)
+
+    flavour.task(app, transfer, transfer_async, state=Transfer)
     return app, ran
 
 
@@ -58,8 +69,8 @@ def run_dying(runtime, task_id: str, *, deaths: int) -> None:
             runtime.time.advance(runtime.visibility_timeout_s + 1)  # its lease and message expire
 
 
-def test_an_at_most_once_step_whose_worker_died_fails_and_is_not_run_again(make_runtime):
-    app, ran = transfer_app(die_times=1)
+def test_an_at_most_once_step_whose_worker_died_fails_and_is_not_run_again(make_runtime, flavour):
+    app, ran = transfer_app(flavour, die_times=1)
     runtime = make_runtime(app, budget_s=5)
     with runtime.time.running():
         task_id = app.client().start("transfer", {})
@@ -73,9 +84,9 @@ def test_an_at_most_once_step_whose_worker_died_fails_and_is_not_run_again(make_
 
 
 def test_with_retries_an_interrupted_at_most_once_step_gets_a_new_attempt_after_its_backoff(
-    make_runtime,
+    make_runtime, flavour
 ):
-    app, ran = transfer_app(die_times=1)
+    app, ran = transfer_app(flavour, die_times=1)
     runtime = make_runtime(app, budget_s=5)
     with runtime.time.running():
         task_id = app.client().start("transfer", {"retries": 1})
@@ -86,20 +97,24 @@ def test_with_retries_an_interrupted_at_most_once_step_gets_a_new_attempt_after_
     assert ran == ["send", "send"]  # the interrupted attempt and one new one, never more
 
 
-def test_a_started_marker_is_saved_before_an_at_most_once_step_runs(make_runtime):
+def test_a_started_marker_is_saved_before_an_at_most_once_step_runs(make_runtime, flavour):
     app = Continuum()
     seen: list[list[str]] = []
     runtime = make_runtime(app)
 
-    @app.step(at_most_once=True)
+    @flavour.step(app, at_most_once=True)
     def charge() -> str:
         stored = runtime.record(task_id)  # what a worker taking over would find
         seen.append([f"{e.key} started={e.started}" for e in stored.journal])
         return "charged"
 
-    @app.task(state=Transfer)
     def pay(ctx: TaskContext[Transfer]) -> str:
         return charge()
+
+    async def pay_async(ctx: TaskContext[Transfer]) -> str:
+        return await charge()
+
+    flavour.task(app, pay, pay_async, state=Transfer)
 
     with runtime.time.running():
         task_id = app.client().start("pay", {})
@@ -117,21 +132,25 @@ def test_a_step_cannot_be_both_at_most_once_and_preemptible():
 
 
 def test_a_retry_whose_backoff_does_not_fit_suspends_with_a_delay_instead_of_sleeping(
-    make_runtime,
+    make_runtime, flavour
 ):
     app = Continuum()
     attempts: list[float] = []
 
-    @app.step(retries=2, backoff_s=600)
+    @flavour.step(app, retries=2, backoff_s=600)
     def flaky() -> str:
         attempts.append(time.time())
         if len(attempts) < 3:
             raise ConnectionError("try later")
         return "ok"
 
-    @app.task(state=Transfer)
     def patient(ctx: TaskContext[Transfer]) -> str:
         return flaky()
+
+    async def patient_async(ctx: TaskContext[Transfer]) -> str:
+        return await flaky()
+
+    flavour.task(app, patient, patient_async, state=Transfer)
 
     runtime = make_runtime(app, budget_s=5)
     summary = runtime.run("patient", {})
