@@ -287,7 +287,7 @@ async def _journaled(
     """An asyncio task's coroutine in its child context: checked as a block's code is."""
     failure: ErrorInfo | None = None
     try:
-        return await child.run_awaited(coro)
+        return await child.run_awaited(coro, task_body=True)
     except ControlFlow as signal:
         # Told to the parent, so that code catching it there (gather's return_exceptions)
         # still ends the turn as the signal would have.
