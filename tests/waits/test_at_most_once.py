@@ -2,7 +2,8 @@
 
 The tests with a task run in both flavours (``tests/waits/flavours.py``): the task ``def``, and
 ``async def`` awaiting ``async def`` steps (a worker that dies inside one dies out of the
-event loop). The check of the step's options has no task.
+event loop). One test is async only: sync steps an async task awaits in a thread. The check of
+the step's options has no task.
 """
 
 from __future__ import annotations
@@ -95,6 +96,49 @@ def test_with_retries_an_interrupted_at_most_once_step_gets_a_new_attempt_after_
     assert record.status == Status.SUCCEEDED
     assert record.result == "sent 100"
     assert ran == ["send", "send"]  # the interrupted attempt and one new one, never more
+
+
+def test_a_sync_at_most_once_step_an_async_task_awaits_in_a_thread_is_not_run_again(
+    make_runtime,
+):
+    """The worker dies inside a sync step that ``ctx.step_async`` runs in a thread: the death
+    comes out of the thread and the event loop, and the step is still not run again."""
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step(at_most_once=True)
+    def send_once(amount: int) -> str:
+        ran.append("send once")
+        if ran.count("send once") == 1:
+            raise WorkerDied
+        return f"sent {amount} once"
+
+    @app.step(at_most_once=True, retries=1, backoff_s=30)
+    def send_money(amount: int) -> str:
+        ran.append("send")
+        if ran.count("send") == 1:
+            raise WorkerDied
+        return f"sent {amount}"
+
+    @app.task(state=Transfer)
+    async def transfer(ctx: TaskContext[Transfer]) -> str:
+        if ctx.state.retries:
+            return await ctx.step_async(send_money, 100)
+        return await ctx.step_async(send_once, 100)
+
+    runtime = make_runtime(app, budget_s=5)
+    with runtime.time.running():
+        once = app.client().start("transfer", {})
+        run_dying(runtime, once, deaths=1)
+        retried = app.client().start("transfer", {"retries": 1})
+        run_dying(runtime, retried, deaths=1)
+        once_record, retried_record = runtime.record(once), runtime.record(retried)
+    assert ran.count("send once") == 1
+    assert once_record.status == Status.FAILED
+    assert once_record.error.type == "StepInterruptedError"
+    assert retried_record.status == Status.SUCCEEDED, retried_record.error
+    assert retried_record.result == "sent 100"
+    assert ran.count("send") == 2
 
 
 def test_a_started_marker_is_saved_before_an_at_most_once_step_runs(make_runtime, flavour):
