@@ -2,14 +2,16 @@
 
 The tests with a task run in both flavours (``tests/waits/flavours.py``): the task ``def``, and
 ``async def`` awaiting ``async def`` steps (a worker that dies inside one dies out of the
-event loop). One test is async only: sync steps an async task awaits in a thread. The check of
-the step's options has no task.
+event loop). Two tests are async only: sync steps an async task awaits in a thread, and a step
+in an asyncio task group that cancels it. The check of the step's options has no task.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -139,6 +141,45 @@ def test_a_sync_at_most_once_step_an_async_task_awaits_in_a_thread_is_not_run_ag
     assert retried_record.status == Status.SUCCEEDED, retried_record.error
     assert retried_record.result == "sent 100"
     assert ran.count("send") == 2
+
+
+def test_an_at_most_once_step_a_task_group_cancels_when_its_other_task_waits_is_kept(
+    make_runtime,
+):
+    """A wait in one task of an ``asyncio.TaskGroup`` makes the group cancel the others; an
+    at-most-once step running in one of them runs to its end and is recorded, rather than
+    being cut short with its started marker (the next turn would fail it as interrupted)."""
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step(at_most_once=True)
+    async def charge() -> str:
+        ran.append("start")
+        await asyncio.sleep(0.2)
+        ran.append("end")
+        return "charged"
+
+    @app.task(state=Transfer)
+    async def grouped(ctx: TaskContext[Transfer]) -> list[Any]:
+        async def receipt() -> Any:
+            await asyncio.sleep(0.05)  # the charge is running by now
+            signal = await ctx.wait_for_signal_async("receipt")
+            return signal.payload if signal is not None else None
+
+        async with asyncio.TaskGroup() as group:
+            charged = group.create_task(charge())
+            received = group.create_task(receipt())
+        return [charged.result(), received.result()]
+
+    runtime = make_runtime(app, budget_s=30)
+    with runtime.time.running():
+        waiting = runtime.run("grouped", {})
+        assert waiting.status == "waiting", waiting.error
+        app.client().signal(waiting.task_id, "receipt", "r-1")
+        done = runtime.drive(waiting.task_id)
+    assert done.status == "succeeded", runtime.record(done.task_id).error
+    assert done.result == ["charged", "r-1"]
+    assert ran == ["start", "end"]  # once, to its end
 
 
 def test_a_started_marker_is_saved_before_an_at_most_once_step_runs(make_runtime, flavour):
