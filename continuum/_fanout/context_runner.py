@@ -241,6 +241,9 @@ class ContextRunner:
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
         return self.waits.wait_for_signal(name, timeout)
 
+    def callback_result(self, callback: Callback) -> Any:
+        return self.waits.result_here(callback)
+
 
 def check_unwinding(state: TurnState) -> None:
     """After the task's code returned (or raised something else): was a control-flow

@@ -1,5 +1,6 @@
 """Waits side by side in one turn (``ctx.parallel`` in a sync task, ``asyncio.gather`` in an
-async one): the task waits for all of them at once, and each keeps its own deadline.
+async one): the task waits for all of them at once, each keeps its own deadline, and a callback
+the task made is awaited in the branch that asks for its result.
 
 Every test runs in both flavours (``tests/waits/flavours.py``).
 """
@@ -11,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from continuum import Continuum, TaskContext
+from continuum import CallbackTimeoutError, Continuum, TaskContext
 from tests.waits.flavours import Flavour
 
 
@@ -80,3 +81,58 @@ def test_a_wait_side_by_side_with_one_without_a_timeout_still_times_out(make_run
         done = runtime.drive(waiting.task_id)
     assert done.status == "succeeded", done.error
     assert done.result == ["at last", None]
+
+
+def two_approvals_app(flavour: Flavour) -> tuple[Continuum, list[str]]:
+    """Task ``approvals``: makes two callbacks (the first times out in ten minutes), hands
+    them out, then awaits their results side by side."""
+    app = Continuum()
+    ids: list[str] = []
+
+    @flavour.step(app)
+    def hand_out(callback_id: str) -> None:
+        ids.append(callback_id)
+
+    def outcome(callback: Any) -> Any:
+        try:
+            return callback.result()
+        except CallbackTimeoutError:
+            return "timed out"
+
+    def approvals(ctx: TaskContext[Timeouts]) -> list[Any]:
+        first = ctx.create_callback("first", timeout=600)
+        second = ctx.create_callback("second", timeout=6000)
+        hand_out(first.id)
+        hand_out(second.id)
+        return ctx.parallel([lambda c: outcome(first), lambda c: outcome(second)]).values()
+
+    async def approvals_async(ctx: TaskContext[Timeouts]) -> list[Any]:
+        first = ctx.create_callback("first", timeout=600)
+        second = ctx.create_callback("second", timeout=6000)
+        await hand_out(first.id)
+        await hand_out(second.id)
+
+        async def awaited(callback: Any) -> Any:
+            return outcome(callback)
+
+        return list(await asyncio.gather(awaited(first), awaited(second)))
+
+    flavour.task(app, approvals, approvals_async, state=Timeouts)
+    return app, ids
+
+
+def test_callbacks_awaited_side_by_side_each_take_their_own_outcome(make_runtime, flavour):
+    app, ids = two_approvals_app(flavour)
+    runtime = make_runtime(app)
+    client = app.client()
+    with runtime.time.running():
+        waiting = runtime.run("approvals", {})
+        assert waiting.status == "waiting", waiting.error
+        assert sorted(w.name for w in client.status(waiting.task_id).waiting_for) == [
+            "first",
+            "second",
+        ]
+        client.complete_callback(ids[1], "yes")  # the second answered; the first times out
+        done = runtime.drive(waiting.task_id, stop_when_waiting=False)
+    assert done.status == "succeeded", runtime.record(done.task_id).error
+    assert done.result == ["timed out", "yes"]
