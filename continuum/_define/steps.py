@@ -132,6 +132,10 @@ class Runner(Protocol):
 
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None: ...
 
+    def callback_result(self, callback: Callback) -> Any:
+        """``callback.result()``, journaled in this context (whichever made the callback)."""
+        ...
+
     def refuse(self, error: ContinuumError) -> ContinuumError:
         """Remember an error that must fail the turn even if user code catches it."""
         ...

@@ -10,6 +10,7 @@ branch or an item of a batch) gets a runner of its own from :meth:`ContextRunner
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
@@ -131,9 +132,15 @@ class ContextRunner:
             else:
                 running[ident] = outer
 
-    async def run_awaited(self, call: Awaitable[Any]) -> Any:
+    async def run_awaited(self, call: Awaitable[Any], *, task_body: bool = False) -> Any:
         """Await ``call`` (an async function's coroutine over this runner's context) as this
-        runner's code in the running asyncio task; check what it left, as :meth:`run` does."""
+        runner's code in the running asyncio task; check what it left, as :meth:`run` does.
+
+        ``task_body``: ``call`` is the whole body of an asyncio task of the turn. A suspension
+        or wait it caught may have been handed to another task (a task group that reports
+        its tasks' errors through a stream), so one it left unwinding ends the turn as it
+        would have; the task function and a block's code that swallow their own fail it.
+        """
         state = self.state
         token = active_runner.set(self)
         try:
@@ -142,9 +149,11 @@ class ContextRunner:
             except Exception:
                 check_unwinding(state)
                 raise
-            if isinstance(state.unwinding, Suspend | Wait):
-                # An asyncio task's suspension or wait that the code let go by (gather with
-                # return_exceptions): the turn still ends as it would have.
+            if isinstance(state.unwinding, Suspend | Wait) and (
+                task_body or state.unwound_in is not asyncio.current_task()
+            ):
+                # Another asyncio task's suspension or wait that the code let go by (gather
+                # with return_exceptions): the turn still ends as it would have.
                 raise state.unwinding
             check_unwinding(state)
             with state.lock:
@@ -231,6 +240,9 @@ class ContextRunner:
 
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
         return self.waits.wait_for_signal(name, timeout)
+
+    def callback_result(self, callback: Callback) -> Any:
+        return self.waits.result_here(callback)
 
 
 def check_unwinding(state: TurnState) -> None:

@@ -5,7 +5,8 @@ What differs from a sync call (``step_calls``): an ``async def`` step is awaited
 runs in a thread (``asyncio.to_thread``) so the loop goes on meanwhile, unless it is
 preemptible (it then runs in place under the alarm, as in a sync task); a preemptible async
 step is cancelled at its limit (an asyncio timeout: what it did is discarded, and it runs again
-in the next invocation); a retry's backoff is awaited, not slept. Concurrent calls come from
+in the next invocation); an at-most-once attempt runs to its end even when its asyncio task is
+cancelled meanwhile; a retry's backoff is awaited, not slept. Concurrent calls come from
 different asyncio tasks, and each asyncio task of a turn journals in its own child context
 (``_turn.event_loop``), so a journal never has two calls in flight at once.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from collections.abc import Coroutine
 from typing import Any, NamedTuple
 
 from continuum._base.clock import now_s
@@ -140,8 +142,10 @@ class AsyncStepCaller:
             state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
             state.active_cursor = cursor
             started = time.monotonic()
+            whole = _ToItsEnd() if options.at_most_once else None
             try:
-                value = await self._attempt(step, args, kwargs)
+                call = self._attempt(step, args, kwargs)
+                value = await (call if whole is None else whole.run(call))
             except Preempted:
                 took = round(time.monotonic() - started, 6)
                 state.log_step(key, wall, took, attempt, "preempted", name=step.name)
@@ -165,6 +169,8 @@ class AsyncStepCaller:
                     since=first,
                     in_place=False,
                 )
+                if whole is not None and whole.cancelled:
+                    raise asyncio.CancelledError from None  # recorded: its retry comes later
                 await _backoff(retry_wait(state, key, stats, pending))
                 wall = now_s()
                 continue
@@ -174,7 +180,10 @@ class AsyncStepCaller:
                 if record.running_step is not None:
                     record.running_step = None
             with state.lock:
-                return steps.record_value(step, key, value, stats, started, attempt, wall, pending)
+                value = steps.record_value(step, key, value, stats, started, attempt, wall, pending)
+            if whole is not None and whole.cancelled:
+                raise asyncio.CancelledError
+            return value
 
     async def _attempt(
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -216,6 +225,27 @@ class AsyncStepCaller:
             await _backoff(retry_wait(state, key, stats, resume))
             return resume.attempts, None, resume
         return resume.attempts - 1, resume.cursor, resume
+
+
+class _ToItsEnd:
+    """Runs an at-most-once step's attempt to its end though the asyncio task awaiting it is
+    cancelled meanwhile (a task group whose other task waits or fails): cut short, it would
+    keep its started marker, and the next turn would fail it as interrupted. ``cancelled``:
+    the cancellation goes on once the attempt's outcome is recorded."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def run(self, call: Coroutine[Any, Any, Any]) -> Any:
+        attempt = asyncio.ensure_future(call)
+        while not attempt.done():
+            try:
+                await asyncio.wait([attempt])
+            except asyncio.CancelledError:
+                self.cancelled = True
+        return attempt.result()
 
 
 async def _backoff(seconds: float) -> None:

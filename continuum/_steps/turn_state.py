@@ -9,6 +9,7 @@ its parent, and journals in its own journal under its own path.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -133,6 +134,8 @@ class TurnState:
         self.last_save = time.monotonic() if last_save is None else last_save
         #: the control-flow exception unwinding this turn (a swallowed one is detected).
         self.unwinding: BaseException | None = None
+        #: the asyncio task it was raised in (None: not in one, or handed up from one).
+        self.unwound_in: asyncio.Task[Any] | None = None
         #: an error that fails this turn whatever user code does with it.
         self.refused: ContinuumError | None = None
 
@@ -203,7 +206,7 @@ class TurnState:
     def new_turn(self) -> None:
         """Start the next turn: journal in the record's (fresh) journal, nothing unwinding."""
         self.journal = Journal(self.record.journal, task_id=self.task_id, turn=self.turn)
-        self.unwinding, self.refused = None, None
+        self.unwinding, self.unwound_in, self.refused = None, None, None
 
     @property
     def task_id(self) -> str:
@@ -235,8 +238,9 @@ class TurnState:
         return error
 
     def unwind(self, exc: C) -> C:
-        """Remember that ``exc`` unwinds this turn, and return it to be raised."""
+        """Remember that ``exc`` unwinds this turn, and where, and return it to be raised."""
         self.unwinding = exc
+        self.unwound_in = _running_task()
         return exc
 
     def append(self, entry: JournalEntry) -> None:
@@ -359,3 +363,11 @@ class TurnState:
             task_id=self.record.task_id,
             hint="catch it to run cleanup steps; the task ends cancelled either way",
         )
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    """The asyncio task running in this thread, if any."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop runs here: a sync turn, or a step's thread
+        return None

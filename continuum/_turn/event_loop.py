@@ -175,6 +175,10 @@ class InvocationLoop:
             for exc in (error, *left_behind):
                 if isinstance(exc, strongest):
                     raise exc
+        if isinstance(error, Wait):
+            # Waits side by side (gather): the task waits for every wait its asyncio tasks
+            # reached, not only for the one that unwound the function first.
+            raise _merged(error, [_outcome_error(t) for t in self.turn.runners if t.done()])
         if error is not None:
             raise error
         for exc in left_behind:
@@ -287,7 +291,7 @@ async def _journaled(
     """An asyncio task's coroutine in its child context: checked as a block's code is."""
     failure: ErrorInfo | None = None
     try:
-        return await child.run_awaited(coro)
+        return await child.run_awaited(coro, task_body=True)
     except ControlFlow as signal:
         # Told to the parent, so that code catching it there (gather's return_exceptions)
         # still ends the turn as the signal would have.
@@ -344,6 +348,21 @@ def _unwrapped(exc: BaseException | None) -> BaseException | None:
             return waits[0]
         return Wait([w for wait in waits for w in wait.waiters], waits[0].reason)
     return exc
+
+
+def _merged(wait: Wait, outcomes: list[BaseException | None]) -> Wait:
+    """``wait`` with the waiters of the other waits in ``outcomes`` (each waiter once)."""
+    waiters = list(wait.waiters)
+    seen = {id(waiter) for waiter in waiters}
+    for outcome in outcomes:
+        if isinstance(outcome, Wait):
+            for waiter in outcome.waiters:
+                if id(waiter) not in seen:
+                    seen.add(id(waiter))
+                    waiters.append(waiter)
+    if len(waiters) == len(wait.waiters):
+        return wait
+    return Wait(waiters, wait.reason)
 
 
 def _signals_in(group: BaseExceptionGroup[Any], into: list[ControlFlow]) -> None:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from continuum._base.clock import now_s
 from continuum._define import callbacks
 from continuum._define.callbacks import Callback
-from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
+from continuum._define.steps import active_runner
+from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, walk
 from continuum._record.waiting_for import (
     Duration,
     OpenCallback,
@@ -100,6 +101,16 @@ class WaitCaller:
             return self._create_callback(name, timeout, heartbeat, request)
 
     def callback_result(self, callback: Callback) -> Any:
+        """``callback.result()``, journaled in the context that awaits it (a branch or an
+        asyncio task of the turn), which need not be the one that made the callback: each
+        context's calls come in its own order, replayed the same."""
+        runner = active_runner.get()
+        if runner is not None and runner.task_id == self.task_id:
+            return runner.callback_result(callback)
+        return self.result_here(callback)
+
+    def result_here(self, callback: Callback) -> Any:
+        """``callback.result()`` journaled in this context."""
         with self.state.lock:
             self.state.halt_check()
             return self._callback_result(callback)
@@ -274,7 +285,7 @@ class WaitCaller:
         return self._callback_outcome(entry, callback)
 
     def _earlier_outcome(self, token: str) -> JournalEntry:
-        for entry in reversed(self.state.journal.entries):
+        for entry in reversed(list(walk(self.state.record.journal))):  # any context's
             if entry.kind == EntryKind.CALLBACK_RESULT and entry.ref == token and not entry.partial:
                 return JournalEntry(
                     entry.key,

@@ -1,4 +1,5 @@
-"""Fixtures for the waits suite: the worker's logs kept to errors (``make_runtime``, on both
+"""Fixtures for the waits suite: the worker's logs kept to errors, and ``flavour``, which runs a
+test once with its task written ``def`` and once ``async def`` (``make_runtime``, on both
 backends, is tests/conftest.py's)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support import worker_logger
+from tests.waits.flavours import FLAVOURS, Flavour
 
 
 @pytest.fixture(autouse=True)
@@ -16,3 +18,9 @@ def _quiet_worker_logs() -> Iterator[None]:
     worker_logger.setLevel("ERROR")
     yield
     worker_logger.setLevel(level)
+
+
+@pytest.fixture(params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> Flavour:
+    """The flavour of the test's task, ``sync`` or ``async`` (``tests/waits/flavours.py``)."""
+    return Flavour(request.param)

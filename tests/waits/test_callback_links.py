@@ -1,6 +1,11 @@
 """A callback carries its request once in the record, and, with a link endpoint configured, a
 link: ``cb.url``, ``status().waiting_for[i].url`` and the submitter's ``url`` give the same,
-signed and bound to that callback."""
+signed and bound to that callback.
+
+The tests with a task run in both flavours (``tests/waits/flavours.py``): the task ``def``, and
+``async def`` with ``await ctx.wait_for_callback_async`` and an ``async def`` submitter that
+takes the ``url``. The token's own tests have no task.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from continuum._base.callback_links import (
     make_token,
     read_token,
 )
+from tests.waits.flavours import Flavour
 
 BASE = "https://links.example.test"
 
@@ -26,15 +32,14 @@ class Ask(BaseModel):
     title: str = "tides"
 
 
-def link_app(**options: Any) -> tuple[Continuum, dict[str, Any]]:
+def link_app(flavour: Flavour, **options: Any) -> tuple[Continuum, dict[str, Any]]:
     app = Continuum(**options)
     seen: dict[str, Any] = {}
 
-    @app.step
+    @flavour.step(app)
     def hand_out(callback_id: str, url: str | None = None) -> None:
         seen["id"], seen["submitted_url"] = callback_id, url
 
-    @app.task(state=Ask)
     def review(ctx: TaskContext[Ask]) -> Any:
         cb = ctx.create_callback(
             "review", timeout=3600, request={"title": ctx.state.title, "m": "asked-1"}
@@ -42,11 +47,21 @@ def link_app(**options: Any) -> tuple[Continuum, dict[str, Any]]:
         seen["url"] = cb.url
         return ctx.wait_for_callback(hand_out, name="second", timeout=60, request={"n": 2})
 
+    async def review_async(ctx: TaskContext[Ask]) -> Any:
+        cb = ctx.create_callback(
+            "review", timeout=3600, request={"title": ctx.state.title, "m": "asked-1"}
+        )
+        seen["url"] = cb.url
+        return await ctx.wait_for_callback_async(
+            hand_out, name="second", timeout=60, request={"n": 2}
+        )
+
+    flavour.task(app, review, review_async, state=Ask)
     return app, seen
 
 
-def test_the_request_is_stored_once_in_the_record(make_runtime):
-    app, _ = link_app()
+def test_the_request_is_stored_once_in_the_record(make_runtime, flavour):
+    app, _ = link_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("review", {"title": "a-unique-title-1234"})
@@ -61,8 +76,8 @@ def test_the_request_is_stored_once_in_the_record(make_runtime):
     ]
 
 
-def test_without_an_endpoint_there_is_no_url(make_runtime):
-    app, seen = link_app(signing_key="k")
+def test_without_an_endpoint_there_is_no_url(make_runtime, flavour):
+    app, seen = link_app(flavour, signing_key="k")
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("review", {})
@@ -72,8 +87,8 @@ def test_without_an_endpoint_there_is_no_url(make_runtime):
     assert [w.url for w in status.waiting_for] == [None, None]
 
 
-def test_with_an_endpoint_each_callback_has_its_link(make_runtime):
-    app, seen = link_app(signing_key="new, old", callback_url=BASE + "/")
+def test_with_an_endpoint_each_callback_has_its_link(make_runtime, flavour):
+    app, seen = link_app(flavour, signing_key="new, old", callback_url=BASE + "/")
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("review", {})
@@ -94,18 +109,18 @@ def test_with_an_endpoint_each_callback_has_its_link(make_runtime):
     assert "/cb/" not in raw  # derived, not stored
 
 
-def test_the_environment_names_the_endpoint(make_runtime, monkeypatch):
+def test_the_environment_names_the_endpoint(make_runtime, monkeypatch, flavour):
     monkeypatch.setenv("CONTINUUM_CALLBACK_URL", BASE)
-    app, seen = link_app(signing_key="k")
+    app, seen = link_app(flavour, signing_key="k")
     runtime = make_runtime(app)
     with runtime.time.running():
         runtime.run("review", {})
     assert seen["url"].startswith(BASE + "/cb/")
 
 
-def test_a_link_without_a_signing_key_is_a_clear_error(make_runtime, monkeypatch):
+def test_a_link_without_a_signing_key_is_a_clear_error(make_runtime, monkeypatch, flavour):
     monkeypatch.delenv("CONTINUUM_SIGNING_KEY", raising=False)
-    app, _ = link_app(callback_url=BASE)
+    app, _ = link_app(flavour, callback_url=BASE)
     runtime = make_runtime(app)
     with runtime.time.running():
         failed = runtime.run("review", {})
@@ -114,15 +129,21 @@ def test_a_link_without_a_signing_key_is_a_clear_error(make_runtime, monkeypatch
     assert "callback links need a signing key" in status.error.message
 
 
-def test_a_replayed_turn_gives_the_same_link(make_runtime):
+def test_a_replayed_turn_gives_the_same_link(make_runtime, flavour):
     app = Continuum(signing_key="k", callback_url=BASE)
     urls: list[str | None] = []
 
-    @app.task(state=Ask)
     def twice(ctx: TaskContext[Ask]) -> Any:
         cb = ctx.create_callback("once", timeout=100)
         urls.append(cb.url)
         return cb.result()
+
+    async def twice_async(ctx: TaskContext[Ask]) -> Any:
+        cb = ctx.create_callback("once", timeout=100)
+        urls.append(cb.url)
+        return cb.result()
+
+    flavour.task(app, twice, twice_async, state=Ask)
 
     runtime = make_runtime(app)
     with runtime.time.running():

@@ -1,5 +1,11 @@
 """A callback says what it asks: its request is shown wherever the callback is, and an answer
-that does not fit the shape the request declares is refused at once, with nothing written."""
+that does not fit the shape the request declares is refused at once, with nothing written.
+
+The tests of what the task's callbacks show run in both flavours (``tests/waits/flavours.py``):
+the task ``def``, and ``async def`` with ``await ctx.wait_for_callback_async``. The client's
+refusals of answers of another shape, the old record and the test runner's ready answers run
+with the sync task.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from pydantic import BaseModel
 from continuum import CallbackError, Continuum, ContinuumError, Status, TaskContext
 from continuum._record.model import TaskRecord
 from continuum._worker.wake import waiting_for
+from tests.waits.flavours import Flavour
 
 #: What an answer to the sample's callback must be: a decision, and a reason when it is no.
 EXPECTS = {
@@ -38,26 +45,36 @@ class Publish(BaseModel):
     shaped: bool = True
 
 
-def review_app() -> tuple[Continuum, list[str]]:
+def review_app(flavour: Flavour = Flavour("sync")) -> tuple[Continuum, list[str]]:
     app = Continuum()
     ids: list[str] = []
 
-    @app.step
+    @flavour.step(app)
     def hand_out(callback_id: str) -> None:
         ids.append(callback_id)
 
-    @app.task(state=Publish)
-    def review(ctx: TaskContext[Publish]) -> Any:
-        asks: dict[str, Any] = {"title": ctx.state.title}
-        if ctx.state.shaped:
+    def asks_of(state: Publish) -> dict[str, Any]:
+        asks: dict[str, Any] = {"title": state.title}
+        if state.shaped:
             asks |= {"expects": EXPECTS, "answers": ANSWERS}
+        return asks
+
+    def review(ctx: TaskContext[Publish]) -> Any:
+        asks = asks_of(ctx.state)
         return ctx.wait_for_callback(hand_out, name="review", timeout=3600, request=asks)
 
+    async def review_async(ctx: TaskContext[Publish]) -> Any:
+        asks = asks_of(ctx.state)
+        return await ctx.wait_for_callback_async(
+            hand_out, name="review", timeout=3600, request=asks
+        )
+
+    flavour.task(app, review, review_async, state=Publish)
     return app, ids
 
 
-def test_a_waiting_callback_shows_its_request_in_the_status(make_runtime):
-    app, ids = review_app()
+def test_a_waiting_callback_shows_its_request_in_the_status(make_runtime, flavour):
+    app, ids = review_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("review", {"title": "tides"})
@@ -69,14 +86,20 @@ def test_a_waiting_callback_shows_its_request_in_the_status(make_runtime):
     ] == {"title": "tides", "expects": EXPECTS, "answers": ANSWERS}
 
 
-def test_an_open_callback_not_yet_awaited_shows_its_request_too(make_runtime):
+def test_an_open_callback_not_yet_awaited_shows_its_request_too(make_runtime, flavour):
     app = Continuum()
 
-    @app.task(state=Publish)
     def two(ctx: TaskContext[Publish]) -> Any:
         first = ctx.create_callback("first", request={"which": 1})
         ctx.create_callback("second", request=lambda callback_id: {"id": callback_id})
         return first.result()
+
+    async def two_async(ctx: TaskContext[Publish]) -> Any:
+        first = ctx.create_callback("first", request={"which": 1})
+        ctx.create_callback("second", request=lambda callback_id: {"id": callback_id})
+        return first.result()
+
+    flavour.task(app, two, two_async, state=Publish)
 
     runtime = make_runtime(app)
     with runtime.time.running():
@@ -116,8 +139,8 @@ def test_an_answer_of_another_shape_is_refused_saying_what_is_expected(make_runt
     assert done.result == ANSWERS["no"]
 
 
-def test_a_callback_without_a_declared_shape_takes_any_json(make_runtime):
-    app, ids = review_app()
+def test_a_callback_without_a_declared_shape_takes_any_json(make_runtime, flavour):
+    app, ids = review_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("review", {"title": "tides", "shaped": False})
@@ -126,14 +149,19 @@ def test_a_callback_without_a_declared_shape_takes_any_json(make_runtime):
 
 
 def test_a_request_json_cannot_hold_or_too_large_fails_the_task_naming_the_callback(
-    make_runtime,
+    make_runtime, flavour
 ):
     app = Continuum()
 
-    @app.task(state=Publish)
     def big(ctx: TaskContext[Publish]) -> Any:
         asks = {"body": "x" * 100_000} if ctx.state.shaped else {"when": object()}
         return ctx.create_callback("huge", request=asks).result()
+
+    async def big_async(ctx: TaskContext[Publish]) -> Any:
+        asks = {"body": "x" * 100_000} if ctx.state.shaped else {"when": object()}
+        return ctx.create_callback("huge", request=asks).result()
+
+    flavour.task(app, big, big_async, state=Publish)
 
     runtime = make_runtime(app)
     with runtime.time.running():

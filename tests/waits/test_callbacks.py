@@ -1,4 +1,9 @@
-"""Callbacks: a task hands out an id, waits without compute, and takes the one answer."""
+"""Callbacks: a task hands out an id, waits without compute, and takes the one answer.
+
+The tests whose task waits run in both flavours (``tests/waits/flavours.py``): the task ``def``,
+and ``async def`` with awaited steps, ``cb.result()`` and ``await ctx.wait_for_callback_async``.
+The client's refusals of unknown ids and of results it cannot store run with the sync task.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from continuum import (
     UnserializableValueError,
     WaitKind,
 )
+from tests.waits.flavours import Flavour
 
 
 class Ask(BaseModel):
@@ -25,22 +31,21 @@ class Ask(BaseModel):
     catch: bool = False
 
 
-def approval_app() -> tuple[Continuum, dict[str, Any]]:
+def approval_app(flavour: Flavour = Flavour("sync")) -> tuple[Continuum, dict[str, Any]]:
     """Task ``ask``: create a callback, hand its id out (a step), return its result."""
     app = Continuum()
     seen: dict[str, Any] = {"ids": [], "published": 0}
 
-    @app.step
+    @flavour.step(app)
     def hand_out(callback_id: str) -> str:
         seen["ids"].append(callback_id)
         return callback_id
 
-    @app.step
+    @flavour.step(app)
     def publish(decision: Any) -> str:
         seen["published"] += 1
         return f"published {decision}"
 
-    @app.task(state=Ask)
     def ask(ctx: TaskContext[Ask]) -> str:
         s = ctx.state
         cb = ctx.create_callback("approval", timeout=s.timeout_s, heartbeat_timeout=s.heartbeat_s)
@@ -53,11 +58,24 @@ def approval_app() -> tuple[Continuum, dict[str, Any]]:
             return f"gave up: {exc.message}"
         return publish(decision)
 
+    async def ask_async(ctx: TaskContext[Ask]) -> str:
+        s = ctx.state
+        cb = ctx.create_callback("approval", timeout=s.timeout_s, heartbeat_timeout=s.heartbeat_s)
+        await hand_out(cb.id)
+        try:
+            decision = cb.result()
+        except CallbackTimeoutError as exc:
+            if not s.catch:
+                raise
+            return f"gave up: {exc.message}"
+        return await publish(decision)
+
+    flavour.task(app, ask, ask_async, state=Ask)
     return app, seen
 
 
-def test_a_completed_callback_resumes_the_task_with_its_result(make_runtime):
-    app, seen = approval_app()
+def test_a_completed_callback_resumes_the_task_with_its_result(make_runtime, flavour):
+    app, seen = approval_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -81,8 +99,8 @@ def test_a_completed_callback_resumes_the_task_with_its_result(make_runtime):
     assert client.status(done.task_id).waiting_for == []
 
 
-def test_a_failed_callback_raises_callback_failed_error_with_its_type(make_runtime):
-    app, seen = approval_app()
+def test_a_failed_callback_raises_callback_failed_error_with_its_type(make_runtime, flavour):
+    app, seen = approval_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("ask", {})
@@ -95,8 +113,10 @@ def test_a_failed_callback_raises_callback_failed_error_with_its_type(make_runti
     assert seen["published"] == 0
 
 
-def test_a_callback_that_times_out_fails_the_task_unless_it_catches_the_timeout(make_runtime):
-    app, seen = approval_app()
+def test_a_callback_that_times_out_fails_the_task_unless_it_catches_the_timeout(
+    make_runtime, flavour
+):
+    app, seen = approval_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         first = runtime.drive(
@@ -111,8 +131,8 @@ def test_a_callback_that_times_out_fails_the_task_unless_it_catches_the_timeout(
     assert seen["published"] == 0
 
 
-def test_heartbeats_keep_a_callback_alive_and_their_absence_times_it_out(make_runtime):
-    app, seen = approval_app()
+def test_heartbeats_keep_a_callback_alive_and_their_absence_times_it_out(make_runtime, flavour):
+    app, seen = approval_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -129,15 +149,14 @@ def test_heartbeats_keep_a_callback_alive_and_their_absence_times_it_out(make_ru
     assert done.result == "gave up: callback 'approval' had no heartbeat for 60s"
 
 
-def test_two_callbacks_awaited_in_the_reverse_order_of_their_answers(make_runtime):
+def test_two_callbacks_awaited_in_the_reverse_order_of_their_answers(make_runtime, flavour):
     app = Continuum()
     ids: list[str] = []
 
-    @app.step
+    @flavour.step(app)
     def hand_out(callback_id: str) -> None:
         ids.append(callback_id)
 
-    @app.task(state=Ask)
     def both(ctx: TaskContext[Ask]) -> list[Any]:
         first = ctx.create_callback("first")
         second = ctx.create_callback("second")
@@ -145,6 +164,16 @@ def test_two_callbacks_awaited_in_the_reverse_order_of_their_answers(make_runtim
         hand_out(second.id)
         later = second.result()
         return [first.result(), later]
+
+    async def both_async(ctx: TaskContext[Ask]) -> list[Any]:
+        first = ctx.create_callback("first")
+        second = ctx.create_callback("second")
+        await hand_out(first.id)
+        await hand_out(second.id)
+        later = second.result()
+        return [first.result(), later]
+
+    flavour.task(app, both, both_async, state=Ask)
 
     runtime = make_runtime(app)
     client = app.client()
@@ -159,23 +188,35 @@ def test_two_callbacks_awaited_in_the_reverse_order_of_their_answers(make_runtim
 
 
 def test_wait_for_callback_retries_its_submitter_and_an_answer_from_inside_it_is_kept(
-    make_runtime,
+    make_runtime, flavour
 ):
     app = Continuum()
     attempts: list[str] = []
 
-    @app.task(state=Ask)
+    def submit_with(client: Any, callback_id: str) -> None:
+        attempts.append(callback_id)
+        if len(attempts) == 1:
+            raise ConnectionError("the mail server hung up")
+        # Answered at once, from inside the submitter: the id is already saved.
+        client.complete_callback(callback_id, "fast")
+
     def submitted(ctx: TaskContext[Ask]) -> Any:
         client = app.client()
 
         def submit(callback_id: str) -> None:
-            attempts.append(callback_id)
-            if len(attempts) == 1:
-                raise ConnectionError("the mail server hung up")
-            # Answered at once, from inside the submitter: the id is already saved.
-            client.complete_callback(callback_id, "fast")
+            submit_with(client, callback_id)
 
         return ctx.wait_for_callback(submit, name="review", retries=2, backoff_s=0.01)
+
+    async def submitted_async(ctx: TaskContext[Ask]) -> Any:
+        client = app.client()
+
+        async def submit(callback_id: str) -> None:
+            submit_with(client, callback_id)
+
+        return await ctx.wait_for_callback_async(submit, name="review", retries=2, backoff_s=0.01)
+
+    flavour.task(app, submitted, submitted_async, state=Ask)
 
     runtime = make_runtime(app)
     done = runtime.run("submitted", {})
@@ -185,8 +226,8 @@ def test_wait_for_callback_retries_its_submitter_and_an_answer_from_inside_it_is
     assert len(set(attempts)) == 1
 
 
-def test_a_second_answer_is_refused_and_the_task_keeps_the_first(make_runtime):
-    app, seen = approval_app()
+def test_a_second_answer_is_refused_and_the_task_keeps_the_first(make_runtime, flavour):
+    app, seen = approval_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():

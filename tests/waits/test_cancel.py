@@ -1,4 +1,9 @@
-"""Cancel: the task sees TaskCancelledError at its next boundary, may clean up, ends cancelled."""
+"""Cancel: the task sees TaskCancelledError at its next boundary, may clean up, ends cancelled.
+
+The tests whose task runs when the cancel comes run in both flavours
+(``tests/waits/flavours.py``): the task ``def``, and ``async def`` awaiting its steps, sleep and
+cleanup. Cancelling a finished task, a client's refusal, runs with the sync task.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskCancelledError, TaskContext, TaskFinishedError
+from tests.waits.flavours import Flavour
 
 
 class Chore(BaseModel):
@@ -17,21 +23,22 @@ class Chore(BaseModel):
     swallow: bool = False
 
 
-def cancellable_app(**options: object) -> tuple[Continuum, list[str]]:
+def cancellable_app(
+    flavour: Flavour = Flavour("sync"), **options: object
+) -> tuple[Continuum, list[str]]:
     app = Continuum(**options)  # type: ignore[arg-type]
     ran: list[str] = []
 
-    @app.step
+    @flavour.step(app)
     def work(i: int) -> int:
         ran.append(f"work {i}")
         return i
 
-    @app.step
+    @flavour.step(app)
     def clean_up() -> str:
         ran.append("clean up")
         return "cleaned"
 
-    @app.task(state=Chore)
     def chore(ctx: TaskContext[Chore]) -> str:
         try:
             for i in range(ctx.state.steps):
@@ -44,11 +51,24 @@ def cancellable_app(**options: object) -> tuple[Continuum, list[str]]:
                 raise
         return "finished anyway"
 
+    async def chore_async(ctx: TaskContext[Chore]) -> str:
+        try:
+            for i in range(ctx.state.steps):
+                await work(i)
+            await ctx.sleep_async(timedelta(days=ctx.state.sleep_days))
+            await work(99)
+        except TaskCancelledError:
+            await clean_up()
+            if not ctx.state.swallow:
+                raise
+        return "finished anyway"
+
+    flavour.task(app, chore, chore_async, state=Chore)
     return app, ran
 
 
-def test_cancelling_a_task_asleep_for_thirty_days_takes_effect_at_once(make_runtime):
-    app, ran = cancellable_app()
+def test_cancelling_a_task_asleep_for_thirty_days_takes_effect_at_once(make_runtime, flavour):
+    app, ran = cancellable_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -71,8 +91,8 @@ def test_cancelling_a_task_asleep_for_thirty_days_takes_effect_at_once(make_runt
     assert ran == ["work 0", "work 1", "work 2", "clean up"]  # the cleanup once
 
 
-def test_a_pending_task_cancelled_before_it_ran_ends_cancelled(make_runtime):
-    app, ran = cancellable_app()
+def test_a_pending_task_cancelled_before_it_ran_ends_cancelled(make_runtime, flavour):
+    app, ran = cancellable_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -83,12 +103,12 @@ def test_a_pending_task_cancelled_before_it_ran_ends_cancelled(make_runtime):
     assert ran == ["clean up"]  # its first step was the boundary
 
 
-def test_a_running_task_sees_the_cancel_within_the_inbox_poll_interval(make_runtime):
+def test_a_running_task_sees_the_cancel_within_the_inbox_poll_interval(make_runtime, flavour):
     app = Continuum(inbox_poll_s=5.0)
     ran: list[int] = []
     runtime = make_runtime(app, budget_s=900)
 
-    @app.step
+    @flavour.step(app)
     def slow(i: int) -> int:
         ran.append(i)
         if i == 2:
@@ -96,11 +116,17 @@ def test_a_running_task_sees_the_cancel_within_the_inbox_poll_interval(make_runt
         runtime.time.advance(3)  # each step takes three (virtual) seconds
         return i
 
-    @app.task(state=Chore)
     def busy(ctx: TaskContext[Chore]) -> str:
         for i in range(20):
             slow(i)
         return "done"
+
+    async def busy_async(ctx: TaskContext[Chore]) -> str:
+        for i in range(20):
+            await slow(i)
+        return "done"
+
+    flavour.task(app, busy, busy_async, state=Chore)
 
     with runtime.time.running():
         task_id = app.client().start("busy", {})
@@ -110,8 +136,10 @@ def test_a_running_task_sees_the_cancel_within_the_inbox_poll_interval(make_runt
     assert done.invocations == 1
 
 
-def test_a_suspended_task_is_cancelled_when_its_continuation_or_the_wake_comes(make_runtime):
-    app, ran = cancellable_app(default_step_s=0.05, safety_margin_s=0.05)
+def test_a_suspended_task_is_cancelled_when_its_continuation_or_the_wake_comes(
+    make_runtime, flavour
+):
+    app, ran = cancellable_app(flavour, default_step_s=0.05, safety_margin_s=0.05)
 
     runtime = make_runtime(app, budget_s=0.0001)  # every step suspends first
     client = app.client()
@@ -125,8 +153,8 @@ def test_a_suspended_task_is_cancelled_when_its_continuation_or_the_wake_comes(m
     assert ran.count("clean up") == 1
 
 
-def test_a_task_that_swallows_the_cancel_still_ends_cancelled(make_runtime):
-    app, ran = cancellable_app()
+def test_a_task_that_swallows_the_cancel_still_ends_cancelled(make_runtime, flavour):
+    app, ran = cancellable_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("chore", {"swallow": True, "sleep_days": 0.05})
@@ -156,17 +184,16 @@ def test_cancelling_a_finished_task_is_a_clear_error_and_changes_nothing(make_ru
     assert before == after
 
 
-def test_a_cleanup_that_spans_a_suspension_runs_each_step_once(make_runtime):
+def test_a_cleanup_that_spans_a_suspension_runs_each_step_once(make_runtime, flavour):
     app = Continuum(default_step_s=0.05, safety_margin_s=0.05)
     ran: list[str] = []
 
-    @app.step
+    @flavour.step(app)
     def undo(i: int) -> int:
         ran.append(f"undo {i}")
         time.sleep(0.05)
         return i
 
-    @app.task(state=Chore)
     def careful(ctx: TaskContext[Chore]) -> None:
         try:
             ctx.sleep(3600)
@@ -174,6 +201,16 @@ def test_a_cleanup_that_spans_a_suspension_runs_each_step_once(make_runtime):
             for i in range(10):
                 undo(i)
             raise
+
+    async def careful_async(ctx: TaskContext[Chore]) -> None:
+        try:
+            await ctx.sleep_async(3600)
+        except TaskCancelledError:
+            for i in range(10):
+                await undo(i)
+            raise
+
+    flavour.task(app, careful, careful_async, state=Chore)
 
     runtime = make_runtime(app, budget_s=0.3)
     with runtime.time.running():

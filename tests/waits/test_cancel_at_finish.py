@@ -3,6 +3,10 @@
 The finish closes the task to cancel requests in its inbox before it writes the ending; the
 client's request and that close are created with If-None-Match on one key, so whichever lands
 first decides, and ``client.cancel``'s answer says which.
+
+The cancel during the last turn's step runs in both flavours (``tests/waits/flavours.py``): the
+task ``def``, and ``async def`` awaiting that step. The other tests are about the finish's
+writes, after the task function returned: they run with a sync task.
 """
 
 from __future__ import annotations
@@ -14,19 +18,20 @@ from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext, TaskFinishedError
 from tests.conftest import StoreFaults
+from tests.waits.flavours import Flavour
 
 
 class Last(BaseModel):
     pass
 
 
-def last_turn_app() -> tuple[Continuum, dict[str, Any]]:
+def last_turn_app(flavour: Flavour) -> tuple[Continuum, dict[str, Any]]:
     """Task ``last``: one step, inside which the outside world cancels it, then it returns
     (no step or wait after it, where the cancel would be raised)."""
     app = Continuum()
     seen: dict[str, Any] = {"answers": []}
 
-    @app.step
+    @flavour.step(app)
     def work() -> str:
         task_id = seen["task_id"]
         try:
@@ -37,16 +42,20 @@ def last_turn_app() -> tuple[Continuum, dict[str, Any]]:
             seen["answers"].append("accepted")
         return "worked"
 
-    @app.task(state=Last)
     def last(ctx: TaskContext[Last]) -> str:
         work()
         return "done"
 
+    async def last_async(ctx: TaskContext[Last]) -> str:
+        await work()
+        return "done"
+
+    flavour.task(app, last, last_async, state=Last)
     return app, seen
 
 
-def test_a_cancel_accepted_during_the_last_turn_ends_the_task_cancelled(make_runtime):
-    app, seen = last_turn_app()
+def test_a_cancel_accepted_during_the_last_turn_ends_the_task_cancelled(make_runtime, flavour):
+    app, seen = last_turn_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():

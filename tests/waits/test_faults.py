@@ -2,6 +2,9 @@
 (``make chaos``), each reduced to a small reproducer: a store fault polling the inbox or
 reading a signal, a lost wake, a wake a dead worker claimed with, a cancel the claim cannot
 read.
+
+The tests with a task run in both flavours (``tests/waits/flavours.py``): the task ``def``, and
+``async def`` awaiting its steps and waits. The fence's verdict on a wake has no task.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from tests.conftest import (
     set_visibility_timeout,
 )
 from tests.support import Continuation, Lease, LocalRuntime, TaskRecord, Verdict, fence, utcnow
+from tests.waits.flavours import Flavour
 
 
 class Count(BaseModel):
@@ -47,22 +51,28 @@ def fail_inbox_once(faults: StoreFaults, operation: str, after: int = 0) -> list
     return failed
 
 
-def test_a_transient_fault_on_the_inbox_poll_of_a_running_turn_does_not_fail_the_task():
+def test_a_transient_fault_on_the_inbox_poll_of_a_running_turn_does_not_fail_the_task(flavour):
     """A running task lists its inbox at a step boundary every ``inbox_poll_s`` (to see a
     cancel). One LIST that S3 answered 500 (after botocore's retries) failed the whole task
     with TransientStoreError, where a failed record write only costs a fresh invocation."""
     app = Continuum(visibility_margin_s=None, inbox_poll_s=0.001)
 
-    @app.step
+    @flavour.step(app)
     def work(i: int) -> int:
         time.sleep(0.002)
         return i
 
-    @app.task(state=Count)
     def count(ctx: TaskContext[Count]) -> list[int] | None:
         for _ in range(3):
             ctx.state.done.append(work(len(ctx.state.done)))
         return ctx.state.done if len(ctx.state.done) >= 6 else None
+
+    async def count_async(ctx: TaskContext[Count]) -> list[int] | None:
+        for _ in range(3):
+            ctx.state.done.append(await work(len(ctx.state.done)))
+        return ctx.state.done if len(ctx.state.done) >= 6 else None
+
+    flavour.task(app, count, count_async, state=Count)
 
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     task_id = app.client().start("count", {})
@@ -73,21 +83,25 @@ def test_a_transient_fault_on_the_inbox_poll_of_a_running_turn_does_not_fail_the
     assert record.result == [0, 1, 2, 3, 4, 5]
 
 
-def listen_app() -> Continuum:
+def listen_app(flavour: Flavour) -> Continuum:
     """Task ``listen``: waits for signal ``go`` (no timeout) and returns its payload."""
     app = Continuum(visibility_margin_s=None)
 
-    @app.task(state=Count)
     def listen(ctx: TaskContext[Count]) -> Any:
         signal = ctx.wait_for_signal("go")
         return signal.payload if signal is not None else None
 
+    async def listen_async(ctx: TaskContext[Count]) -> Any:
+        signal = await ctx.wait_for_signal_async("go")
+        return signal.payload if signal is not None else None
+
+    flavour.task(app, listen, listen_async, state=Count)
     return app
 
 
-def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
+def test_a_transient_fault_reading_a_signal_does_not_fail_the_task(flavour):
     """The signal a wait takes is read (GET) from the inbox; a 500 there failed the task."""
-    app = listen_app()
+    app = listen_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     client = app.client()
     task_id = client.start("listen", {})
@@ -99,12 +113,12 @@ def test_a_transient_fault_reading_a_signal_does_not_fail_the_task():
     assert record.result == {"k": 1}
 
 
-def test_a_retried_signal_whose_wake_was_lost_wakes_the_task():
+def test_a_retried_signal_whose_wake_was_lost_wakes_the_task(flavour):
     """``client.signal`` writes the signal, then wakes the task. If the wake's send failed
     (or the sender died between the two), the sender tries again with the same ``signal_id``
     (an at-least-once sender does); the signal was already there, so the retry was a no-op
     that sent no wake either, and a task waiting without a timeout waited for ever."""
-    app = listen_app()
+    app = listen_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     client = app.client()
     task_id = client.start("listen", {})
@@ -120,14 +134,18 @@ def test_a_retried_signal_whose_wake_was_lost_wakes_the_task():
     assert record.result == {"k": 1}
 
 
-def test_a_retried_callback_answer_whose_wake_was_lost_wakes_the_task():
+def test_a_retried_callback_answer_whose_wake_was_lost_wakes_the_task(flavour):
     """The same for ``complete_callback``: the retry is refused ("already answered", the
     task keeps the first), but the wake the first attempt never sent was not sent either."""
     app = Continuum(visibility_margin_s=None)
 
-    @app.task(state=Count)
     def ask(ctx: TaskContext[Count]) -> Any:
         return ctx.create_callback("answer").result()
+
+    async def ask_async(ctx: TaskContext[Count]) -> Any:
+        return ctx.create_callback("answer").result()
+
+    flavour.task(app, ask, ask_async, state=Count)
 
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     client = app.client()
@@ -165,15 +183,19 @@ def test_the_wake_a_dead_worker_claimed_with_comes_back_to_run_the_task(lease):
     assert fence(record, wake, message_id="m-other", now=now) == Verdict.STALE
 
 
-def test_a_cancel_the_claim_cannot_read_is_delivered_later_and_crashes_nothing():
+def test_a_cancel_the_claim_cannot_read_is_delivered_later_and_crashes_nothing(flavour):
     """After the previous fix, a store error reading the cancel request that the claim's
     listing showed (before the turns start) raised Suspend out of the handler: the worker
     process crashed. The request is now read at the turn's next look instead."""
     app = Continuum(visibility_margin_s=None)
 
-    @app.task(state=Count)
     def listen(ctx: TaskContext[Count]) -> Any:
         return ctx.wait_for_signal("never")
+
+    async def listen_async(ctx: TaskContext[Count]) -> Any:
+        return await ctx.wait_for_signal_async("never")
+
+    flavour.task(app, listen, listen_async, state=Count)
 
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     set_visibility_timeout(runtime, 0)

@@ -1,4 +1,9 @@
-"""A warm worker's remembered record is trusted only when a conditional write follows it."""
+"""A warm worker's remembered record is trusted only when a conditional write follows it.
+
+The warm and cold hops run in both flavours (``tests/waits/flavours.py``): the task ``def``
+with ``ctx.sleep``, and ``async def`` with ``await ctx.sleep_async``. The mixed deploy runs its
+two sync versions.
+"""
 
 from __future__ import annotations
 
@@ -64,17 +69,22 @@ def _hop_four_timers(runtime, app, *, warm: bool):
     return runtime.record(task_id)
 
 
-def test_a_warm_hop_writes_the_record_a_cold_hop_would(make_runtime):
+def test_a_warm_hop_writes_the_record_a_cold_hop_would(make_runtime, flavour):
     """The remembered record must be the stored version its etag names: a hop from memory
     then writes exactly what a hop from the store would."""
     records = []
     for warm in (True, False):
         app = Continuum()
 
-        @app.task(state=Nap, name="nap")
         def nap(ctx: TaskContext[Nap]) -> str:
             ctx.sleep(ctx.state.seconds)
             return "done"
+
+        async def nap_async(ctx: TaskContext[Nap]) -> str:
+            await ctx.sleep_async(ctx.state.seconds)
+            return "done"
+
+        flavour.task(app, nap, nap_async, state=Nap)
 
         records.append(_hop_four_timers(make_runtime(app), app, warm=warm))
     warm_record, cold_record = records

@@ -3,6 +3,10 @@
 The limit is the task's (its app's ``max_state_bytes``, which its worker applies to what it
 journals), known to any client from the record, so a client without the app (the CLI)
 refuses the same.
+
+The tests with a waiting task run in both flavours (``tests/waits/flavours.py``): the task
+``def``, and ``async def`` with ``await ctx.wait_for_callback_async`` or
+``await ctx.wait_for_signal_async``. A signal refused before the task first ran has no turn.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, PayloadTooLargeError, TaskContext
 from tests.support import LocalRuntime, Records
+from tests.waits.flavours import Flavour
 
 LIMIT = 10_000
 
@@ -23,24 +28,31 @@ class Empty(BaseModel):
     pass
 
 
-def limited_app() -> tuple[Continuum, dict[str, Any]]:
+def limited_app(flavour: Flavour = Flavour("sync")) -> tuple[Continuum, dict[str, Any]]:
     app = Continuum(max_state_bytes=LIMIT)
     seen: dict[str, Any] = {"ids": []}
 
-    @app.step
+    @flavour.step(app)
     def hand_out(callback_id: str) -> str:
         seen["ids"].append(callback_id)
         return callback_id
 
-    @app.task(state=Empty)
     def ask(ctx: TaskContext[Empty]) -> Any:
         return ctx.wait_for_callback(hand_out, name="approval", timeout=3600)
 
-    @app.task(state=Empty)
+    async def ask_async(ctx: TaskContext[Empty]) -> Any:
+        return await ctx.wait_for_callback_async(hand_out, name="approval", timeout=3600)
+
     def listen(ctx: TaskContext[Empty]) -> Any:
         signal = ctx.wait_for_signal("go", timeout=3600)
         return signal.payload if signal is not None else None
 
+    async def listen_async(ctx: TaskContext[Empty]) -> Any:
+        signal = await ctx.wait_for_signal_async("go", timeout=3600)
+        return signal.payload if signal is not None else None
+
+    flavour.task(app, ask, ask_async, state=Empty)
+    flavour.task(app, listen, listen_async, state=Empty)
     return app, seen
 
 
@@ -61,9 +73,10 @@ class Limited:
 
 
 @pytest.fixture(params=["app", "bare"])
-def limited(request: pytest.FixtureRequest, make_runtime: Any) -> Limited:
-    """The app's own client, or a bare one as the CLI makes (which knows none of its settings)."""
-    app, seen = limited_app()
+def limited(request: pytest.FixtureRequest, make_runtime: Any, flavour: Flavour) -> Limited:
+    """The app's own client, or a bare one as the CLI makes (which knows none of its settings),
+    of the app with the flavour's tasks."""
+    app, seen = limited_app(flavour)
     runtime = make_runtime(app)
     client = app.client() if request.param == "app" else bare_client(app)
     return Limited(seen, runtime, client)

@@ -6,6 +6,9 @@ read (S3), and a worker receives that wake at once (S4: while the task still run
 is a duplicate and is acknowledged). Every interleaving of the two sequences is run: whatever
 the order, the task takes what was sent, once, without waiting for a timer. And when a wake and
 a timeout arrive together, exactly one wins.
+
+Every test runs in both flavours (``tests/waits/flavours.py``): the task ``def``, and
+``async def`` with ``await ctx.wait_for_signal_async``, ``cb.result()`` and awaited steps.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pydantic import BaseModel
 
 from continuum import CallbackTimeoutError, Continuum, Signal, Status, TaskContext
 from tests.support import CallbackAnswer, LocalRuntime, utcnow
+from tests.waits.flavours import Flavour
 
 #: Where each sender step runs: before worker step W1, W2 or W3, or after all of them.
 POSITIONS = ("before W1", "before W2", "before W3", "after W3")
@@ -30,26 +34,29 @@ class Wanting(BaseModel):
     pass
 
 
-def racing_app() -> tuple[Continuum, dict[str, Any]]:
+def racing_app(flavour: Flavour) -> tuple[Continuum, dict[str, Any]]:
     app = Continuum()
     seen: dict[str, Any] = {"armed": False, "handled": [], "ids": []}
 
-    @app.step
+    @flavour.step(app)
     def arm() -> None:
         seen["armed"] = True  # from here on, the worker's next record write is W1
 
-    @app.step
+    @flavour.step(app)
     def handle(value: Any) -> Any:
         seen["handled"].append(value)
         return value
 
-    @app.task(state=Wanting)
     def wants_signal(ctx: TaskContext[Wanting]) -> Any:
         arm()
         signal = ctx.wait_for_signal("go", timeout=3600)
         return handle(signal.payload if signal else "timed out")
 
-    @app.task(state=Wanting)
+    async def wants_signal_async(ctx: TaskContext[Wanting]) -> Any:
+        await arm()
+        signal = await ctx.wait_for_signal_async("go", timeout=3600)
+        return await handle(signal.payload if signal else "timed out")
+
     def wants_answer(ctx: TaskContext[Wanting]) -> Any:
         callback = ctx.create_callback("answer", timeout=3600)
         seen["ids"].append(callback.id)
@@ -59,6 +66,17 @@ def racing_app() -> tuple[Continuum, dict[str, Any]]:
         except CallbackTimeoutError:
             return handle("timed out")
 
+    async def wants_answer_async(ctx: TaskContext[Wanting]) -> Any:
+        callback = ctx.create_callback("answer", timeout=3600)
+        seen["ids"].append(callback.id)
+        await arm()
+        try:
+            return await handle(callback.result())
+        except CallbackTimeoutError:
+            return await handle("timed out")
+
+    flavour.task(app, wants_signal, wants_signal_async, state=Wanting)
+    flavour.task(app, wants_answer, wants_answer_async, state=Wanting)
     return app, seen
 
 
@@ -100,8 +118,8 @@ def worker_step(operation: str, key: str) -> bool:
 
 @pytest.mark.parametrize("kind", ["signal", "answer"])
 @pytest.mark.parametrize("where", INTERLEAVINGS, ids=lambda p: "-".join(map(str, p)))
-def test_what_arrives_around_the_waiting_write_is_never_lost(kind, where):
-    app, seen = racing_app()
+def test_what_arrives_around_the_waiting_write_is_never_lost(kind, where, flavour):
+    app, seen = racing_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
     with runtime.time.running():
         task_id = app.client().start(f"wants_{kind}", {})
@@ -150,8 +168,8 @@ def chain(fake: Any, hook: Callable[[str, str], None]) -> None:
 
 
 @pytest.mark.parametrize("together", ["one batch", "two workers at once"])
-def test_a_wake_and_a_timeout_that_arrive_together_let_exactly_one_win(together):
-    app, seen = racing_app()
+def test_a_wake_and_a_timeout_that_arrive_together_let_exactly_one_win(together, flavour):
+    app, seen = racing_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True, batch_size=2)
     client = app.client()
     with runtime.time.running():
@@ -175,8 +193,8 @@ def test_a_wake_and_a_timeout_that_arrive_together_let_exactly_one_win(together)
     assert len(seen["handled"]) == 1  # one winner: the step after the wait ran once
 
 
-def test_a_wake_whose_claim_loses_to_a_timer_hop_looks_again_and_runs_the_task():
-    app, _ = racing_app()
+def test_a_wake_whose_claim_loses_to_a_timer_hop_looks_again_and_runs_the_task(flavour):
+    app, _ = racing_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
     client = app.client()
     with runtime.time.running():

@@ -1,4 +1,9 @@
-"""Signals: a mailbox per task; each wait takes the oldest of its name, once, journaled."""
+"""Signals: a mailbox per task; each wait takes the oldest of its name, once, journaled.
+
+The tests whose task waits run in both flavours (``tests/waits/flavours.py``): the task ``def``,
+and ``async def`` with ``await ctx.wait_for_signal_async`` and awaited steps. The client's
+refusals (a missing or finished task, bad names) run with the sync task.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from continuum import (
     TaskContext,
     TaskFinishedError,
 )
+from tests.waits.flavours import Flavour
 
 
 class Inbox(BaseModel):
@@ -22,26 +28,31 @@ class Inbox(BaseModel):
     taken: list[Any] = []
 
 
-def mailbox_app() -> tuple[Continuum, list[Any]]:
+def mailbox_app(flavour: Flavour = Flavour("sync")) -> tuple[Continuum, list[Any]]:
     app = Continuum()
     handled: list[Any] = []
 
-    @app.step
+    @flavour.step(app)
     def handle(payload: Any) -> Any:
         handled.append(payload)
         return payload
 
-    @app.task(state=Inbox)
     def listen(ctx: TaskContext[Inbox]) -> list[Any] | None:
         signal = ctx.wait_for_signal("order", timeout=ctx.state.timeout_s)
         ctx.state.taken.append(handle(signal.payload) if signal else None)
         return ctx.state.taken if len(ctx.state.taken) >= ctx.state.wants else None
 
+    async def listen_async(ctx: TaskContext[Inbox]) -> list[Any] | None:
+        signal = await ctx.wait_for_signal_async("order", timeout=ctx.state.timeout_s)
+        ctx.state.taken.append(await handle(signal.payload) if signal else None)
+        return ctx.state.taken if len(ctx.state.taken) >= ctx.state.wants else None
+
+    flavour.task(app, listen, listen_async, state=Inbox)
     return app, handled
 
 
-def test_signals_sent_before_the_wait_are_kept_and_taken_oldest_first(make_runtime):
-    app, handled = mailbox_app()
+def test_signals_sent_before_the_wait_are_kept_and_taken_oldest_first(make_runtime, flavour):
+    app, handled = mailbox_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -57,9 +68,9 @@ def test_signals_sent_before_the_wait_are_kept_and_taken_oldest_first(make_runti
 
 
 def test_a_waiting_task_is_woken_by_a_signal_and_a_signal_of_another_name_is_left(
-    make_runtime,
+    make_runtime, flavour
 ):
-    app, _ = mailbox_app()
+    app, _ = mailbox_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -74,8 +85,8 @@ def test_a_waiting_task_is_woken_by_a_signal_and_a_signal_of_another_name_is_lef
     assert done.invocations == claims + 1  # the ignored wake claimed nothing
 
 
-def test_a_repeated_signal_id_is_delivered_once(make_runtime):
-    app, handled = mailbox_app()
+def test_a_repeated_signal_id_is_delivered_once(make_runtime, flavour):
+    app, handled = mailbox_app(flavour)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -87,8 +98,8 @@ def test_a_repeated_signal_id_is_delivered_once(make_runtime):
     assert handled == ["a"]
 
 
-def test_a_wait_that_times_out_returns_none(make_runtime):
-    app, _ = mailbox_app()
+def test_a_wait_that_times_out_returns_none(make_runtime, flavour):
+    app, _ = mailbox_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         waiting = runtime.run("listen", {"wants": 1, "timeout_s": 3600})
@@ -96,21 +107,30 @@ def test_a_wait_that_times_out_returns_none(make_runtime):
     assert done.result == [None]
 
 
-def test_a_replayed_turn_takes_the_same_signal_and_the_next_wait_the_next_one(make_runtime):
+def test_a_replayed_turn_takes_the_same_signal_and_the_next_wait_the_next_one(
+    make_runtime, flavour
+):
     app = Continuum()
     handled: list[str] = []
 
-    @app.step
+    @flavour.step(app)
     def handle(payload: str) -> str:
         handled.append(payload)
         return payload
 
-    @app.task(state=Inbox)
     def two_in_one_turn(ctx: TaskContext[Inbox]) -> list[str]:
         first = ctx.wait_for_signal("order")
         a = handle(first.payload)
         second = ctx.wait_for_signal("order")  # the turn waits here, then replays `first`
         return [a, handle(second.payload)]
+
+    async def two_in_one_turn_async(ctx: TaskContext[Inbox]) -> list[str]:
+        first = await ctx.wait_for_signal_async("order")
+        a = await handle(first.payload)
+        second = await ctx.wait_for_signal_async("order")
+        return [a, await handle(second.payload)]
+
+    flavour.task(app, two_in_one_turn, two_in_one_turn_async, state=Inbox)
 
     runtime = make_runtime(app)
     client = app.client()

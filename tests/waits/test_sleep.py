@@ -1,4 +1,8 @@
-"""Durable sleep: no user code runs while a task sleeps, and its deadline is journaled once."""
+"""Durable sleep: no user code runs while a task sleeps, and its deadline is journaled once.
+
+Every test runs in both flavours (``tests/waits/flavours.py``): the task ``def`` with
+``ctx.sleep``, and ``async def`` with ``await ctx.sleep_async`` and awaited steps.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
+from tests.waits.flavours import Flavour
 
 
 class Nap(BaseModel):
@@ -15,28 +20,35 @@ class Nap(BaseModel):
     woke_at: float | None = None
 
 
-def sleepy_app() -> tuple[Continuum, list[str]]:
+def sleepy_app(flavour: Flavour) -> tuple[Continuum, list[str]]:
     app = Continuum()
     ran: list[str] = []
 
-    @app.step
+    @flavour.step(app)
     def note(what: str) -> float:
         ran.append(what)
         return time.time()
 
-    @app.task(state=Nap)
     def nap(ctx: TaskContext[Nap]) -> float:
         note("before")
         ctx.sleep(timedelta(days=ctx.state.days))
         return note("after")
 
+    async def nap_async(ctx: TaskContext[Nap]) -> float:
+        await note("before")
+        await ctx.sleep_async(timedelta(days=ctx.state.days))
+        return await note("after")
+
+    flavour.task(app, nap, nap_async, state=Nap)
     return app, ran
 
 
-def test_a_long_sleep_is_a_chain_of_hops_that_run_no_user_code(make_runtime):
-    app, ran = sleepy_app()
+def test_a_long_sleep_is_a_chain_of_hops_that_run_no_user_code(make_runtime, flavour):
+    app, ran = sleepy_app(flavour)
     runtime = make_runtime(app)
-    days = 30 if runtime.backend == "memory" else 1  # moto is slower per hop (make bench)
+    # moto is slower per hop (make bench); a hop runs no task code, so one flavour's chain is
+    # as good as the other's.
+    days = 30 if runtime.backend == "memory" and not flavour.is_async else 1
     summary = runtime.run("nap", {"days": days})
     record = runtime.record(summary.task_id)
     assert summary.status == "succeeded"
@@ -47,9 +59,9 @@ def test_a_long_sleep_is_a_chain_of_hops_that_run_no_user_code(make_runtime):
 
 
 def test_the_task_wakes_at_the_deadline_it_computed_when_the_sleep_was_first_reached(
-    make_runtime,
+    make_runtime, flavour
 ):
-    app, _ = sleepy_app()
+    app, _ = sleepy_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         task_id = app.client().start("nap", {"days": 1 / 24})  # an hour
@@ -66,8 +78,8 @@ def test_the_task_wakes_at_the_deadline_it_computed_when_the_sleep_was_first_rea
     assert deadline <= summary.result < deadline + 5
 
 
-def test_a_sleep_that_fits_in_the_invocation_is_slept_in_place(make_runtime):
-    app, _ran = sleepy_app()
+def test_a_sleep_that_fits_in_the_invocation_is_slept_in_place(make_runtime, flavour):
+    app, _ran = sleepy_app(flavour)
     runtime = make_runtime(app)
     summary = runtime.run("nap", {"days": 0.2 / 86400})  # 0.2 s
     record = runtime.record(summary.task_id)
@@ -76,20 +88,25 @@ def test_a_sleep_that_fits_in_the_invocation_is_slept_in_place(make_runtime):
     assert record.counters.invocations == 1
 
 
-def test_steps_after_a_sleep_run_once_across_budget_suspensions(make_runtime):
+def test_steps_after_a_sleep_run_once_across_budget_suspensions(make_runtime, flavour):
     app = Continuum(default_step_s=0.05, safety_margin_s=0.05)
     ran: list[int] = []
 
-    @app.step
+    @flavour.step(app)
     def work(i: int) -> int:
         ran.append(i)
         time.sleep(0.05)
         return i
 
-    @app.task(state=Nap)
     def nap_then_work(ctx: TaskContext[Nap]) -> list[int]:
         ctx.sleep(3600)
         return [work(i) for i in range(12)]
+
+    async def nap_then_work_async(ctx: TaskContext[Nap]) -> list[int]:
+        await ctx.sleep_async(3600)
+        return [await work(i) for i in range(12)]
+
+    flavour.task(app, nap_then_work, nap_then_work_async, state=Nap)
 
     runtime = make_runtime(app, budget_s=0.35)
     summary = runtime.run("nap_then_work", {})
@@ -99,12 +116,16 @@ def test_steps_after_a_sleep_run_once_across_budget_suspensions(make_runtime):
     assert summary.continuations >= 2  # the steps after the wait spanned invocations
 
 
-def test_a_negative_or_absurd_duration_fails_the_task_naming_the_call(make_runtime):
+def test_a_negative_or_absurd_duration_fails_the_task_naming_the_call(make_runtime, flavour):
     app = Continuum()
 
-    @app.task(state=Nap)
     def bad(ctx: TaskContext[Nap]) -> None:
         ctx.sleep(ctx.state.days)
+
+    async def bad_async(ctx: TaskContext[Nap]) -> None:
+        await ctx.sleep_async(ctx.state.days)
+
+    flavour.task(app, bad, bad_async, state=Nap)
 
     runtime = make_runtime(app)
     for days, shown in ((-1, "-1"), (1e12, "1000000000000")):
@@ -114,10 +135,10 @@ def test_a_negative_or_absurd_duration_fails_the_task_naming_the_call(make_runti
         assert shown in summary.error
 
 
-def test_a_warm_worker_hops_from_the_record_it_wrote_without_reading_it(make_runtime):
+def test_a_warm_worker_hops_from_the_record_it_wrote_without_reading_it(make_runtime, flavour):
     """A hop remembers the record it wrote, so the next timer on the same worker skips the GET
     (its write's If-Match proves the record did not change)."""
-    app, ran = sleepy_app()
+    app, ran = sleepy_app(flavour)
     runtime = make_runtime(app)
     summary = runtime.run("nap", {"days": 1})
     assert summary.status == "succeeded"
@@ -127,10 +148,10 @@ def test_a_warm_worker_hops_from_the_record_it_wrote_without_reading_it(make_run
     assert summary.aws_calls["s3:GetObject"] == 1
 
 
-def test_a_hop_from_a_remembered_record_that_changed_reads_it_and_hops_on(make_runtime):
+def test_a_hop_from_a_remembered_record_that_changed_reads_it_and_hops_on(make_runtime, flavour):
     """Someone else wrote the record since this worker's hop: the remembered copy fails its
     If-Match, so the worker reads the record and hops from it; the chain is not dropped."""
-    app, ran = sleepy_app()
+    app, ran = sleepy_app(flavour)
     runtime = make_runtime(app)
     with runtime.time.running():
         task_id = app.client().start("nap", {"days": 1 / 24})  # an hour: three hops
@@ -152,15 +173,20 @@ class Heavy(BaseModel):
     notes: str = "x" * 20_000  # over the inline limit: the state is a blob
 
 
-def test_hops_from_memory_do_not_upload_a_blob_state_again(make_runtime):
+def test_hops_from_memory_do_not_upload_a_blob_state_again(make_runtime, flavour):
     """A remembered record holds its values inline; its hops still write only the record
     (its blobs are known stored for the etag it remembers), and they are read back whole."""
     app = Continuum(inline_limit_bytes=1024)
 
-    @app.task(state=Heavy)
     def heavy(ctx: TaskContext[Heavy]) -> int:
         ctx.sleep(timedelta(hours=2))  # seven hops
         return len(ctx.state.notes)
+
+    async def heavy_async(ctx: TaskContext[Heavy]) -> int:
+        await ctx.sleep_async(timedelta(hours=2))
+        return len(ctx.state.notes)
+
+    flavour.task(app, heavy, heavy_async, state=Heavy)
 
     runtime = make_runtime(app)
     summary = runtime.run("heavy", {})

@@ -1,4 +1,8 @@
-"""A callback's timeout and a late answer: one of the two wins, and the sender knows which."""
+"""A callback's timeout and a late answer: one of the two wins, and the sender knows which.
+
+Every test runs in both flavours (``tests/waits/flavours.py``): the task ``def``, and
+``async def`` awaiting its steps.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from continuum import CallbackError, CallbackTimeoutError, Continuum, TaskContext
+from tests.waits.flavours import Flavour
 
 
 class Ask(BaseModel):
@@ -15,23 +20,22 @@ class Ask(BaseModel):
 
 
 def ask_app(
-    body: Callable[[Continuum, dict[str, Any]], str], catch: Callable[[], bool]
+    flavour: Flavour, body: Callable[[Continuum, dict[str, Any]], str], catch: Callable[[], bool]
 ) -> tuple[Continuum, dict[str, Any]]:
     """Task ``ask``: wait for a callback, its id handed out in a step; on its timeout, fail
     unless ``catch()``, else run the step ``clean_up``, which returns ``body(app, seen)``."""
     app = Continuum()
     seen: dict[str, Any] = {"ids": [], "cleanups": 0, "late": []}
 
-    @app.step
+    @flavour.step(app)
     def hand_out(callback_id: str) -> str:
         seen["ids"].append(callback_id)
         return callback_id
 
-    @app.step
+    @flavour.step(app)
     def clean_up() -> str:
         return body(app, seen)
 
-    @app.task(state=Ask)
     def ask(ctx: TaskContext[Ask]) -> Any:
         cb = ctx.create_callback("approval", timeout=ctx.state.timeout_s)
         hand_out(cb.id)
@@ -42,22 +46,35 @@ def ask_app(
                 raise
             return clean_up()
 
+    async def ask_async(ctx: TaskContext[Ask]) -> Any:
+        cb = ctx.create_callback("approval", timeout=ctx.state.timeout_s)
+        await hand_out(cb.id)
+        try:
+            return cb.result()
+        except CallbackTimeoutError:
+            if not catch():
+                raise
+            return await clean_up()
+
+    flavour.task(app, ask, ask_async, state=Ask)
     return app, seen
 
 
-def timing_out_app(fixed: dict[str, bool]) -> tuple[Continuum, dict[str, Any]]:
+def timing_out_app(flavour: Flavour, fixed: dict[str, bool]) -> tuple[Continuum, dict[str, Any]]:
     """On the callback's timeout, fail (unless ``fixed["catch"]``) or run a cleanup step."""
 
     def count(app: Continuum, seen: dict[str, Any]) -> str:
         seen["cleanups"] += 1
         return "cleaned up"
 
-    return ask_app(count, catch=lambda: fixed["catch"])
+    return ask_app(flavour, count, catch=lambda: fixed["catch"])
 
 
-def test_retry_after_a_fix_that_catches_the_callback_timeout_runs_the_fixed_code(make_runtime):
+def test_retry_after_a_fix_that_catches_the_callback_timeout_runs_the_fixed_code(
+    make_runtime, flavour
+):
     fixed = {"catch": False}
-    app, seen = timing_out_app(fixed)
+    app, seen = timing_out_app(flavour, fixed)
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
@@ -74,7 +91,7 @@ def test_retry_after_a_fix_that_catches_the_callback_timeout_runs_the_fixed_code
     assert len(seen["ids"]) == 1  # the callback and its hand-out were not made again
 
 
-def late_answer_app() -> tuple[Continuum, dict[str, Any]]:
+def late_answer_app(flavour: Flavour) -> tuple[Continuum, dict[str, Any]]:
     """On the callback's timeout, a cleanup step runs; inside it (while the turn that took the
     timeout has not saved) the outside world answers the callback."""
 
@@ -87,11 +104,11 @@ def late_answer_app() -> tuple[Continuum, dict[str, Any]]:
         seen["late"].append("accepted")
         return "accepted"
 
-    return ask_app(answer_late, catch=lambda: True)
+    return ask_app(flavour, answer_late, catch=lambda: True)
 
 
-def test_an_answer_sent_after_the_timeout_was_taken_is_refused(make_runtime):
-    app, seen = late_answer_app()
+def test_an_answer_sent_after_the_timeout_was_taken_is_refused(make_runtime, flavour):
+    app, seen = late_answer_app(flavour)
     runtime = make_runtime(app)
     done = runtime.run("ask", {})
     with runtime.time.running():
@@ -101,8 +118,8 @@ def test_an_answer_sent_after_the_timeout_was_taken_is_refused(make_runtime):
     assert "timed out" in seen["late"][0]
 
 
-def test_an_answer_that_lands_before_the_timeout_is_taken_wins_over_it(make_runtime):
-    app, seen = timing_out_app({"catch": True})
+def test_an_answer_that_lands_before_the_timeout_is_taken_wins_over_it(make_runtime, flavour):
+    app, seen = timing_out_app(flavour, {"catch": True})
     runtime = make_runtime(app)
     client = app.client()
     with runtime.time.running():
