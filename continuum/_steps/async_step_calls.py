@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Coroutine
 from typing import Any, NamedTuple
 
-from continuum._base.clock import now_s
+from continuum._base.clock import now_s, real_monotonic
 from continuum._base.json_values import from_json
 from continuum._define.steps import AsyncStep, Step
 from continuum._record.model import JournalEntry, StepStats
@@ -141,13 +140,13 @@ class AsyncStepCaller:
             record = state.record
             state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
             state.active_cursor = cursor
-            started = time.monotonic()
+            started = real_monotonic()
             whole = _ToItsEnd() if options.at_most_once else None
             try:
                 call = self._attempt(step, args, kwargs)
                 value = await (call if whole is None else whole.run(call))
             except Preempted:
-                took = round(time.monotonic() - started, 6)
+                took = round(real_monotonic() - started, 6)
                 state.log_step(key, wall, took, attempt, "preempted", name=step.name)
                 raise preempted(state, key, stats, started) from None
             except Paused as pause:

@@ -25,10 +25,10 @@ import contextvars
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
+from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, type_of
 from continuum._fanout.context_runner import ContextRunner
@@ -198,9 +198,9 @@ class InvocationLoop:
         """Wait, at most ``left`` seconds, while one of ``pending`` is inside a live step (it
         stops at its next one); the tasks still running then."""
         assert self.turn is not None
-        deadline = time.monotonic() + left
+        deadline = real_monotonic() + left
         while pending and self.turn.in_step(pending):
-            wait = deadline - time.monotonic()
+            wait = deadline - real_monotonic()
             if wait <= 0:
                 break
             _, pending = loop.run_until_complete(

@@ -9,12 +9,12 @@ unwinds the task function and the loop reports a suspension; the worker saves an
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
+from continuum._base.clock import real_monotonic
 from continuum._base.json_values import dump_json, model_to_json, to_json
 from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.inbox import Listing
@@ -200,7 +200,7 @@ class TurnLoop:
                 return Lost()
             except Abort as abort:
                 return Failed(abort.error)
-            state.last_save = time.monotonic()
+            state.last_save = real_monotonic()
         return None
 
     def _cancel_delivered(self) -> bool:

@@ -643,3 +643,32 @@ def test_an_async_step_a_sync_task_forgets_to_await_fails_it_naming_the_step():
         assert "await" in task.error.message, task.error
         assert runner.run("patient", {}).result == 3
     assert ran == [2]
+
+
+def test_a_steps_duration_is_real_time_wherever_it_is_awaited():
+    app = Continuum()
+
+    @app.step
+    async def fetch(x: int) -> int:
+        await asyncio.sleep(0.05)
+        return x
+
+    @app.step
+    def crunch(x: int) -> int:
+        return x
+
+    @app.task(state=Empty)
+    def sync_task(ctx: TaskContext[Empty]) -> int:
+        return sum(asyncio.run(fetch(i)) + crunch(i) for i in range(3))
+
+    @app.task(state=Empty)
+    async def async_task(ctx: TaskContext[Empty]) -> int:
+        return sum([await fetch(i) + crunch(i) for i in range(3)])
+
+    for task_name in ("sync_task", "async_task"):
+        with TaskRunner(app) as runner:  # on the virtual clock
+            task = runner.run(task_name, {})
+            assert task.result == 6
+            stats = task.record.step_stats
+            assert 0.04 < stats["fetch"].max_s < 5, (task_name, stats["fetch"])
+            assert 0 <= stats["crunch"].max_s < 5, (task_name, stats["crunch"])
