@@ -221,7 +221,7 @@ class AsyncStep(Step[P, R]):
         call = self._call(args, kwargs)
         call.__qualname__ = self.options.name  # type: ignore[attr-defined]  # names its asyncio task
         runner = active_runner.get()
-        if runner is not None and _no_loop_running():  # a sync turn: it must not stay unawaited
+        if runner is not None:  # checked at the end of the turn: it must not stay unawaited
             runner.created(call, self.options.name)
         return cast(R, call)
 
@@ -250,12 +250,6 @@ class AsyncStep(Step[P, R]):
                 if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
                     raise
                 await asyncio.sleep(self.options.backoff_s * 2 ** (attempt - 1))
-
-
-def _no_loop_running() -> bool:
-    import asyncio
-
-    return asyncio._get_running_loop() is None
 
 
 def make_step(fn: Callable[P, R], options: StepOptions) -> Step[P, R]:

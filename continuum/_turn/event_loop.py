@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import logging
 import os
 import threading
@@ -31,7 +32,7 @@ from typing import Any, cast
 from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, type_of
-from continuum._fanout.context_runner import ContextRunner
+from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
@@ -190,6 +191,7 @@ class InvocationLoop:
                 task_id=runner.task_id,
                 hint="cancel the asyncio tasks the task starts, never the task itself",
             )
+        never_awaited(runner, self.turn)
         return root.result()
 
     def _steps_ended(
@@ -266,6 +268,28 @@ class InvocationLoop:
         task = asyncio.Task(body, loop=loop, **{**options, "context": context})
         turn.runners[task] = child
         return task
+
+
+def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
+    """Fail the turn that returned if an async step called in it, by its own code or an
+    asyncio task's, was never awaited (nor handed to a task): it never ran."""
+    for runner in (root, *turn.runners.values()):
+        made, runner.unawaited = runner.unawaited, []
+        for call, name in made:
+            if inspect.getcoroutinestate(call) == inspect.CORO_CREATED:
+                call.close()
+                raise Abort(
+                    error_info(
+                        ContinuumError(
+                            f"step {name!r} was called without await, so it never ran",
+                            task_id=runner.task_id,
+                            step=name,
+                            hint=f"await it: `await {name}(...)`, or hand it to "
+                            "asyncio.create_task or asyncio.gather and await those",
+                        ),
+                        runner.state.record.turn,
+                    )
+                )
 
 
 def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:

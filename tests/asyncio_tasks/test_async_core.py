@@ -672,3 +672,40 @@ def test_a_steps_duration_is_real_time_wherever_it_is_awaited():
             stats = task.record.step_stats
             assert 0.04 < stats["fetch"].max_s < 5, (task_name, stats["fetch"])
             assert 0 <= stats["crunch"].max_s < 5, (task_name, stats["crunch"])
+
+
+def test_an_async_step_an_async_task_forgets_to_await_fails_it_naming_the_step():
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    async def fetch(x: str) -> str:
+        ran.append(x)
+        return x
+
+    @app.task(state=Empty)
+    async def hasty(ctx: TaskContext[Empty]) -> str:
+        fetch("forgotten")  # never awaited: it would never run
+        return await fetch("awaited")
+
+    @app.task(state=Empty)
+    async def in_a_task(ctx: TaskContext[Empty]) -> str:
+        async def helper() -> str:
+            fetch("forgotten")
+            return "done"
+
+        return await asyncio.gather(helper()) and "done"
+
+    @app.task(state=Empty)
+    async def handed_on(ctx: TaskContext[Empty]) -> str:
+        later = asyncio.create_task(fetch("handed"))  # made here, awaited at the turn's end
+        return "done" if later else "?"
+
+    with TaskRunner(app) as runner:
+        for name in ("hasty", "in_a_task"):
+            task = runner.run(name, {})
+            assert task.status == "failed", name
+            assert "'fetch' was called without await" in task.error.message, task.error
+            assert task.error.step == "fetch"
+        assert runner.run("handed_on", {}).result == "done"
+    assert sorted(ran) == ["awaited", "handed"]

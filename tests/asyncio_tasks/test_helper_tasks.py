@@ -28,7 +28,7 @@ def test_helper_tasks_made_per_wakeup_do_not_break_the_replay():
 
     @app.task(state=Empty)
     async def research(ctx: TaskContext[Empty]) -> list[str]:
-        pending = {asyncio.ensure_future(fetch(n, d)) for n, d in (("a", 0.05), ("b", 0.1))}
+        pending = {asyncio.ensure_future(fetch(n, d)) for n, d in (("a", 0.05), ("b", 0.5))}
         tick = asyncio.Event()
         woken = 0
         while pending:  # one Event.wait task per wakeup, as pydantic-ai's tool-call wait makes
