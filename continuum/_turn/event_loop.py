@@ -163,9 +163,10 @@ class InvocationLoop:
                     self.turn.halt.stop(_reason(error))
                     late = self._steps_ended(loop, set(pending), left)
                 if late:
+                    names = ", ".join(sorted(_label(task.get_coro()) for task in late))  # type: ignore[arg-type]
                     logger.warning(
                         f"task {runner.task_id}: {len(late)} asyncio task(s) of the turn were "
-                        "still running at its end: cancelled",
+                        f"still running at its end ({names}): cancelled",
                         extra={"task_id": runner.task_id},
                     )
                     self._cancel(loop, list(late))
