@@ -275,7 +275,8 @@ def _thread_error(name: str, task_id: str | None) -> ContinuumError:
         task_id=task_id,
         step=name,
         hint="call steps from the task function's own thread; to run steps side by side "
-        "use ctx.map or ctx.parallel",
+        "use ctx.map or ctx.parallel (in an async task: asyncio.gather, and "
+        "`await ctx.step_async(step, ...)` to run a sync step in a thread)",
     )
 
 

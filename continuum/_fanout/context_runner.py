@@ -117,9 +117,10 @@ class ContextRunner:
             if inspect.iscoroutine(value):  # an async def where a sync function was expected
                 value.close()
                 raise ContinuumError(
-                    f"{stable_name(fn)!r} is async def, and a sync block or batch runs it: "
-                    "in an async task use the _async form (child_context_async, map_async, "
-                    "parallel_async)",
+                    f"{stable_name(fn)!r} returned a coroutine where a sync task, block or batch "
+                    "wants a value (nothing awaits it here): in an async task use the _async "
+                    "forms (child_context_async, map_async, parallel_async); in a sync task call "
+                    "steps without await (ctx.step, not ctx.step_async)",
                     task_id=state.record.task_id,
                 )
             with state.lock:
