@@ -15,6 +15,7 @@ runtime's clock; the virtual clock jumps to the next fire as to the next message
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -274,6 +275,20 @@ class LocalRuntime:
         """Read a task's record without counting the call."""
         return self.observer.load(task_id)[0]
 
+    def _refuse_inside_an_event_loop(self) -> None:
+        """An async task's turn runs its own event loop, which cannot run inside another in the
+        same thread: say so before a message is taken, not by failing the task."""
+        if asyncio._get_running_loop() is None:
+            return
+        names = sorted(name for name, task in self.app.tasks.items() if task.is_async)
+        if names:
+            raise ContinuumError(
+                f"the app's async tasks ({', '.join(names)}) cannot run from inside a running "
+                "event loop: the local runtime runs each invocation's turns on a loop of its own",
+                hint="drive it from sync code; in an async test, "
+                "`await asyncio.to_thread(runner.run, task, input)`",
+            )
+
     def record_if_any(self, task_id: str) -> TaskRecord | None:
         """``record``, or None for a task that has none (a child not started yet)."""
         try:
@@ -286,6 +301,7 @@ class LocalRuntime:
 
         ``context`` replaces the Lambda context (default: one with this runtime's budget).
         """
+        self._refuse_inside_an_event_loop()
         self.fire_schedules()
         messages = self.source.receive(max_messages=self.batch_size)
         if not messages:

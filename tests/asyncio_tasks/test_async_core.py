@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, StepError, TaskContext
+from continuum import Continuum, ContinuumError, StepError, TaskContext
 from continuum._record.model import walk
 from continuum.testing import TaskRunner
 
@@ -709,3 +709,24 @@ def test_an_async_step_an_async_task_forgets_to_await_fails_it_naming_the_step()
             assert task.error.step == "fetch"
         assert runner.run("handed_on", {}).result == "done"
     assert sorted(ran) == ["awaited", "handed"]
+
+
+def test_a_runner_driven_from_inside_an_event_loop_refuses_before_it_takes_a_message():
+    app = Continuum()
+
+    @app.task(state=Empty)
+    async def quick(ctx: TaskContext[Empty]) -> str:
+        return "done"
+
+    with TaskRunner(app) as runner:
+        task = runner.start("quick", {})
+
+        async def inside() -> None:
+            with pytest.raises(ContinuumError, match="inside a running event loop") as raised:
+                runner.drive(task.task_id)
+            assert "asyncio.to_thread" in str(raised.value)
+
+        asyncio.run(inside())
+        assert task.status == "pending"  # untouched: the message is still there
+        runner.drive(task.task_id)
+        assert task.result == "done"
