@@ -14,6 +14,7 @@ different asyncio tasks, and each asyncio task of a turn journals in its own chi
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 from collections.abc import Coroutine
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ from continuum._steps.attempt_endings import (
 from continuum._steps.signals import Paused, Preempted
 from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import TurnState
+from continuum.errors import ContinuumError
 
 
 class Replayed(NamedTuple):
@@ -52,14 +54,23 @@ class LiveCall(NamedTuple):
     wall: float
 
 
+#: The turn or child context whose awaited step the running code is part of: the step's own
+#: coroutine and the asyncio tasks it makes (they copy the context), not its siblings.
+_IN_STEP: contextvars.ContextVar[TurnState | None] = contextvars.ContextVar(
+    "continuum_in_step", default=None
+)
+
+
 class AsyncStepCaller:
     """The awaited step calls of one turn or child context, beside its sync ones."""
 
-    __slots__ = ("state", "steps")
+    __slots__ = ("live", "state", "steps")
 
     def __init__(self, steps: StepCaller) -> None:
         self.steps = steps
         self.state: TurnState = steps.state
+        #: whether one of this caller's steps runs now (awaited: the loop may run others).
+        self.live = False
 
     async def call(
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
@@ -69,6 +80,8 @@ class AsyncStepCaller:
         if state.unwinding is not None:
             raise state.unwinding
         if state.active_key is not None:  # awaited inside a running step: part of its work
+            if self.live and _IN_STEP.get() is not state:
+                raise state.refuse(_side_by_side(state, step))
             if isinstance(step, AsyncStep):
                 return await step.run_nested_async(args, kwargs)
             return step.run_nested(args, kwargs)
@@ -142,6 +155,8 @@ class AsyncStepCaller:
             state.active_cursor = cursor
             started = real_monotonic()
             whole = _ToItsEnd() if options.at_most_once else None
+            inside = _IN_STEP.set(state)
+            self.live = True
             try:
                 call = self._attempt(step, args, kwargs)
                 value = await (call if whole is None else whole.run(call))
@@ -174,6 +189,8 @@ class AsyncStepCaller:
                 wall = now_s()
                 continue
             finally:
+                self.live = False
+                _IN_STEP.reset(inside)
                 state.active_key = None
                 state.active_cursor = None
                 if record.running_step is not None:
@@ -250,3 +267,18 @@ class _ToItsEnd:
 async def _backoff(seconds: float) -> None:
     if seconds > 0:
         await asyncio.sleep(seconds)
+
+
+def _side_by_side(state: TurnState, step: Step[Any, Any]) -> ContinuumError:
+    """The error for a step awaited beside another of the same journal: only an async task's
+    asyncio tasks journal apart (a sync task's asyncio.gather inside asyncio.run does not)."""
+    running = state.active_key.rsplit("/", 1)[-1] if state.active_key else "?"
+    return ContinuumError(
+        f"step {step.options.name!r} was awaited while step {running!r} runs, side by side in "
+        "one journal (asyncio.gather or asyncio tasks inside asyncio.run in a sync task): it "
+        "would run outside the journal",
+        task_id=state.record.task_id,
+        step=step.options.name,
+        hint="make the task async def and await the steps there: each asyncio task of an "
+        "async task journals apart",
+    )

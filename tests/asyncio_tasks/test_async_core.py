@@ -730,3 +730,37 @@ def test_a_runner_driven_from_inside_an_event_loop_refuses_before_it_takes_a_mes
         assert task.status == "pending"  # untouched: the message is still there
         runner.drive(task.task_id)
         assert task.result == "done"
+
+
+def test_steps_gathered_inside_asyncio_run_in_a_sync_task_are_refused_naming_the_fix():
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    async def fetch(name: str) -> str:
+        ran.append(name)
+        await asyncio.sleep(0.01)
+        return name
+
+    @app.step
+    async def outer(names: list[str]) -> list[str]:
+        # Steps awaited inside a running step are its own work, side by side or not.
+        return list(await asyncio.gather(*(fetch(n) for n in names)))
+
+    async def together() -> list[str]:
+        return list(await asyncio.gather(fetch("a"), fetch("b"), fetch("c")))
+
+    @app.task(state=Empty)
+    def side_by_side(ctx: TaskContext[Empty]) -> list[str]:
+        return asyncio.run(together())
+
+    @app.task(state=Empty)
+    def one_at_a_time(ctx: TaskContext[Empty]) -> list[str]:
+        return [asyncio.run(fetch(n)) for n in ("d", "e")] + asyncio.run(outer(["f", "g"]))
+
+    with TaskRunner(app) as runner:
+        task = runner.run("side_by_side", {})
+        assert task.status == "failed"
+        assert "side by side in one journal" in task.error.message, task.error
+        assert task.error.step == "fetch"
+        assert runner.run("one_at_a_time", {}).result == ["d", "e", "f", "g"]
