@@ -1,13 +1,22 @@
-"""Preemptible steps are interrupted before the deadline; cooperative steps pause themselves."""
+"""Preemptible steps are interrupted before the deadline; cooperative steps pause themselves.
+
+Every test runs in both flavours (``tests/flavours.py``). In the async twin the step is
+``async def`` and awaits its work: a preemptible one is cancelled at its limit (an asyncio
+timeout, no alarm signal), its partial work discarded, and it runs again whole next time.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
+
+import pytest
 
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext, current_context
 from tests.conftest import ScriptedContext, drain
+from tests.flavours import FLAVOURS
 from tests.support import (
     Budget,
     LocalRuntime,
@@ -24,24 +33,43 @@ class Empty(BaseModel):
     pass
 
 
-def build(preemptible: bool):
+def build(preemptible: bool, flavour: str = "sync"):
     app = Continuum(bucket="unused", queue_url="unused")
     finished: list[str] = []
 
-    @app.step
-    def warm_up() -> int:
-        return 1
+    if flavour == "sync":
 
-    @app.step(preemptible=preemptible)
-    def crunch() -> str:
-        time.sleep(0.6)  # far longer than its history says
-        finished.append("crunch")
-        return "crunched"
+        @app.step
+        def warm_up() -> int:
+            return 1
 
-    @app.task(state=Empty)
-    def job(ctx: TaskContext[Empty]) -> str:
-        warm_up()
-        return crunch()
+        @app.step(preemptible=preemptible)
+        def crunch() -> str:
+            time.sleep(0.6)  # far longer than its history says
+            finished.append("crunch")
+            return "crunched"
+
+        @app.task(state=Empty)
+        def job(ctx: TaskContext[Empty]) -> str:
+            warm_up()
+            return crunch()
+
+    else:
+
+        @app.step
+        async def warm_up() -> int:
+            return 1
+
+        @app.step(preemptible=preemptible)
+        async def crunch() -> str:
+            await asyncio.sleep(0.6)  # far longer than its history says
+            finished.append("crunch")
+            return "crunched"
+
+        @app.task(state=Empty)
+        async def job(ctx: TaskContext[Empty]) -> str:
+            await warm_up()
+            return await crunch()
 
     record = TaskRecord(task_id="p", task_name="job", state={})
     for _ in range(5):
@@ -55,8 +83,9 @@ def budget_of(seconds: float) -> Budget:
     return Budget(remaining=lambda: deadline - time.monotonic(), margin_s=0.05)
 
 
-def test_a_preemptible_step_is_interrupted_and_runs_again_next_time():
-    task, record, finished = build(preemptible=True)
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_preemptible_step_is_interrupted_and_runs_again_next_time(flavour):
+    task, record, finished = build(preemptible=True, flavour=flavour)
     outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
 
     assert isinstance(outcome, Suspended)
@@ -75,8 +104,9 @@ def test_a_preemptible_step_is_interrupted_and_runs_again_next_time():
     assert record.counters.steps_replayed == 1
 
 
-def test_a_step_that_is_not_preemptible_is_never_interrupted():
-    task, record, finished = build(preemptible=False)
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_step_that_is_not_preemptible_is_never_interrupted(flavour):
+    task, record, finished = build(preemptible=False, flavour=flavour)
     outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
     assert isinstance(outcome, Returned)
     assert finished == ["crunch"]
@@ -87,12 +117,12 @@ class Download(BaseModel):
     pages: int = 10
 
 
-def test_a_cooperative_step_spans_invocations_from_its_cursor(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_cooperative_step_spans_invocations_from_its_cursor(aws, flavour):
     app = Continuum()
     fetched: list[int] = []
 
-    @app.step
-    def download(pages: int) -> list[int]:
+    def pages_from_cursor(pages: int) -> list[int]:
         ctx = current_context()
         got: list[int] = list(ctx.cursor or [])
         while len(got) < pages:
@@ -102,9 +132,25 @@ def test_a_cooperative_step_spans_invocations_from_its_cursor(aws):
             got.append(len(got) * 10)
         return got
 
-    @app.task(state=Download)
-    def mirror(ctx: TaskContext[Download]) -> int:
-        return sum(download(ctx.state.pages))
+    if flavour == "sync":
+
+        @app.step
+        def download(pages: int) -> list[int]:
+            return pages_from_cursor(pages)
+
+        @app.task(state=Download)
+        def mirror(ctx: TaskContext[Download]) -> int:
+            return sum(download(ctx.state.pages))
+
+    else:
+
+        @app.step
+        async def download(pages: int) -> list[int]:
+            return pages_from_cursor(pages)
+
+        @app.task(state=Download)
+        async def mirror(ctx: TaskContext[Download]) -> int:
+            return sum(await download(ctx.state.pages))
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("mirror", {"pages": 10}, task_id="mirror-1")
