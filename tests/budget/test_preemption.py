@@ -13,7 +13,6 @@ import asyncio
 import time
 
 import pytest
-
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext, current_context
