@@ -142,10 +142,16 @@ class ContextRunner:
             except Exception:
                 check_unwinding(state)
                 raise
-            if isinstance(state.unwinding, Suspend | Wait):
-                # An asyncio task's suspension or wait that the code let go by (gather with
-                # return_exceptions): the turn still ends as it would have.
-                raise state.unwinding
+            unwinding = state.unwinding
+            if isinstance(unwinding, Suspend | Wait) and (
+                unwinding is state.handed_back or state.path
+            ):
+                # A suspension or wait that the code let go by: one an asyncio task handed back
+                # (gather's return_exceptions), or one caught in an asyncio task or block, where
+                # a library's wrapper may keep it to raise in another task: the turn still ends
+                # as it would have. The task function's own body that caught its own signal and
+                # returned swallowed it, as a sync task does: check_unwinding says so.
+                raise unwinding
             check_unwinding(state)
             with state.lock:
                 state.journal.check_complete()

@@ -133,6 +133,9 @@ class TurnState:
         self.last_save = time.monotonic() if last_save is None else last_save
         #: the control-flow exception unwinding this turn (a swallowed one is detected).
         self.unwinding: BaseException | None = None
+        #: the unwinding signal of one of its asyncio tasks, which its code may have been
+        #: handed back as a value (gather's return_exceptions): not swallowed by the code.
+        self.handed_back: BaseException | None = None
         #: an error that fails this turn whatever user code does with it.
         self.refused: ContinuumError | None = None
 

@@ -292,7 +292,7 @@ async def _journaled(
         # Told to the parent, so that code catching it there (gather's return_exceptions)
         # still ends the turn as the signal would have.
         if parent.state.unwinding is None:
-            parent.state.unwinding = signal
+            parent.state.unwinding = parent.state.handed_back = signal
         raise
     except Exception as exc:
         failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
