@@ -1,6 +1,6 @@
 """Items of a batch that are running when something happens to the batch: a worker killed
-inside an item's step, an item that fails while others run (fail-fast), and a cancel that
-reaches items in the middle of their steps.
+inside an item's step or at a save of the journal while other items run, an item that fails
+while others run (fail-fast), and a cancel that reaches items in the middle of their steps.
 
 Every test runs in both flavours (``tests/flavours.py``): ``ctx.map`` items in threads, and
 ``map_async`` items as asyncio tasks on the invocation's loop. Steps count their own runs.
@@ -18,7 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import BatchResult, Completion, Continuum, Status, TaskCancelledError, TaskContext
-from tests.fanout.kit import WorkerDied, runtime_on, settle
+from continuum._record.model import walk
+from tests.fanout.kit import Trap, WorkerDied, runtime_on, settle
 from tests.flavours import FLAVOURS
 
 N = 4
@@ -95,6 +96,82 @@ def test_a_worker_killed_inside_an_items_step_reruns_only_that_step(backend, fla
     # The items recorded before the death ran once; the one it killed ran again.
     assert ran == Counter({"item 0": 1, "item 1": 1, "item 2": 2, "item 3": 1})
     assert done.counters.recoveries == 1
+
+
+# -- a worker killed at a save while items run ------------------------------------------------
+
+
+def saving_app(flavour: str) -> tuple[Continuum, Counter[int]]:
+    """Two items at a time, each two effect steps (the journal is saved after each); the odd
+    ones take a little longer, so saves land while other items' steps run."""
+    app = Continuum()
+    ran: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def begin(i: int) -> float:
+        with lock:
+            ran[i] += 1
+        return 0.01 * (i % 2)
+
+    if flavour == "sync":
+
+        @app.step(effect=True)
+        def work(i: int) -> int:
+            time.sleep(begin(i))
+            return i * 10
+
+        def item(ctx: TaskContext[Batch], i: int, index: int) -> int:
+            return work(i) + work(i + 100)
+
+        @app.task(state=Batch)
+        def fan(ctx: TaskContext[Batch]) -> list[int]:
+            return ctx.map(range(ctx.state.n), item, max_concurrency=2).values()
+
+    else:
+
+        @app.step(effect=True)
+        async def work(i: int) -> int:
+            await asyncio.sleep(begin(i))
+            return i * 10
+
+        async def item(ctx: TaskContext[Batch], i: int, index: int) -> int:
+            return await work(i) + await work(i + 100)
+
+        @app.task(state=Batch)
+        async def fan(ctx: TaskContext[Batch]) -> list[int]:
+            return (await ctx.map_async(range(ctx.state.n), item, max_concurrency=2)).values()
+
+    return app, ran
+
+
+def journal_save(key: str, body: dict[str, Any]) -> bool:
+    return key.endswith("/record.json") and body.get("status") == "running"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("nth", [2, 4, 6])
+def test_a_worker_killed_after_a_save_among_running_items_reruns_no_step_it_saved(flavour, nth):
+    trap = Trap("put", journal_save, after=True, nth=nth)
+    app, ran = saving_app(flavour)
+    saved: set[int] = set()
+    with runtime_on("memory", app) as runtime, runtime.time.running():
+        trap.arm(app)
+        task_id = app.client().start("fan", Batch())
+
+        def note_what_was_saved() -> None:
+            record = runtime.record(task_id)
+            steps = [e for e in walk(record.journal) if e.kind == "step" and not e.partial]
+            saved.update(entry.result // 10 for entry in steps)
+
+        deaths = settle(runtime, on_death=note_what_was_saved)
+        done = runtime.record(task_id)
+    assert (trap.sprung, deaths) == (True, 1)
+    assert done.status == Status.SUCCEEDED, done.error
+    assert done.result == [1000 + 20 * i for i in range(N)]
+    assert saved, "the kill came after a save of some step"
+    # What the save that landed held never ran again; a step running at the kill may have.
+    assert {i: ran[i] for i in saved} == dict.fromkeys(saved, 1)
+    assert sum(ran.values()) <= 2 * N + 1
 
 
 # -- fail-fast with items in flight -----------------------------------------------------------
