@@ -5,11 +5,13 @@ swallows the suspension (the task fails saying so), two calls with one explicit 
 step inside a step that keeps its own retries.
 
 Every test runs in both flavours (``tests/flavours.py``): the async twins await ``async def``
-steps (``ctx.step_async`` with an explicit key), and catch around an awaited step.
+steps (``ctx.step_async`` with an explicit key), and catch around an awaited step. Async
+only: a suspension caught inside an asyncio task still ends the turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -186,6 +188,46 @@ def test_a_task_that_swallows_the_suspension_fails_saying_so(aws, catch_all, fla
     message = status.error.message
     assert re.search(r"(?i)suspen", message), message
     assert re.search(r"(?i)caught|swallow", message), message
+
+
+def test_a_suspension_caught_inside_an_asyncio_task_still_ends_the_turn(aws):
+    """Async only: code in an asyncio task may keep what it caught to raise in another task (a
+    library's task wrapper does), so a suspension caught there ends the turn as it would have,
+    and the step runs in the next invocation."""
+    app = Continuum()
+    live: list[str] = []
+    caught: list[BaseException] = []
+
+    @app.step
+    async def first() -> str:
+        live.append("first")
+        return "first"
+
+    @app.step
+    async def second() -> str:
+        live.append("second")
+        return "second"
+
+    @app.task(state=Empty)
+    async def keeper(ctx: TaskContext[Empty]) -> str:
+        async def kept() -> str:
+            try:
+                return await second()
+            except BaseException as exc:  # kept, as a task wrapper keeps it
+                caught.append(exc)
+                return "fallback"
+
+        await first()
+        [value] = await asyncio.gather(kept())
+        return value
+
+    status = run(aws, app, "keeper", live, [1])  # suspends before `second`, inside the try
+
+    assert status.status == Status.SUCCEEDED, status.error
+    assert status.result == "second"
+    assert live == ["first", "second"]
+    assert len(caught) == 1
+    assert status.counters.continuations == 1
 
 
 # -- surprise b: one explicit key, two calls --------------------------------------------------
