@@ -1,5 +1,10 @@
 """Cancelling a parent cancels its children: those running (asleep here), those pending
-behind ``max_concurrency``, and those its worker is creating at that very moment."""
+behind ``max_concurrency``, and those its worker is creating at that very moment.
+
+Every test runs in both flavours (``tests/flavours.py``): the async twins of parent and
+children await their steps, ``sleep_async``, ``wait_for_signal_async``, ``map_tasks_async``
+and ``invoke_async``.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from pydantic import BaseModel
 from continuum import Continuum, Status, TaskContext
 from tests.conftest import StoreFaults
 from tests.fanout.kit import WorkerDied, runtime_on, settle
+from tests.flavours import FLAVOURS
 
 N = 6
 
@@ -26,27 +32,51 @@ class Kid(BaseModel):
     i: int
 
 
-def family_app() -> tuple[Continuum, Counter[str]]:
+def family_app(flavour: str = "sync") -> tuple[Continuum, Counter[str]]:
     app = Continuum()
     ran: Counter[str] = Counter()
     lock = threading.Lock()
 
-    @app.step(effect=True)
-    def note(tag: str) -> str:
+    def count(tag: str) -> str:
         with lock:
             ran[tag] += 1
         return tag
 
-    @app.task(state=Kid)
-    def kid(ctx: TaskContext[Kid]) -> str:
-        note(f"kid {ctx.state.i} began")
-        ctx.sleep(3600)
-        return note(f"kid {ctx.state.i} ended")
+    if flavour == "sync":
 
-    @app.task(state=Parent)
-    def parent(ctx: TaskContext[Parent]) -> Any:
-        batch = ctx.map_tasks("kid", [Kid(i=i) for i in range(ctx.state.n)], max_concurrency=2)
-        return note(f"parent got {batch.success_count}")
+        @app.step(effect=True)
+        def note(tag: str) -> str:
+            return count(tag)
+
+        @app.task(state=Kid)
+        def kid(ctx: TaskContext[Kid]) -> str:
+            note(f"kid {ctx.state.i} began")
+            ctx.sleep(3600)
+            return note(f"kid {ctx.state.i} ended")
+
+        @app.task(state=Parent)
+        def parent(ctx: TaskContext[Parent]) -> Any:
+            kids = [Kid(i=i) for i in range(ctx.state.n)]
+            batch = ctx.map_tasks("kid", kids, max_concurrency=2)
+            return note(f"parent got {batch.success_count}")
+
+    else:
+
+        @app.step(effect=True)
+        async def note(tag: str) -> str:
+            return count(tag)
+
+        @app.task(state=Kid)
+        async def kid(ctx: TaskContext[Kid]) -> str:
+            await note(f"kid {ctx.state.i} began")
+            await ctx.sleep_async(3600)
+            return await note(f"kid {ctx.state.i} ended")
+
+        @app.task(state=Parent)
+        async def parent(ctx: TaskContext[Parent]) -> Any:
+            kids = [Kid(i=i) for i in range(ctx.state.n)]
+            batch = await ctx.map_tasks_async("kid", kids, max_concurrency=2)
+            return await note(f"parent got {batch.success_count}")
 
     return app, ran
 
@@ -67,8 +97,9 @@ def check_all_cancelled(runtime: Any, task_id: str, ran: Counter[str]) -> None:
     assert runtime.next_due() is None  # nothing left to run, nothing stranded
 
 
-def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(backend):
-    app, ran = family_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(backend, flavour):
+    app, ran = family_app(flavour)
     with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("parent", Parent())
         run_visible(runtime)
@@ -79,8 +110,9 @@ def test_cancelling_a_waiting_parent_cancels_its_running_and_pending_children(ba
         check_all_cancelled(runtime, task_id, ran)
 
 
-def test_a_cancel_that_arrives_while_the_parent_creates_its_children_cancels_them_all():
-    app, ran = family_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_cancel_that_arrives_while_the_parent_creates_its_children_cancels_them_all(flavour):
+    app, ran = family_app(flavour)
     with runtime_on("memory", app) as runtime, runtime.time.running():
         created: list[str] = []
         box: dict[str, str] = {}
@@ -104,41 +136,66 @@ class Held(BaseModel):
     calls: str = "map_tasks"
 
 
-def held_app() -> tuple[Continuum, Counter[str]]:
+def held_app(flavour: str = "sync") -> tuple[Continuum, Counter[str]]:
     """A parent runs a step, starts children that wait for ever, and waits for ever too."""
     app = Continuum(visibility_margin_s=None)
     ran: Counter[str] = Counter()
 
-    @app.step
-    def prepare() -> str:
-        ran["prepare"] += 1
-        return "ready"
+    if flavour == "sync":
 
-    @app.task(state=Kid)
-    def held(ctx: TaskContext[Kid]) -> None:
-        ctx.wait_for_signal("never")
+        @app.step
+        def prepare() -> str:
+            ran["prepare"] += 1
+            return "ready"
 
-    @app.task(state=Held)
-    def parent(ctx: TaskContext[Held]) -> None:
-        prepare()
-        if ctx.state.calls == "invoke":
-            ctx.invoke("held", Kid(i=0), name="one")
-        else:
-            ctx.map_tasks("held", [Kid(i=i) for i in range(3)], name="many", max_concurrency=2)
-        ctx.wait_for_signal("never")
+        @app.task(state=Kid)
+        def held(ctx: TaskContext[Kid]) -> None:
+            ctx.wait_for_signal("never")
+
+        @app.task(state=Held)
+        def parent(ctx: TaskContext[Held]) -> None:
+            prepare()
+            if ctx.state.calls == "invoke":
+                ctx.invoke("held", Kid(i=0), name="one")
+            else:
+                kids = [Kid(i=i) for i in range(3)]
+                ctx.map_tasks("held", kids, name="many", max_concurrency=2)
+            ctx.wait_for_signal("never")
+
+    else:
+
+        @app.step
+        async def prepare() -> str:
+            ran["prepare"] += 1
+            return "ready"
+
+        @app.task(state=Kid)
+        async def held(ctx: TaskContext[Kid]) -> None:
+            await ctx.wait_for_signal_async("never")
+
+        @app.task(state=Held)
+        async def parent(ctx: TaskContext[Held]) -> None:
+            await prepare()
+            if ctx.state.calls == "invoke":
+                await ctx.invoke_async("held", Kid(i=0), name="one")
+            else:
+                kids = [Kid(i=i) for i in range(3)]
+                await ctx.map_tasks_async("held", kids, name="many", max_concurrency=2)
+            await ctx.wait_for_signal_async("never")
 
     return app, ran
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("calls", ["map_tasks", "invoke"])
-def test_children_a_dead_worker_started_are_cancelled_with_their_parent(calls):
+def test_children_a_dead_worker_started_are_cancelled_with_their_parent(calls, flavour):
     """Seed 1 (cancellable-1-0119): the parent's worker created its
     children and started the first, and died before the parent's record said so. A cancel
     then reached the parent: its next worker ran the step before the children again (it had
     not been saved), met the cancel there, and ended the parent cancelled without knowing of
     its children, which waited for ever. The record now names the children before they are
     created, so the cancel reaches every child a dead worker may have made."""
-    app, ran = held_app()
+    app, ran = held_app(flavour)
     with runtime_on("memory", app) as runtime, runtime.time.running():
         task_id = app.client().start("parent", Held(calls=calls))
         queue = app.continuations.queue

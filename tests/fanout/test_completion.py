@@ -6,6 +6,11 @@ for the indexes the case names; the test counts the steps that really ran. Every
 the in-memory fakes; moto (slow per call) runs one case per API, a failing one.
 
 Then what a batch refuses before anything runs (``max_concurrency``), and the empty batch.
+
+Every test runs in both flavours (``tests/flavours.py``): a sync task with ``ctx.map``,
+``ctx.parallel`` and ``ctx.map_tasks``, and its async twin with ``map_async``,
+``parallel_async`` and ``map_tasks_async`` over ``async def`` items, branches, steps and
+child tasks.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from continuum import (
     TaskContext,
 )
 from tests.fanout.kit import children_of, runtime_on, settle
+from tests.flavours import FLAVOURS
 
 ITEMS = 10
 
@@ -86,40 +92,11 @@ CASES = {
 }
 
 
-def policy_app() -> tuple[Continuum, Counter[int]]:
+def policy_app(flavour: str = "sync") -> tuple[Continuum, Counter[int]]:
     app = Continuum()
     ran: Counter[int] = Counter()
 
-    @app.step
-    def work(i: int, fail: bool) -> int:
-        ran[i] += 1
-        if fail:
-            raise ValueError(f"item {i} failed")
-        return i * 10
-
-    def one_item(ctx: TaskContext[Plan], i: int, index: int) -> int:
-        return work(i, i in ctx.state.fail)
-
-    def branch(i: int, ctx: TaskContext[Plan]) -> int:
-        return work(i, i in ctx.state.fail)
-
-    @app.task(state=Item)
-    def item(ctx: TaskContext[Item]) -> int:
-        return work(ctx.state.i, ctx.state.i in ctx.state.fail)
-
-    @app.task(state=Plan)
-    def batch(ctx: TaskContext[Plan]) -> dict[str, Any]:
-        plan = ctx.state
-        completion = Completion(**plan.completion) if plan.completion is not None else None
-        result: BatchResult
-        if plan.api == "map":
-            result = ctx.map(range(ITEMS), one_item, max_concurrency=1, completion=completion)
-        elif plan.api == "parallel":
-            branches = [functools.partial(branch, i) for i in range(ITEMS)]
-            result = ctx.parallel(branches, max_concurrency=1, completion=completion)
-        else:
-            inputs = [Item(i=i, fail=plan.fail) for i in range(ITEMS)]
-            result = ctx.map_tasks("item", inputs, max_concurrency=1, completion=completion)
+    def report(result: BatchResult) -> dict[str, Any]:
         try:
             values: Any = result.values()
         except BatchError as exc:
@@ -135,6 +112,81 @@ def policy_app() -> tuple[Continuum, Counter[int]]:
             "has_failure": result.has_failure,
         }
 
+    def completion_of(plan: Plan) -> Completion | None:
+        return Completion(**plan.completion) if plan.completion is not None else None
+
+    if flavour == "sync":
+
+        @app.step
+        def work(i: int, fail: bool) -> int:
+            ran[i] += 1
+            if fail:
+                raise ValueError(f"item {i} failed")
+            return i * 10
+
+        def one_item(ctx: TaskContext[Plan], i: int, index: int) -> int:
+            return work(i, i in ctx.state.fail)
+
+        def branch(i: int, ctx: TaskContext[Plan]) -> int:
+            return work(i, i in ctx.state.fail)
+
+        @app.task(state=Item)
+        def item(ctx: TaskContext[Item]) -> int:
+            return work(ctx.state.i, ctx.state.i in ctx.state.fail)
+
+        @app.task(state=Plan)
+        def batch(ctx: TaskContext[Plan]) -> dict[str, Any]:
+            plan, completion = ctx.state, completion_of(ctx.state)
+            result: BatchResult
+            if plan.api == "map":
+                result = ctx.map(range(ITEMS), one_item, max_concurrency=1, completion=completion)
+            elif plan.api == "parallel":
+                branches = [functools.partial(branch, i) for i in range(ITEMS)]
+                result = ctx.parallel(branches, max_concurrency=1, completion=completion)
+            else:
+                inputs = [Item(i=i, fail=plan.fail) for i in range(ITEMS)]
+                result = ctx.map_tasks("item", inputs, max_concurrency=1, completion=completion)
+            return report(result)
+
+    else:
+
+        @app.step
+        async def work(i: int, fail: bool) -> int:
+            ran[i] += 1
+            if fail:
+                raise ValueError(f"item {i} failed")
+            return i * 10
+
+        async def one_item(ctx: TaskContext[Plan], i: int, index: int) -> int:
+            return await work(i, i in ctx.state.fail)
+
+        async def branch(i: int, ctx: TaskContext[Plan]) -> int:
+            return await work(i, i in ctx.state.fail)
+
+        @app.task(state=Item)
+        async def item(ctx: TaskContext[Item]) -> int:
+            return await work(ctx.state.i, ctx.state.i in ctx.state.fail)
+
+        @app.task(state=Plan)
+        async def batch(ctx: TaskContext[Plan]) -> dict[str, Any]:
+            plan, completion = ctx.state, completion_of(ctx.state)
+            result: BatchResult
+            if plan.api == "map":
+                result = await ctx.map_async(
+                    range(ITEMS), one_item, max_concurrency=1, completion=completion
+                )
+            elif plan.api == "parallel":
+                branches = [functools.partial(branch, i) for i in range(ITEMS)]
+                result = await ctx.parallel_async(
+                    branches, max_concurrency=1, completion=completion
+                )
+            else:
+                inputs = [Item(i=i, fail=plan.fail) for i in range(ITEMS)]
+                result = await ctx.map_tasks_async(
+                    "item", inputs, max_concurrency=1, completion=completion
+                )
+            return report(result)
+
     return app, ran
 
 
@@ -146,12 +198,13 @@ RUNS = [("memory", api, name) for name in CASES for api in APIS] + [
 ]
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize(("where", "api", "name"), RUNS)
 def test_each_completion_policy_starts_exactly_the_items_it_allows_and_says_why_it_stopped(
-    where, api, name
+    where, api, name, flavour
 ):
     case = CASES[name]
-    app, ran = policy_app()
+    app, ran = policy_app(flavour)
     plan = Plan(
         api=api,
         fail=list(case.fail),
@@ -193,38 +246,11 @@ class Bad(BaseModel):
     catch: bool = False
 
 
-def strict_app() -> tuple[Continuum, Counter[str]]:
+def strict_app(flavour: str = "sync") -> tuple[Continuum, Counter[str]]:
     app = Continuum()
     ran: Counter[str] = Counter()
 
-    @app.step
-    def work(i: int) -> int:
-        ran[f"item {i}"] += 1
-        return i
-
-    @app.task(state=Item)
-    def item(ctx: TaskContext[Item]) -> int:
-        return work(ctx.state.i)
-
-    @app.task(state=Bad)
-    def strict(ctx: TaskContext[Bad]) -> dict[str, Any]:
-        if ctx.state.catch:
-            try:
-                return batch(ctx)
-            except ConfigurationError as exc:
-                return {"error": str(exc)}
-        return batch(ctx)
-
-    def batch(ctx: TaskContext[Bad]) -> dict[str, Any]:
-        bad, n = ctx.state.max_concurrency, ctx.state.items
-        result: BatchResult
-        if ctx.state.api == "map":
-            result = ctx.map(range(n), lambda c, i, index: work(i), max_concurrency=bad)
-        elif ctx.state.api == "parallel":
-            branches = [functools.partial(lambda i, c: work(i), i) for i in range(n)]
-            result = ctx.parallel(branches, max_concurrency=bad)
-        else:
-            result = ctx.map_tasks("item", [Item(i=i) for i in range(n)], max_concurrency=bad)
+    def report(result: BatchResult) -> dict[str, Any]:
         return {
             "items": len(result.items),
             "values": result.values(),
@@ -233,13 +259,84 @@ def strict_app() -> tuple[Continuum, Counter[str]]:
             "total": result.total_count,
         }
 
+    if flavour == "sync":
+
+        @app.step
+        def work(i: int) -> int:
+            ran[f"item {i}"] += 1
+            return i
+
+        @app.task(state=Item)
+        def item(ctx: TaskContext[Item]) -> int:
+            return work(ctx.state.i)
+
+        @app.task(state=Bad)
+        def strict(ctx: TaskContext[Bad]) -> dict[str, Any]:
+            if ctx.state.catch:
+                try:
+                    return batch(ctx)
+                except ConfigurationError as exc:
+                    return {"error": str(exc)}
+            return batch(ctx)
+
+        def batch(ctx: TaskContext[Bad]) -> dict[str, Any]:
+            bad, n = ctx.state.max_concurrency, ctx.state.items
+            result: BatchResult
+            if ctx.state.api == "map":
+                result = ctx.map(range(n), lambda c, i, index: work(i), max_concurrency=bad)
+            elif ctx.state.api == "parallel":
+                branches = [functools.partial(lambda i, c: work(i), i) for i in range(n)]
+                result = ctx.parallel(branches, max_concurrency=bad)
+            else:
+                result = ctx.map_tasks("item", [Item(i=i) for i in range(n)], max_concurrency=bad)
+            return report(result)
+
+    else:
+
+        @app.step
+        async def work(i: int) -> int:
+            ran[f"item {i}"] += 1
+            return i
+
+        async def one(ctx: TaskContext[Bad], i: int, index: int = 0) -> int:
+            return await work(i)
+
+        @app.task(state=Item)
+        async def item(ctx: TaskContext[Item]) -> int:
+            return await work(ctx.state.i)
+
+        @app.task(state=Bad)
+        async def strict(ctx: TaskContext[Bad]) -> dict[str, Any]:
+            if ctx.state.catch:
+                try:
+                    return await batch(ctx)
+                except ConfigurationError as exc:
+                    return {"error": str(exc)}
+            return await batch(ctx)
+
+        async def batch(ctx: TaskContext[Bad]) -> dict[str, Any]:
+            bad, n = ctx.state.max_concurrency, ctx.state.items
+            result: BatchResult
+            if ctx.state.api == "map":
+                result = await ctx.map_async(range(n), one, max_concurrency=bad)
+            elif ctx.state.api == "parallel":
+                branches = [functools.partial(lambda i, c: one(c, i), i) for i in range(n)]
+                result = await ctx.parallel_async(branches, max_concurrency=bad)
+            else:
+                inputs = [Item(i=i) for i in range(n)]
+                result = await ctx.map_tasks_async("item", inputs, max_concurrency=bad)
+            return report(result)
+
     return app, ran
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("bad", [0, -2, 2.5, "4", True])
-def test_a_max_concurrency_that_is_not_a_positive_int_fails_the_task_before_any_item_runs(api, bad):
-    app, ran = strict_app()
+def test_a_max_concurrency_that_is_not_a_positive_int_fails_the_task_before_any_item_runs(
+    api, bad, flavour
+):
+    app, ran = strict_app(flavour)
     with runtime_on("memory", app) as runtime, runtime.time.running():
         task_id = app.client().start("strict", Bad(api=api, max_concurrency=bad))
         caught = app.client().start("strict", Bad(api=api, max_concurrency=bad, catch=True))
@@ -257,9 +354,10 @@ def test_a_max_concurrency_that_is_not_a_positive_int_fails_the_task_before_any_
     assert {key.split("/")[1] for key in created} == {task_id, caught}
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("api", APIS)
-def test_an_empty_batch_is_an_empty_succeeded_batch(backend, api):
-    app, ran = strict_app()
+def test_an_empty_batch_is_an_empty_succeeded_batch(backend, api, flavour):
+    app, ran = strict_app(flavour)
     with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("strict", Bad(api=api, max_concurrency=4, items=0))
         settle(runtime)

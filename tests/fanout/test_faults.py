@@ -2,6 +2,9 @@
 kind (``make chaos``), each reduced to a small reproducer: a batch item suspended before its
 first step, a cancel of a parent waiting for its children, a fault starting or cancelling a
 child.
+
+In both flavours (``tests/flavours.py``): the first three, where the task body is the
+fan-out; the last one's parent is cancelled by the client whatever it runs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from tests.conftest import (
     raw_record,
     set_visibility_timeout,
 )
+from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime
 
 
@@ -28,7 +32,8 @@ class Items(BaseModel):
     n: int = 2
 
 
-def test_a_batch_item_suspended_before_its_first_step_resumes():
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_batch_item_suspended_before_its_first_step_resumes(flavour):
     """A ``ctx.map`` item that was entered but suspended before its first step (the budget
     ran out right after the claim) was saved with no journal of its own; the stored record
     lost the empty list (``children: []`` became None), and the next invocation failed the
@@ -36,14 +41,30 @@ def test_a_batch_item_suspended_before_its_first_step_resumes():
     app = Continuum(visibility_margin_s=None)
     runs: list[int] = []
 
-    @app.step
-    def piece(x: int) -> int:
-        runs.append(x)
-        return x * 10
+    if flavour == "sync":
 
-    @app.task(state=Items)
-    def fan(ctx: TaskContext[Items]) -> list[int]:
-        return ctx.map(range(ctx.state.n), lambda child, x, i: piece(x), name="items").values()
+        @app.step
+        def piece(x: int) -> int:
+            runs.append(x)
+            return x * 10
+
+        @app.task(state=Items)
+        def fan(ctx: TaskContext[Items]) -> list[int]:
+            return ctx.map(range(ctx.state.n), lambda child, x, i: piece(x), name="items").values()
+
+    else:
+
+        @app.step
+        async def piece(x: int) -> int:
+            runs.append(x)
+            return x * 10
+
+        async def item(child: TaskContext[Items], x: int, i: int) -> int:
+            return await piece(x)
+
+        @app.task(state=Items)
+        async def fan(ctx: TaskContext[Items]) -> list[int]:
+            return (await ctx.map_async(range(ctx.state.n), item, name="items")).values()
 
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     task_id = app.client().start("fan", {})
@@ -62,8 +83,9 @@ class Held(BaseModel):
     fan: int = 0
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("fan", [0, 2])
-def test_a_cancel_delivered_to_a_parent_waiting_for_children_survives_a_suspension(fan):
+def test_a_cancel_delivered_to_a_parent_waiting_for_children_survives_a_suspension(fan, flavour):
     """A parent waiting for its child tasks (``ctx.map_tasks``) is woken by a cancel: the
     TaskCancelledError is raised where it waits, and its handler runs a cleanup step. If the
     invocation suspended before that step, the replay went back to waiting for the children:
@@ -72,24 +94,48 @@ def test_a_cancel_delivered_to_a_parent_waiting_for_children_survives_a_suspensi
     app = Continuum(visibility_margin_s=None)
     runs: list[str] = []
 
-    @app.step
-    def cleanup(who: str) -> str:
-        runs.append(who)
-        return who
+    if flavour == "sync":
 
-    @app.task(state=Held)
-    def leaf(ctx: TaskContext[Held]) -> Any:
-        ctx.wait_for_signal("never")
+        @app.step
+        def cleanup(who: str) -> str:
+            runs.append(who)
+            return who
 
-    @app.task(state=Held)
-    def parent(ctx: TaskContext[Held]) -> Any:
-        try:
-            if ctx.state.fan:
-                ctx.map_tasks("leaf", [{} for _ in range(ctx.state.fan)], name="held")
+        @app.task(state=Held)
+        def leaf(ctx: TaskContext[Held]) -> Any:
             ctx.wait_for_signal("never")
-        except TaskCancelledError:
-            cleanup("parent")
-            raise
+
+        @app.task(state=Held)
+        def parent(ctx: TaskContext[Held]) -> Any:
+            try:
+                if ctx.state.fan:
+                    ctx.map_tasks("leaf", [{} for _ in range(ctx.state.fan)], name="held")
+                ctx.wait_for_signal("never")
+            except TaskCancelledError:
+                cleanup("parent")
+                raise
+
+    else:
+
+        @app.step
+        async def cleanup(who: str) -> str:
+            runs.append(who)
+            return who
+
+        @app.task(state=Held)
+        async def leaf(ctx: TaskContext[Held]) -> Any:
+            await ctx.wait_for_signal_async("never")
+
+        @app.task(state=Held)
+        async def parent(ctx: TaskContext[Held]) -> Any:
+            try:
+                if ctx.state.fan:
+                    inputs = [{} for _ in range(ctx.state.fan)]
+                    await ctx.map_tasks_async("leaf", inputs, name="held")
+                await ctx.wait_for_signal_async("never")
+            except TaskCancelledError:
+                await cleanup("parent")
+                raise
 
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     client = app.client()
@@ -114,34 +160,53 @@ class Leaves(BaseModel):
     n: int = 2
 
 
-def leaves_app() -> Continuum:
+def leaves_app(flavour: str = "sync") -> Continuum:
     app = Continuum(visibility_margin_s=None)
 
-    @app.task(state=Leaves)
-    def leaf(ctx: TaskContext[Leaves]) -> int:
-        return ctx.state.n
+    if flavour == "sync":
 
-    @app.task(state=Leaves)
-    def fan(ctx: TaskContext[Leaves]) -> list[Any]:
-        batch = ctx.map_tasks("leaf", [{"n": i} for i in range(ctx.state.n)], name="leaves")
-        return batch.values()
+        @app.task(state=Leaves)
+        def leaf(ctx: TaskContext[Leaves]) -> int:
+            return ctx.state.n
 
-    @app.task(state=Leaves)
-    def calls(ctx: TaskContext[Leaves]) -> list[Any]:
-        return [ctx.invoke("leaf", {"n": i}, name=f"call{i}") for i in range(ctx.state.n)]
+        @app.task(state=Leaves)
+        def fan(ctx: TaskContext[Leaves]) -> list[Any]:
+            batch = ctx.map_tasks("leaf", [{"n": i} for i in range(ctx.state.n)], name="leaves")
+            return batch.values()
+
+        @app.task(state=Leaves)
+        def calls(ctx: TaskContext[Leaves]) -> list[Any]:
+            return [ctx.invoke("leaf", {"n": i}, name=f"call{i}") for i in range(ctx.state.n)]
+
+    else:
+
+        @app.task(state=Leaves)
+        async def leaf(ctx: TaskContext[Leaves]) -> int:
+            return ctx.state.n
+
+        @app.task(state=Leaves)
+        async def fan(ctx: TaskContext[Leaves]) -> list[Any]:
+            inputs = [{"n": i} for i in range(ctx.state.n)]
+            return (await ctx.map_tasks_async("leaf", inputs, name="leaves")).values()
+
+        @app.task(state=Leaves)
+        async def calls(ctx: TaskContext[Leaves]) -> list[Any]:
+            n = ctx.state.n
+            return [await ctx.invoke_async("leaf", {"n": i}, name=f"call{i}") for i in range(n)]
 
     return app
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("parent", ["fan", "calls"])
-def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent(parent):
+def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent(parent, flavour):
     """``ctx.map_tasks`` creates each child's record, then sends its start. One SQS 500 on
     the send (after botocore's retries) failed the parent with QueueError (and one S3 503 on
     the read of a child's record that a replay creates again, TransientStoreError); a fresh
     invocation carries on instead (a second create of the same id is a no-op, a second start
     is fenced). ``ctx.invoke`` must then start its child on the replay: it journaled the
     child before it started it, so a replay took the child as started and waited for ever."""
-    app = leaves_app()
+    app = leaves_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory")
     task_id = app.client().start(parent, {})
     send, refused = runtime.queue.send, []

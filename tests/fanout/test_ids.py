@@ -1,13 +1,20 @@
-"""Child ids: they always fit, whatever the parent's id, and a parent adopts only its own."""
+"""Child ids: they always fit, whatever the parent's id, and a parent adopts only its own.
+
+The tests of squatted ids run in both flavours (``tests/flavours.py``): the async twins of
+parent and child await ``invoke_async``, ``map_tasks_async`` and an ``async def`` step, and
+derive the same child ids.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
-from continuum import ChildTaskError, Completion, Continuum, Status, TaskContext
+from continuum import BatchResult, ChildTaskError, Completion, Continuum, Status, TaskContext
 from tests.fanout.kit import children_of, runtime_on, settle
+from tests.flavours import FLAVOURS
 
 
 class Many(BaseModel):
@@ -18,17 +25,29 @@ class One(BaseModel):
     i: int
 
 
-def leaf_app() -> Continuum:
+def leaf_app(flavour: str = "sync") -> Continuum:
     """An app with the child task ``leaf``: the square of its ``i``, in a step."""
     app = Continuum()
 
-    @app.step
-    def square(i: int) -> int:
-        return i * i
+    if flavour == "sync":
 
-    @app.task(state=One)
-    def leaf(ctx: TaskContext[One]) -> int:
-        return square(ctx.state.i)
+        @app.step
+        def square(i: int) -> int:
+            return i * i
+
+        @app.task(state=One)
+        def leaf(ctx: TaskContext[One]) -> int:
+            return square(ctx.state.i)
+
+    else:
+
+        @app.step
+        async def square(i: int) -> int:
+            return i * i
+
+        @app.task(state=One)
+        async def leaf(ctx: TaskContext[One]) -> int:
+            return await square(ctx.state.i)
 
     return app
 
@@ -78,33 +97,51 @@ class Squat(BaseModel):
     api: str = "map_tasks"
 
 
-def squat_app() -> Continuum:
-    app = leaf_app()
+def squat_app(flavour: str = "sync") -> Continuum:
+    app = leaf_app(flavour)
+    leaves = Completion(tolerated_failure_count=2)
 
-    @app.task(state=Squat)
-    def adopt(ctx: TaskContext[Squat]) -> Any:
-        if ctx.state.api == "invoke":
-            try:
-                return {"value": ctx.invoke("leaf", One(i=3))}
-            except ChildTaskError as exc:
-                return {"error_type": exc.error_type, "child": exc.child_id, "text": str(exc)}
-        done = ctx.map_tasks(
-            "leaf",
-            [One(i=i) for i in range(ctx.state.n)],
-            max_concurrency=2,
-            completion=Completion(tolerated_failure_count=2),
-        )
+    def refused(exc: ChildTaskError) -> dict[str, Any]:
+        return {"error_type": exc.error_type, "child": exc.child_id, "text": str(exc)}
+
+    def report(done: BatchResult) -> dict[str, Any]:
         return {
             "succeeded": {item.index: item.result for item in done.succeeded()},
             "failed": {item.index: item.error.type for item in done.failed() if item.error},
             "status": done.status,
         }
 
+    if flavour == "sync":
+
+        @app.task(state=Squat)
+        def adopt(ctx: TaskContext[Squat]) -> Any:
+            if ctx.state.api == "invoke":
+                try:
+                    return {"value": ctx.invoke("leaf", One(i=3))}
+                except ChildTaskError as exc:
+                    return refused(exc)
+            inputs = [One(i=i) for i in range(ctx.state.n)]
+            return report(ctx.map_tasks("leaf", inputs, max_concurrency=2, completion=leaves))
+
+    else:
+
+        @app.task(state=Squat)
+        async def adopt(ctx: TaskContext[Squat]) -> Any:
+            if ctx.state.api == "invoke":
+                try:
+                    return {"value": await ctx.invoke_async("leaf", One(i=3))}
+                except ChildTaskError as exc:
+                    return refused(exc)
+            inputs = [One(i=i) for i in range(ctx.state.n)]
+            done = await ctx.map_tasks_async("leaf", inputs, max_concurrency=2, completion=leaves)
+            return report(done)
+
     return app
 
 
-def test_a_parent_does_not_adopt_a_task_started_earlier_under_its_childs_id(backend):
-    app = squat_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_parent_does_not_adopt_a_task_started_earlier_under_its_childs_id(backend, flavour):
+    app = squat_app(flavour)
     parent = "job"
     squatted = f"{parent}.0.invoke.leaf-0"  # predictable: derived from the parent's id
     with runtime_on(backend, app) as runtime, runtime.time.running():
@@ -120,8 +157,9 @@ def test_a_parent_does_not_adopt_a_task_started_earlier_under_its_childs_id(back
     assert (squatter.status, squatter.result, squatter.parent) == (Status.SUCCEEDED, 9801, None)
 
 
-def test_squatted_ids_in_a_batch_fail_their_slots_and_the_rest_of_the_batch_runs(backend):
-    app = squat_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_squatted_ids_in_a_batch_fail_their_slots_and_the_rest_of_the_batch_runs(backend, flavour):
+    app = squat_app(flavour)
     parent = "job"
     prefix = f"{parent}.0.map_tasks.leaf-0"
     # Index 1 would start in the first wave, index 2 after index 0 (its predecessor).

@@ -6,6 +6,9 @@ and one after. A worker is killed once (``WorkerDied``, nothing catches it) befo
 after the first write or send that a case names; its message comes back after the
 visibility timeout. Whatever was killed: the parent ends with the right result, no step ran
 twice (the test's own ledger), and every record ends finished with nothing left in the queue.
+
+Every test runs in both flavours (``tests/flavours.py``): the async twin of parent and
+children awaits its steps, ``map_tasks_async`` and ``invoke_async``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
 from tests.fanout.kit import Trap, message_of, runtime_on, settle
+from tests.flavours import FLAVOURS
 from tests.support import CHILD_RECHECK_S
 
 N = 4
@@ -34,27 +38,52 @@ class Leaf(BaseModel):
     i: int
 
 
-def fan_app() -> tuple[Continuum, Counter[str]]:
+def fan_app(flavour: str = "sync") -> tuple[Continuum, Counter[str]]:
     app = Continuum()
     ran: Counter[str] = Counter()
     lock = threading.Lock()
 
-    @app.step(effect=True)
-    def work(tag: str, value: int) -> int:
+    def count(tag: str, value: int) -> int:
         with lock:
             ran[tag] += 1
         return value
 
-    @app.task(state=Leaf)
-    def leaf(ctx: TaskContext[Leaf]) -> int:
-        return work(f"leaf {ctx.state.i}", ctx.state.i * 10)
+    if flavour == "sync":
 
-    @app.task(state=Fan)
-    def fan(ctx: TaskContext[Fan]) -> dict[str, Any]:
-        base = work("parent before", 1)
-        batch = ctx.map_tasks("leaf", [Leaf(i=i) for i in range(ctx.state.n)], max_concurrency=2)
-        extra = ctx.invoke("leaf", Leaf(i=99), name="extra")
-        return {"values": batch.values(), "extra": extra, "after": work("parent after", base)}
+        @app.step(effect=True)
+        def work(tag: str, value: int) -> int:
+            return count(tag, value)
+
+        @app.task(state=Leaf)
+        def leaf(ctx: TaskContext[Leaf]) -> int:
+            return work(f"leaf {ctx.state.i}", ctx.state.i * 10)
+
+        @app.task(state=Fan)
+        def fan(ctx: TaskContext[Fan]) -> dict[str, Any]:
+            base = work("parent before", 1)
+            leaves = [Leaf(i=i) for i in range(ctx.state.n)]
+            batch = ctx.map_tasks("leaf", leaves, max_concurrency=2)
+            extra = ctx.invoke("leaf", Leaf(i=99), name="extra")
+            return {"values": batch.values(), "extra": extra, "after": work("parent after", base)}
+
+    else:
+
+        @app.step(effect=True)
+        async def work(tag: str, value: int) -> int:
+            return count(tag, value)
+
+        @app.task(state=Leaf)
+        async def leaf(ctx: TaskContext[Leaf]) -> int:
+            return await work(f"leaf {ctx.state.i}", ctx.state.i * 10)
+
+        @app.task(state=Fan)
+        async def fan(ctx: TaskContext[Fan]) -> dict[str, Any]:
+            base = await work("parent before", 1)
+            leaves = [Leaf(i=i) for i in range(ctx.state.n)]
+            batch = await ctx.map_tasks_async("leaf", leaves, max_concurrency=2)
+            extra = await ctx.invoke_async("leaf", Leaf(i=99), name="extra")
+            after = await work("parent after", base)
+            return {"values": batch.values(), "extra": extra, "after": after}
 
     return app, ran
 
@@ -131,10 +160,13 @@ def check_the_end(runtime: Any, task_id: str, ran: Counter[str]) -> None:
     assert runtime.next_due() is None  # nothing stranded in the queue
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize(("where", "name"), RUNS)
-def test_a_worker_killed_at_any_fan_out_write_loses_nothing_and_repeats_no_step(where, name):
+def test_a_worker_killed_at_any_fan_out_write_loses_nothing_and_repeats_no_step(
+    where, name, flavour
+):
     trap = TRAPS[name].fresh()
-    app, ran = fan_app()
+    app, ran = fan_app(flavour)
     with runtime_on(where, app) as runtime, runtime.time.running():
         trap.arm(app)
         task_id = app.client().start("fan", Fan())
@@ -144,8 +176,9 @@ def test_a_worker_killed_at_any_fan_out_write_loses_nothing_and_repeats_no_step(
     assert deaths == 1  # the kill happened, once
 
 
-def test_duplicated_child_finished_wakes_and_reports_count_once():
-    app, ran = fan_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_duplicated_child_finished_wakes_and_reports_count_once(flavour):
+    app, ran = fan_app(flavour)
     with runtime_on("memory", app) as runtime, runtime.time.running():
         queue = app.continuations.queue
         send = queue.send
@@ -166,10 +199,11 @@ def test_duplicated_child_finished_wakes_and_reports_count_once():
     assert parent.counters.invocations <= 4  # the duplicates woke no extra turn
 
 
-def test_a_child_whose_wake_is_lost_is_still_counted_by_the_waiting_parents_recheck():
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_child_whose_wake_is_lost_is_still_counted_by_the_waiting_parents_recheck(flavour):
     """No worker died: the invoked child's message was acknowledged, only its wake (the one
     thing that would wake the parent) never arrived."""
-    app, ran = fan_app()
+    app, ran = fan_app(flavour)
     with runtime_on("memory", app) as runtime, runtime.time.running():
         queue = app.continuations.queue
         send = queue.send

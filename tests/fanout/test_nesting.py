@@ -4,21 +4,29 @@ Every step records its run in the test's own ledger (``ran``), so "not rerun on 
 the test's count, not the library's. Invocations are cut short by a context that has time
 for only a few live steps (``ScriptedContext``), so each task spans several invocations and
 replays its finished items.
+
+Every test runs in both flavours (``tests/flavours.py``): the async twin nests
+``parallel_async``, ``map_async``, ``child_context_async``, ``invoke_async`` and
+``sleep_async`` the same way, its steps' pauses are awaited (asyncio tasks finish out of
+order, as threads do), and its step keys are the sync task's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
 from collections import Counter
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext, current_context
 from tests.conftest import ScriptedContext
 from tests.fanout.kit import runtime_on, settle
+from tests.flavours import FLAVOURS
 
 
 class Shape(BaseModel):
@@ -30,52 +38,94 @@ class Number(BaseModel):
     n: int
 
 
-#: tag -> the idempotency key (the journal path) each step ran under, per seed.
-KEYS: dict[int, dict[str, str]] = {}
+#: tag -> the idempotency key (the journal path) each step ran under, per flavour and seed.
+KEYS: dict[tuple[str, int], dict[str, str]] = {}
 
 
-def nested_app(seed: int = 0) -> tuple[Continuum, Counter[str]]:
+def nested_app(seed: int = 0, flavour: str = "sync") -> tuple[Continuum, Counter[str]]:
     app = Continuum()
     ran: Counter[str] = Counter()
     lock = threading.Lock()
     jitter = random.Random(seed)
-    keys = KEYS.setdefault(seed, {})
+    keys = KEYS.setdefault((flavour, seed), {})
 
-    @app.step(effect=True)
-    def work(tag: str, value: int) -> int:
+    def note(tag: str) -> float:
         context = current_context()
         with lock:
             ran[tag] += 1
             keys[tag] = context.idempotency_key.replace(context.task_id, "<task>")
-            pause = jitter.uniform(0, 0.01)
-        time.sleep(pause)  # threads finish in a different order on every run
-        return value
+            return jitter.uniform(0, 0.01)
 
-    @app.task(state=Number)
-    def double(ctx: TaskContext[Number]) -> int:
-        return work(f"double {ctx.state.n}", ctx.state.n * 2)
+    if flavour == "sync":
 
-    def leaf(tag: str, value: int, ctx: TaskContext[Shape]) -> int:
-        return work(tag, value)
+        @app.step(effect=True)
+        def work(tag: str, value: int) -> int:
+            time.sleep(note(tag))  # threads finish in a different order on every run
+            return value
 
-    def inner(outer: int, ctx: TaskContext[Shape]) -> list[int]:
-        branches = [_bind(leaf, f"p{outer}.{i}", outer * 10 + i) for i in range(ctx.state.width)]
-        return ctx.parallel(branches, name=f"inner{outer}").values()
+        @app.task(state=Number)
+        def double(ctx: TaskContext[Number]) -> int:
+            return work(f"double {ctx.state.n}", ctx.state.n * 2)
 
-    def item(ctx: TaskContext[Shape], value: int, index: int) -> int:
-        return work(f"m{index}", value * 100)
+        def leaf(tag: str, value: int, ctx: TaskContext[Shape]) -> int:
+            return work(tag, value)
 
-    def block(ctx: TaskContext[Shape], base: int) -> dict[str, Any]:
-        first = work(f"block {base}", base)
-        mapped = ctx.map(range(ctx.state.width), item, max_concurrency=2).values()
-        doubled = ctx.invoke("double", Number(n=base))
-        return {"first": first, "mapped": mapped, "doubled": doubled}
+        def inner(outer: int, ctx: TaskContext[Shape]) -> list[int]:
+            branches = [
+                _bind(leaf, f"p{outer}.{i}", outer * 10 + i) for i in range(ctx.state.width)
+            ]
+            return ctx.parallel(branches, name=f"inner{outer}").values()
 
-    @app.task(state=Shape)
-    def nested(ctx: TaskContext[Shape]) -> dict[str, Any]:
-        outer = ctx.parallel([_bind(inner, o) for o in range(2)], name="outer").values()
-        inside = ctx.child_context(block, 7, name="block")
-        return {"outer": outer, "block": inside}
+        def item(ctx: TaskContext[Shape], value: int, index: int) -> int:
+            return work(f"m{index}", value * 100)
+
+        def block(ctx: TaskContext[Shape], base: int) -> dict[str, Any]:
+            first = work(f"block {base}", base)
+            mapped = ctx.map(range(ctx.state.width), item, max_concurrency=2).values()
+            doubled = ctx.invoke("double", Number(n=base))
+            return {"first": first, "mapped": mapped, "doubled": doubled}
+
+        @app.task(state=Shape)
+        def nested(ctx: TaskContext[Shape]) -> dict[str, Any]:
+            outer = ctx.parallel([_bind(inner, o) for o in range(2)], name="outer").values()
+            inside = ctx.child_context(block, 7, name="block")
+            return {"outer": outer, "block": inside}
+
+    else:
+
+        @app.step(effect=True)
+        async def work(tag: str, value: int) -> int:
+            await asyncio.sleep(note(tag))  # asyncio tasks finish in a different order
+            return value
+
+        @app.task(state=Number)
+        async def double(ctx: TaskContext[Number]) -> int:
+            return await work(f"double {ctx.state.n}", ctx.state.n * 2)
+
+        async def leaf(tag: str, value: int, ctx: TaskContext[Shape]) -> int:
+            return await work(tag, value)
+
+        async def inner(outer: int, ctx: TaskContext[Shape]) -> list[int]:
+            branches = [
+                _bind(leaf, f"p{outer}.{i}", outer * 10 + i) for i in range(ctx.state.width)
+            ]
+            return (await ctx.parallel_async(branches, name=f"inner{outer}")).values()
+
+        async def item(ctx: TaskContext[Shape], value: int, index: int) -> int:
+            return await work(f"m{index}", value * 100)
+
+        async def block(ctx: TaskContext[Shape], base: int) -> dict[str, Any]:
+            first = await work(f"block {base}", base)
+            mapped = await ctx.map_async(range(ctx.state.width), item, max_concurrency=2)
+            doubled = await ctx.invoke_async("double", Number(n=base))
+            return {"first": first, "mapped": mapped.values(), "doubled": doubled}
+
+        @app.task(state=Shape)
+        async def nested(ctx: TaskContext[Shape]) -> dict[str, Any]:
+            branches = [_bind(inner, o) for o in range(2)]
+            outer = (await ctx.parallel_async(branches, name="outer")).values()
+            inside = await ctx.child_context_async(block, 7, name="block")
+            return {"outer": outer, "block": inside}
 
     return app, ran
 
@@ -84,8 +134,9 @@ def _bind(fn: Any, *args: Any) -> Any:
     return lambda ctx: fn(*args, ctx)
 
 
-def test_parallel_in_parallel_map_and_invoke_in_a_child_context_each_step_once(backend):
-    app, ran = nested_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_parallel_in_parallel_map_and_invoke_in_a_child_context_each_step_once(backend, flavour):
+    app, ran = nested_app(flavour=flavour)
     steps = lambda: sum(ran.values())  # noqa: E731
     with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("nested", Shape())
@@ -106,21 +157,23 @@ def test_parallel_in_parallel_map_and_invoke_in_a_child_context_each_step_once(b
     assert "block" in children[0].task_id
 
 
-def test_step_keys_are_the_same_whatever_order_the_threads_finish_in():
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_step_keys_are_the_same_whatever_order_the_threads_finish_in(flavour):
     results = []
     for seed in (1, 2, 3):
-        app, ran = nested_app(seed)
+        app, ran = nested_app(seed, flavour)
         with runtime_on("memory", app) as runtime, runtime.time.running():
             task_id = app.client().start("nested", Shape(width=4))
             settle(runtime)
             results.append(runtime.record(task_id).result)
         assert len(ran) == 2 * 4 + 1 + 4 + 1  # inner branches, block, map items, child
     assert results[0] == results[1] == results[2]
-    assert KEYS[1] == KEYS[2] == KEYS[3]
+    keys = [KEYS[flavour, seed] for seed in (1, 2, 3)]
+    assert keys[0] == keys[1] == keys[2]
     # Each branch's steps are keyed by its place, not by when its thread ran.
-    assert "outer#0/1/inner1#0/3/work#0" in KEYS[1]["p1.3"]
-    assert "block#1/" in KEYS[1]["m2"]
-    assert "/2/work#0" in KEYS[1]["m2"]
+    assert "outer#0/1/inner1#0/3/work#0" in keys[0]["p1.3"]
+    assert "block#1/" in keys[0]["m2"]
+    assert "/2/work#0" in keys[0]["m2"]
 
 
 class Waits(BaseModel):
@@ -128,36 +181,61 @@ class Waits(BaseModel):
     sleep_s: float = 600.0
 
 
-def waiting_app() -> tuple[Continuum, Counter[str]]:
+def waiting_app(flavour: str = "sync") -> tuple[Continuum, Counter[str]]:
     app = Continuum()
     ran: Counter[str] = Counter()
     lock = threading.Lock()
 
-    @app.step(effect=True)
-    def work(tag: str, value: int) -> int:
+    def note(tag: str) -> float:
         with lock:
             ran[tag] += 1
-        time.sleep(random.uniform(0, 0.01))
-        return value
+        return random.uniform(0, 0.01)
 
-    def item(ctx: TaskContext[Waits], value: int, index: int) -> int:
-        before = work(f"before {index}", value)
-        if index % 2 == 0:
-            ctx.sleep(ctx.state.sleep_s * (1 + index))  # odd items never wait
-        return work(f"after {index}", before + 1)
+    if flavour == "sync":
 
-    @app.task(state=Waits)
-    def waits(ctx: TaskContext[Waits]) -> list[int]:
-        result = ctx.map([i * 10 for i in range(ctx.state.items)], item, max_concurrency=3)
-        return [*result.values(), work("end", -1)]
+        @app.step(effect=True)
+        def work(tag: str, value: int) -> int:
+            time.sleep(note(tag))
+            return value
+
+        def item(ctx: TaskContext[Waits], value: int, index: int) -> int:
+            before = work(f"before {index}", value)
+            if index % 2 == 0:
+                ctx.sleep(ctx.state.sleep_s * (1 + index))  # odd items never wait
+            return work(f"after {index}", before + 1)
+
+        @app.task(state=Waits)
+        def waits(ctx: TaskContext[Waits]) -> list[int]:
+            result = ctx.map([i * 10 for i in range(ctx.state.items)], item, max_concurrency=3)
+            return [*result.values(), work("end", -1)]
+
+    else:
+
+        @app.step(effect=True)
+        async def work(tag: str, value: int) -> int:
+            await asyncio.sleep(note(tag))
+            return value
+
+        async def item(ctx: TaskContext[Waits], value: int, index: int) -> int:
+            before = await work(f"before {index}", value)
+            if index % 2 == 0:
+                await ctx.sleep_async(ctx.state.sleep_s * (1 + index))  # odd items never wait
+            return await work(f"after {index}", before + 1)
+
+        @app.task(state=Waits)
+        async def waits(ctx: TaskContext[Waits]) -> list[int]:
+            values = [i * 10 for i in range(ctx.state.items)]
+            result = await ctx.map_async(values, item, max_concurrency=3)
+            return [*result.values(), await work("end", -1)]
 
     return app, ran
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_sleeps_in_map_items_and_a_short_budget_suspend_the_task_and_no_finished_item_reruns(
-    backend,
+    backend, flavour
 ):
-    app, ran = waiting_app()
+    app, ran = waiting_app(flavour)
     steps = lambda: sum(ran.values())  # noqa: E731
     with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("waits", Waits())

@@ -1,16 +1,22 @@
 """A person reading a waiting parent's record.json (``aws s3 cp … -``) sees which items
 finished, with their results, and which are still running, and what they wait for; and
-``status`` shows a parent's child tasks by outcome."""
+``status`` shows a parent's child tasks by outcome.
+
+Both tests run in both flavours (``tests/flavours.py``): an async task's record reads the
+same.
+"""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
 from tests.conftest import raw_record
 from tests.fanout.kit import runtime_on, settle
+from tests.flavours import FLAVOURS
 
 
 class Four(BaseModel):
@@ -21,40 +27,72 @@ class Nap(BaseModel):
     i: int
 
 
-def readable_app() -> Continuum:
+def readable_app(flavour: str = "sync") -> Continuum:
     app = Continuum()
 
-    @app.step
-    def work(i: int) -> int:
-        return i * 10
+    if flavour == "sync":
 
-    def item(ctx: TaskContext[Four], value: int, index: int) -> int:
-        done = work(value)
-        if index >= 2:
-            ctx.sleep(3600)  # items 2 and 3 are still running when the task waits
-        return done
+        @app.step
+        def work(i: int) -> int:
+            return i * 10
 
-    @app.task(state=Four)
-    def items(ctx: TaskContext[Four]) -> list[int]:
-        return ctx.map(range(ctx.state.n), item, name="pages").values()
+        def item(ctx: TaskContext[Four], value: int, index: int) -> int:
+            done = work(value)
+            if index >= 2:
+                ctx.sleep(3600)  # items 2 and 3 are still running when the task waits
+            return done
 
-    @app.task(state=Nap)
-    def nap(ctx: TaskContext[Nap]) -> int:
-        if ctx.state.i == 1:
-            raise ValueError("child 1 fails")
-        if ctx.state.i >= 2:
-            ctx.sleep(3600)
-        return ctx.state.i
+        @app.task(state=Four)
+        def items(ctx: TaskContext[Four]) -> list[int]:
+            return ctx.map(range(ctx.state.n), item, name="pages").values()
 
-    @app.task(state=Four)
-    def tasks(ctx: TaskContext[Four]) -> int:
-        return ctx.map_tasks("nap", [Nap(i=i) for i in range(ctx.state.n)]).success_count
+        @app.task(state=Nap)
+        def nap(ctx: TaskContext[Nap]) -> int:
+            if ctx.state.i == 1:
+                raise ValueError("child 1 fails")
+            if ctx.state.i >= 2:
+                ctx.sleep(3600)
+            return ctx.state.i
+
+        @app.task(state=Four)
+        def tasks(ctx: TaskContext[Four]) -> int:
+            return ctx.map_tasks("nap", [Nap(i=i) for i in range(ctx.state.n)]).success_count
+
+    else:
+
+        @app.step
+        async def work(i: int) -> int:
+            return i * 10
+
+        async def page(ctx: TaskContext[Four], value: int, index: int) -> int:
+            done = await work(value)
+            if index >= 2:
+                await ctx.sleep_async(3600)  # items 2 and 3 are still running when it waits
+            return done
+
+        @app.task(state=Four)
+        async def items(ctx: TaskContext[Four]) -> list[int]:
+            return (await ctx.map_async(range(ctx.state.n), page, name="pages")).values()
+
+        @app.task(state=Nap)
+        async def nap(ctx: TaskContext[Nap]) -> int:
+            if ctx.state.i == 1:
+                raise ValueError("child 1 fails")
+            if ctx.state.i >= 2:
+                await ctx.sleep_async(3600)
+            return ctx.state.i
+
+        @app.task(state=Four)
+        async def tasks(ctx: TaskContext[Four]) -> int:
+            naps = [Nap(i=i) for i in range(ctx.state.n)]
+            return (await ctx.map_tasks_async("nap", naps)).success_count
 
     return app
 
 
-def test_the_record_json_shows_which_items_finished_and_which_are_running(backend):
-    app = readable_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_record_json_shows_which_items_finished_and_which_are_running(backend, flavour):
+    app = readable_app(flavour)
     with runtime_on(backend, app) as runtime, runtime.time.running():
         task_id = app.client().start("items", Four())
         runtime.invoke_once()
@@ -80,8 +118,9 @@ def test_the_record_json_shows_which_items_finished_and_which_are_running(backen
     assert "pages#0" in text
 
 
-def test_a_parents_record_and_status_show_its_child_tasks_by_outcome():
-    app = readable_app()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_parents_record_and_status_show_its_child_tasks_by_outcome(flavour):
+    app = readable_app(flavour)
     with runtime_on("memory", app) as runtime, runtime.time.running():
         task_id = app.client().start("tasks", Four())
         while runtime.invoke_once() is not None:  # everything but the sleeps' ends

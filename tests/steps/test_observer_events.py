@@ -1,11 +1,16 @@
 """The observer events carry what tracing needs: waits and child contexts start and end, a
 step's start says whether an earlier invocation began it, its end carries its result or its
-error and its times, invocations their request id and the task's creation time."""
+error and its times, invocations their request id and the task's creation time.
+
+Child contexts, batches and their items run in both flavours (``tests/flavours.py``): an async
+task's ``child_context_async`` and ``map_async`` emit the same events.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Observer, TaskContext
@@ -21,6 +26,7 @@ from continuum._define.events import (
     WaitStarted,
 )
 from continuum.testing import TaskRunner
+from tests.flavours import FLAVOURS
 
 
 class Plan(BaseModel):
@@ -92,19 +98,35 @@ def test_waits_start_once_and_end_when_answered_with_their_real_duration():
     assert 3600 <= nap.ended_at - nap.started_at < 3700
 
 
-def test_child_contexts_batches_and_their_items_start_and_end():
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_child_contexts_batches_and_their_items_start_and_end(flavour):
     app, seen = Continuum(), Recorder()
     app.observe(seen)
 
-    @app.step
-    def double(i: int) -> int:
-        return 2 * i
+    if flavour == "sync":
 
-    @app.task(state=Plan)
-    def fan(ctx: TaskContext[Plan]) -> Any:
-        block = ctx.child_context(lambda c: double(5), name="block")
-        batch = ctx.map(ctx.state.items, lambda c, item, index: double(item), name="each")
-        return [block, batch.values()]
+        @app.step
+        def double(i: int) -> int:
+            return 2 * i
+
+        @app.task(state=Plan)
+        def fan(ctx: TaskContext[Plan]) -> Any:
+            block = ctx.child_context(lambda c: double(5), name="block")
+            batch = ctx.map(ctx.state.items, lambda c, item, index: double(item), name="each")
+            return [block, batch.values()]
+
+    else:
+
+        @app.step
+        async def double(i: int) -> int:
+            return 2 * i
+
+        @app.task(state=Plan)
+        async def fan(ctx: TaskContext[Plan]) -> Any:
+            block = await ctx.child_context_async(lambda c: double(5), name="block")
+            items = ctx.state.items
+            batch = await ctx.map_async(items, lambda c, item, index: double(item), name="each")
+            return [block, batch.values()]
 
     with TaskRunner(app) as runner:
         assert runner.run("fan", {}).result == [10, [2, 4, 6]]

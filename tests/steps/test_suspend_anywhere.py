@@ -2,6 +2,11 @@
 
 For every k, a run suspended after its k-th step finishes with the same result as a run
 that never stopped, and no step that ran before the suspension runs again.
+
+Both properties run in both flavours (``tests/flavours.py``): ``tally`` and its async twin,
+whose turns gather two steps (``tests/tally.py``). The async flavour's sequences of
+suspensions run on the in-memory fakes only (on moto they take most of the suite's time);
+every k runs on both backends.
 """
 
 from __future__ import annotations
@@ -12,14 +17,17 @@ from hypothesis import strategies as st
 
 from continuum import Status
 from tests.conftest import ScriptedContext, drain, on_backend
+from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime
 from tests.tally import TOTAL_STEPS, build
 
 
-def run_with_plan(backend: str, plan: list[int]) -> tuple[dict, object, object]:
+def run_with_plan(
+    backend: str, plan: list[int], flavour: str = "sync"
+) -> tuple[dict, object, object]:
     """Run ``tally`` on ``backend`` where invocation i may run plan[i] live steps (then
     unlimited)."""
-    app, calls = build()
+    app, calls = build(flavour)
 
     def context(i: int) -> ScriptedContext:
         allowed = plan[i] if i < len(plan) else None
@@ -34,17 +42,23 @@ def run_with_plan(backend: str, plan: list[int]) -> tuple[dict, object, object]:
 
 @pytest.fixture(scope="module")
 def uninterrupted():
-    """The result of a run that never stopped (on the fakes: it is the same on moto)."""
-    result, record, calls = run_with_plan("memory", [])
-    assert record.status == Status.SUCCEEDED
-    assert record.counters.continuations == 0
-    assert sum(calls.values()) == TOTAL_STEPS
-    return result
+    """The result of a run that never stopped (on the fakes: it is the same on moto); the
+    same for both flavours."""
+    results = {}
+    for flavour in FLAVOURS:
+        result, record, calls = run_with_plan("memory", [], flavour)
+        assert record.status == Status.SUCCEEDED
+        assert record.counters.continuations == 0
+        assert sum(calls.values()) == TOTAL_STEPS
+        results[flavour] = result
+    assert results["sync"] == results["async"]
+    return results["sync"]
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("k", range(TOTAL_STEPS + 1))
-def test_suspended_after_step_k_finishes_the_same(uninterrupted, backend, k):
-    result, record, calls = run_with_plan(backend, [k])
+def test_suspended_after_step_k_finishes_the_same(uninterrupted, backend, k, flavour):
+    result, record, calls = run_with_plan(backend, [k], flavour)
 
     assert record.status == Status.SUCCEEDED
     assert result == uninterrupted
@@ -65,6 +79,17 @@ def test_suspended_after_step_k_finishes_the_same(uninterrupted, backend, k):
 @given(plan=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=8))
 def test_any_sequence_of_suspensions_finishes_the_same(uninterrupted, backend, plan):
     result, record, calls = run_with_plan(backend, plan)
+
+    assert record.status == Status.SUCCEEDED
+    assert result == uninterrupted
+    assert all(n == 1 for n in calls.values()), calls
+    assert sum(calls.values()) == TOTAL_STEPS
+
+
+@settings(max_examples=20, deadline=None)
+@given(plan=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=8))
+def test_any_sequence_of_suspensions_of_an_async_task_finishes_the_same(uninterrupted, plan):
+    result, record, calls = run_with_plan("memory", plan, "async")
 
     assert record.status == Status.SUCCEEDED
     assert result == uninterrupted

@@ -1,13 +1,21 @@
-"""The turn loop without AWS: replay, non-determinism, and when it suspends."""
+"""The turn loop without AWS: replay, non-determinism, and when it suspends.
+
+In both flavours (``tests/flavours.py``), where the task body is what differs: turns run to the
+result, the budget rule with and without progress, a step that never fits, and a broad
+``except Exception`` that cannot swallow a suspension. The others patch the sync step call or
+look at the sync path's logs: sync only.
+"""
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
 
+import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, TaskContext
+from tests.flavours import FLAVOURS
 from tests.support import (
     Budget,
     ErrorInfo,
@@ -26,28 +34,48 @@ class Count(BaseModel):
     n: int = 0
 
 
-def make(left: dict[str, float], *, limit: int = 3):
+def make(left: dict[str, float], *, limit: int = 3, flavour: str = "sync"):
     app = Continuum(bucket="unused", queue_url="unused")
     calls: list[str] = []
 
-    @app.step
-    def work(i: int) -> int:
+    def worked(i: int) -> int:
         calls.append(f"work{i}")
         return i * 10
 
-    @app.task(state=Count)
-    def count(ctx: TaskContext[Count]) -> int | None:
-        ctx.state.n += work(ctx.state.n)
+    def ended(ctx: TaskContext[Count]) -> int | None:
         ctx.state.n += 1
         return ctx.state.n if ctx.turn + 1 >= limit else None
+
+    if flavour == "sync":
+
+        @app.step
+        def work(i: int) -> int:
+            return worked(i)
+
+        @app.task(state=Count)
+        def count(ctx: TaskContext[Count]) -> int | None:
+            ctx.state.n += work(ctx.state.n)
+            return ended(ctx)
+
+    else:
+
+        @app.step
+        async def work(i: int) -> int:
+            return worked(i)
+
+        @app.task(state=Count)
+        async def count(ctx: TaskContext[Count]) -> int | None:
+            ctx.state.n += await work(ctx.state.n)
+            return ended(ctx)
 
     record = TaskRecord(task_id="t", task_name="count", state={"n": 0})
     budget = Budget(remaining=lambda: left["s"], margin_s=0.0)
     return app.tasks["count"], record, budget, calls
 
 
-def test_runs_turns_to_the_result_in_memory():
-    task, record, budget, calls = make({"s": 100.0})
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_runs_turns_to_the_result_in_memory(flavour):
+    task, record, budget, calls = make({"s": 100.0}, flavour=flavour)
     outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
     assert isinstance(outcome, Returned)
     assert record.result == 133  # n: 0 -> 1 -> 12 -> 133 (n += 10n + 1 each turn)
@@ -88,8 +116,9 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
     assert loop.run().reason == "no time left for another turn"
 
 
-def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit():
-    task, record, budget, calls = make({"s": 0.01})
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit(flavour):
+    task, record, budget, calls = make({"s": 0.01}, flavour=flavour)
     record.step_stats["work"] = StepStats()
     for _ in range(5):
         observe(record.step_stats["work"], 0.5)
@@ -105,30 +134,52 @@ def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit():
     assert calls[0] == "work0"
 
 
-def test_a_step_that_never_fits_runs_rather_than_loops():
-    task, record, budget, calls = make({"s": 0.01})
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_step_that_never_fits_runs_rather_than_loops(flavour):
+    task, record, budget, calls = make({"s": 0.01}, flavour=flavour)
     record.invocation_budget_s = 0.01  # no invocation ever has the time
     TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
     assert calls[:1] == ["work0"]
 
 
-def test_user_except_exception_cannot_swallow_a_suspension():
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_user_except_exception_cannot_swallow_a_suspension(flavour):
     app = Continuum(bucket="unused", queue_url="unused")
     left = {"s": 100.0}
 
-    @app.step
-    def tick() -> int:
+    def ticked() -> int:
         left["s"] = 0.0
         return 1
 
-    @app.task(state=Count)
-    def stubborn(ctx: TaskContext[Count]) -> int | None:
-        for _ in range(3):
-            try:
-                ctx.state.n += tick()
-            except Exception:  # a user's broad handler
-                return -1
-        return ctx.state.n
+    if flavour == "sync":
+
+        @app.step
+        def tick() -> int:
+            return ticked()
+
+        @app.task(state=Count)
+        def stubborn(ctx: TaskContext[Count]) -> int | None:
+            for _ in range(3):
+                try:
+                    ctx.state.n += tick()
+                except Exception:  # a user's broad handler
+                    return -1
+            return ctx.state.n
+
+    else:
+
+        @app.step
+        async def tick() -> int:
+            return ticked()
+
+        @app.task(state=Count)
+        async def stubborn(ctx: TaskContext[Count]) -> int | None:
+            for _ in range(3):
+                try:
+                    ctx.state.n += await tick()
+                except Exception:  # a user's broad handler
+                    return -1
+            return ctx.state.n
 
     record = TaskRecord(task_id="t", task_name="stubborn", state={"n": 0})
     budget = Budget(remaining=lambda: left["s"], margin_s=0.0)

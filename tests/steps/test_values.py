@@ -3,10 +3,15 @@ saw (a guarantee), and values JSON cannot hold fail once, clearly.
 
 The cases: a snapshot that must not share objects with the live state, NaN and infinity, live
 and replayed results that must not differ in type, and Annotated serializers.
+
+Every test runs in both flavours (``tests/flavours.py``): the async twins await ``async def``
+steps (``ctx.step_async`` for a library function), and gather a turn's last two steps where
+the sync task calls them one after the other.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -25,6 +30,7 @@ from tests.conftest import (
     record_key,
     set_visibility_timeout,
 )
+from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime
 
 # -- helpers -------------------------------------------------------------------------------
@@ -90,14 +96,13 @@ class Chat(BaseModel):
     turns: int = 0
 
 
-def chat_app() -> tuple[Continuum, list[str]]:
+def chat_app(flavour: str = "sync") -> tuple[Continuum, list[str]]:
     """An agent-like task that edits nested message content in place, and edits the dicts
     its steps return in place too."""
     app = Continuum()
     live: list[str] = []
 
-    @app.step
-    def think(turn: int) -> dict[str, Any]:
+    def answer(turn: int) -> dict[str, Any]:
         live.append(f"think {turn}")
         return {
             "role": "assistant",
@@ -105,27 +110,64 @@ def chat_app() -> tuple[Continuum, list[str]]:
             "usage": {"tokens": [turn]},
         }
 
-    @app.step
-    def tool(turn: int, which: str) -> str:
+    def use(turn: int, which: str) -> str:
         live.append(f"tool {which} {turn}")
         return f"{which}@{turn}"
 
-    @app.task(state=Chat)
-    def chat(ctx: TaskContext[Chat]) -> dict[str, Any] | None:
-        s = ctx.state
+    def begin(s: Chat) -> None:
         s.messages[0]["content"].append({"type": "text", "text": f"turn {s.turns} begins"})
         s.meta["tags"].append(s.turns)
-        reply = think(s.turns)
+
+    def replied(s: Chat, reply: dict[str, Any]) -> None:
         reply["content"].append({"type": "note", "text": "seen"})  # the step's dict, in place
         reply["usage"]["tokens"].append(-1)
         s.messages.append(reply)
-        a = tool(s.turns, "a")
+
+    def used(s: Chat, a: str) -> None:
         s.messages[-1]["content"].append({"type": "tool", "text": a})
         s.notes.append({"turn": s.turns, "log": [a]})
-        b = tool(s.turns, "b")
+
+    def end(s: Chat, b: str) -> dict[str, Any] | None:
         s.notes[-1]["log"].append(b)
         s.turns += 1
         return s.model_dump(mode="json") if s.turns >= TURNS else None
+
+    if flavour == "sync":
+
+        @app.step
+        def think(turn: int) -> dict[str, Any]:
+            return answer(turn)
+
+        @app.step
+        def tool(turn: int, which: str) -> str:
+            return use(turn, which)
+
+        @app.task(state=Chat)
+        def chat(ctx: TaskContext[Chat]) -> dict[str, Any] | None:
+            s = ctx.state
+            begin(s)
+            replied(s, think(s.turns))
+            used(s, tool(s.turns, "a"))
+            return end(s, tool(s.turns, "b"))
+
+    else:
+
+        @app.step
+        async def think(turn: int) -> dict[str, Any]:
+            return answer(turn)
+
+        @app.step
+        async def tool(turn: int, which: str) -> str:
+            return use(turn, which)
+
+        @app.task(state=Chat)
+        async def chat(ctx: TaskContext[Chat]) -> dict[str, Any] | None:
+            s = ctx.state
+            begin(s)
+            replied(s, await think(s.turns))
+            a, b = await asyncio.gather(tool(s.turns, "a"), tool(s.turns, "b"))
+            used(s, a)
+            return end(s, b)
 
     return app, live
 
@@ -134,30 +176,62 @@ class Sizes(BaseModel):
     sizes: list[int] = []
 
 
-def step_result_app() -> tuple[Continuum, list[str]]:
+def step_result_app(flavour: str = "sync") -> tuple[Continuum, list[str]]:
     """A task that mutates the dict a step returned; only a number derived from it is kept."""
     app = Continuum()
     live: list[str] = []
 
-    @app.step
-    def fetch(turn: int) -> dict[str, Any]:
+    def page_of(turn: int) -> dict[str, Any]:
         live.append(f"fetch {turn}")
         return {"items": [1, 2], "page": {"seen": []}}
 
-    @app.step
-    def work(turn: int, i: int) -> int:
+    def item(turn: int, i: int) -> int:
         live.append(f"work {turn} {i}")
         return i
 
-    @app.task(state=Sizes)
-    def sizes(ctx: TaskContext[Sizes]) -> list[int] | None:
-        page = fetch(len(ctx.state.sizes))
+    def edit(ctx: TaskContext[Sizes], page: dict[str, Any]) -> None:
         page["items"].append(99)
         page["page"]["seen"].append(len(ctx.state.sizes))
-        work(len(ctx.state.sizes), 0)
-        work(len(ctx.state.sizes), 1)
+
+    def keep(ctx: TaskContext[Sizes], page: dict[str, Any]) -> list[int] | None:
         ctx.state.sizes.append(len(page["items"]) * 10 + len(page["page"]["seen"]))
         return ctx.state.sizes if len(ctx.state.sizes) >= TURNS else None
+
+    if flavour == "sync":
+
+        @app.step
+        def fetch(turn: int) -> dict[str, Any]:
+            return page_of(turn)
+
+        @app.step
+        def work(turn: int, i: int) -> int:
+            return item(turn, i)
+
+        @app.task(state=Sizes)
+        def sizes(ctx: TaskContext[Sizes]) -> list[int] | None:
+            page = fetch(len(ctx.state.sizes))
+            edit(ctx, page)
+            work(len(ctx.state.sizes), 0)
+            work(len(ctx.state.sizes), 1)
+            return keep(ctx, page)
+
+    else:
+
+        @app.step
+        async def fetch(turn: int) -> dict[str, Any]:
+            return page_of(turn)
+
+        @app.step
+        async def work(turn: int, i: int) -> int:
+            return item(turn, i)
+
+        @app.task(state=Sizes)
+        async def sizes(ctx: TaskContext[Sizes]) -> list[int] | None:
+            page = await fetch(len(ctx.state.sizes))
+            edit(ctx, page)
+            n = len(ctx.state.sizes)
+            await asyncio.gather(work(n, 0), work(n, 1))
+            return keep(ctx, page)
 
     return app, live
 
@@ -168,17 +242,23 @@ PLAN_IDS = [f"suspend-after-{p[0]}" for p in PLANS[:-2]] + ["after-every-step", 
 
 @pytest.fixture(scope="module")
 def chat_uninterrupted():
-    """The result of a run that never stopped (on the fakes: it is the same on moto)."""
-    status, _ = run_plan("memory", *chat_app(), "chat", [])
-    assert status.status == Status.SUCCEEDED
-    return status.result
+    """The result of a run that never stopped (on the fakes: it is the same on moto); the
+    same for both flavours."""
+    results = []
+    for flavour in FLAVOURS:
+        status, _ = run_plan("memory", *chat_app(flavour), "chat", [])
+        assert status.status == Status.SUCCEEDED
+        results.append(status.result)
+    assert results[0] == results[1]
+    return results[0]
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("plan", PLANS, ids=PLAN_IDS)
 def test_in_place_edits_of_nested_state_give_the_uninterrupted_result(
-    backend, chat_uninterrupted, plan
+    backend, chat_uninterrupted, plan, flavour
 ):
-    app, live = chat_app()
+    app, live = chat_app(flavour)
     status, _ = run_plan(backend, app, live, "chat", plan)
 
     assert status.status == Status.SUCCEEDED, status.error
@@ -186,9 +266,10 @@ def test_in_place_edits_of_nested_state_give_the_uninterrupted_result(
     assert len(live) == len(set(live)) == TURNS * STEPS_PER_TURN  # nothing recorded ran again
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("plan", PLANS, ids=PLAN_IDS)
-def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(backend, plan):
-    app, live = step_result_app()
+def test_in_place_edits_of_a_step_result_give_the_uninterrupted_result(backend, plan, flavour):
+    app, live = step_result_app(flavour)
     status, _ = run_plan(backend, app, live, "sizes", plan)
 
     assert status.status == Status.SUCCEEDED, status.error
@@ -230,21 +311,38 @@ def deliver_until_finished(backend: str, app: Continuum, task_id: str, most: int
 NOT_JSON = re.compile(r"(?i)\bnan\b|infinit|\binf\b|not (valid )?json")
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("effect", [False, True], ids=["plain", "effect"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
-def test_a_nan_or_infinite_step_result_fails_the_task_once_naming_the_step(aws, effect, value):
+def test_a_nan_or_infinite_step_result_fails_the_task_once_naming_the_step(
+    aws, effect, value, flavour
+):
     app = Continuum(visibility_margin_s=None)
     runs: list[int] = []
 
-    @app.step(effect=effect)
-    def measure() -> float:
-        runs.append(1)
-        return value
+    if flavour == "sync":
 
-    @app.task(state=Empty)
-    def measured(ctx: TaskContext[Empty]) -> str:
-        measure()
-        return "done"
+        @app.step(effect=effect)
+        def measure() -> float:
+            runs.append(1)
+            return value
+
+        @app.task(state=Empty)
+        def measured(ctx: TaskContext[Empty]) -> str:
+            measure()
+            return "done"
+
+    else:
+
+        @app.step(effect=effect)
+        async def measure() -> float:
+            runs.append(1)
+            return value
+
+        @app.task(state=Empty)
+        async def measured(ctx: TaskContext[Empty]) -> str:
+            await measure()
+            return "done"
 
     invocations = deliver_until_finished(aws, app, "nan-step")
 
@@ -263,17 +361,29 @@ class Scored(BaseModel):
     rounds: int = 0
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
-def test_a_nan_in_the_state_fails_the_task_once_naming_the_field(aws, value):
+def test_a_nan_in_the_state_fails_the_task_once_naming_the_field(aws, value, flavour):
     app = Continuum(visibility_margin_s=None)
 
-    @app.task(state=Scored)
-    def measured(ctx: TaskContext[Scored]) -> str | None:
+    def measure(ctx: TaskContext[Scored]) -> str | None:
         if ctx.state.rounds == 1:
             return "done"
         ctx.state.score = value  # the end of this turn saves it in the snapshot
         ctx.state.rounds += 1
         return None
+
+    if flavour == "sync":
+
+        @app.task(state=Scored)
+        def measured(ctx: TaskContext[Scored]) -> str | None:
+            return measure(ctx)
+
+    else:
+
+        @app.task(state=Scored)
+        async def measured(ctx: TaskContext[Scored]) -> str | None:
+            return measure(ctx)
 
     invocations = deliver_until_finished(aws, app, "nan-state")
 
@@ -287,32 +397,49 @@ def test_a_nan_in_the_state_fails_the_task_once_naming_the_field(aws, value):
 # -- case 5: live and replayed results have the same type ------------------------------------
 
 
-def unannotated_app(fn: Any) -> tuple[Continuum, list[str]]:
+def unannotated_app(fn: Any, flavour: str = "sync") -> tuple[Continuum, list[str]]:
     """A task that calls ``ctx.step(fn)`` (a library function with no return annotation),
     then one more step, and returns the type name of what ``fn`` gave it."""
     app = Continuum()
     marks: list[str] = []  # one per step call, live or replayed: places the suspension
 
-    @app.step
-    def after() -> int:
-        return 1
+    if flavour == "sync":
 
-    @app.task(state=Empty)
-    def typed(ctx: TaskContext[Empty]) -> str:
-        value = ctx.step(fn)
-        marks.append("fn")
-        after()
-        marks.append("after")
-        return type(value).__name__
+        @app.step
+        def after() -> int:
+            return 1
+
+        @app.task(state=Empty)
+        def typed(ctx: TaskContext[Empty]) -> str:
+            value = ctx.step(fn)
+            marks.append("fn")
+            after()
+            marks.append("after")
+            return type(value).__name__
+
+    else:
+
+        @app.step
+        async def after() -> int:
+            return 1
+
+        @app.task(state=Empty)
+        async def typed(ctx: TaskContext[Empty]) -> str:
+            value = await ctx.step_async(fn)
+            marks.append("fn")
+            await after()
+            marks.append("after")
+            return type(value).__name__
 
     return app, marks
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("fn", [datetime.now, uuid.uuid4], ids=["datetime.now", "uuid.uuid4"])
-def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(backend, fn):
+def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(backend, fn, flavour):
     outcomes = []
     for plan in ([], [1]):  # never suspended; suspended right after the step
-        app, marks = unannotated_app(fn)
+        app, marks = unannotated_app(fn, flavour)
         status, _ = run_plan(backend, app, marks, "typed", plan)
         outcomes.append(status)
 
@@ -329,27 +456,51 @@ def test_an_unannotated_step_gives_one_type_wherever_the_task_suspends(backend, 
 FIXED = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 
-def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed(backend):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_an_annotated_datetime_step_gives_a_datetime_live_and_replayed(backend, flavour):
     results = []
     for plan in ([], [1]):
         app = Continuum()
         marks: list[str] = []
 
-        @app.step
-        def now() -> datetime:
-            return FIXED
-
-        @app.step
-        def after() -> int:
-            return 1
-
-        @app.task(state=Empty)
-        def typed(ctx: TaskContext[Empty]) -> str:
-            value = now()
-            marks.append("now")
-            after()
-            marks.append("after")
+        def seen(value: datetime) -> str:
             return f"{type(value).__name__} {value == FIXED}"
+
+        if flavour == "sync":
+
+            @app.step
+            def now() -> datetime:
+                return FIXED
+
+            @app.step
+            def after() -> int:
+                return 1
+
+            @app.task(state=Empty)
+            def typed(ctx: TaskContext[Empty]) -> str:
+                value = now()
+                marks.append("now")
+                after()
+                marks.append("after")
+                return seen(value)
+
+        else:
+
+            @app.step
+            async def now() -> datetime:
+                return FIXED
+
+            @app.step
+            async def after() -> int:
+                return 1
+
+            @app.task(state=Empty)
+            async def typed(ctx: TaskContext[Empty]) -> str:
+                value = await now()
+                marks.append("now")
+                await after()
+                marks.append("after")
+                return seen(value)
 
         status, _ = run_plan(backend, app, marks, "typed", plan)
         assert status.status == Status.SUCCEEDED, status.error
@@ -371,8 +522,9 @@ Short = Annotated[str, Field(max_length=3)]
     ],
     ids=["int", "optional-none", "bool-as-int", "int-as-float", "too-long"],
 )
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_scalar_result_is_what_its_annotation_makes_of_it_live_and_replayed(
-    backend, annotation, value, expected
+    backend, annotation, value, expected, flavour
 ):
     """A scalar the annotation takes as it is skips the JSON round trip (the fast path);
     anything the annotation coerces or constrains still gets it, live as on replay."""
@@ -381,27 +533,54 @@ def test_a_scalar_result_is_what_its_annotation_makes_of_it_live_and_replayed(
         app = Continuum()
         marks: list[str] = []
 
-        def produce():
-            marks.append("produce")
-            return value
+        def shown(got: Any) -> str:
+            if got is None and value is not None:
+                return "failed"
+            return f"{type(got).__name__} {got!r}"
 
-        produce.__annotations__["return"] = annotation
-        step = app.step(produce)
+        if flavour == "sync":
 
-        @app.step
-        def after() -> int:
-            return 1
+            def produce():
+                marks.append("produce")
+                return value
 
-        @app.task(state=Empty)
-        def scalar(ctx: TaskContext[Empty]) -> str:
-            try:
-                got: Any = step()
-            except Exception:
-                got = None
-            after()  # a suspension here replays the step's recorded result, or its refusal
-            return (
-                "failed" if got is None and value is not None else f"{type(got).__name__} {got!r}"
-            )
+            produce.__annotations__["return"] = annotation
+            step = app.step(produce)
+
+            @app.step
+            def after() -> int:
+                return 1
+
+            @app.task(state=Empty)
+            def scalar(ctx: TaskContext[Empty]) -> str:
+                try:
+                    got: Any = step()
+                except Exception:
+                    got = None
+                after()  # a suspension here replays the step's recorded result, or its refusal
+                return shown(got)
+
+        else:
+
+            async def produce():
+                marks.append("produce")
+                return value
+
+            produce.__annotations__["return"] = annotation
+            step = app.step(produce)
+
+            @app.step
+            async def after() -> int:
+                return 1
+
+            @app.task(state=Empty)
+            async def scalar(ctx: TaskContext[Empty]) -> str:
+                try:
+                    got: Any = await step()
+                except Exception:
+                    got = None
+                await after()  # replays the step's recorded result, or its refusal
+                return shown(got)
 
         status, _ = run_plan(backend, app, marks, "scalar", plan)
         assert status.status == Status.SUCCEEDED, status.error
@@ -424,25 +603,46 @@ Ticket = Annotated[
 ]
 
 
-def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips(backend):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips(backend, flavour):
     app = Continuum()
     marks: list[str] = []
 
-    @app.step
-    def open_ticket() -> Ticket:
-        return 42
+    if flavour == "sync":
 
-    @app.step
-    def after() -> int:
-        return 1
+        @app.step
+        def open_ticket() -> Ticket:
+            return 42
 
-    @app.task(state=Empty)
-    def ticketing(ctx: TaskContext[Empty]) -> str:
-        ticket = open_ticket()
-        marks.append("open")
-        after()
-        marks.append("after")
-        return f"{type(ticket).__name__} {ticket!r}"
+        @app.step
+        def after() -> int:
+            return 1
+
+        @app.task(state=Empty)
+        def ticketing(ctx: TaskContext[Empty]) -> str:
+            ticket = open_ticket()
+            marks.append("open")
+            after()
+            marks.append("after")
+            return f"{type(ticket).__name__} {ticket!r}"
+
+    else:
+
+        @app.step
+        async def open_ticket() -> Ticket:
+            return 42
+
+        @app.step
+        async def after() -> int:
+            return 1
+
+        @app.task(state=Empty)
+        async def ticketing(ctx: TaskContext[Empty]) -> str:
+            ticket = await open_ticket()
+            marks.append("open")
+            await after()
+            marks.append("after")
+            return f"{type(ticket).__name__} {ticket!r}"
 
     status, suspended = run_plan(backend, app, marks, "ticketing", [1])  # suspended right after it
 

@@ -1,4 +1,9 @@
-"""Bad input gets a clear error naming what was wrong, is not retried, and corrupts nothing."""
+"""Bad input gets a clear error naming what was wrong, is not retried, and corrupts nothing.
+
+Bad messages never reach a task body: those tests run with the sync ``tally`` as bystander.
+A task that raises runs in both flavours (``tests/flavours.py``), the async twin awaiting its
+``async def`` step.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from tests.conftest import (
     snapshot_objects,
     sqs_event,
 )
+from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime
 from tests.tally import build
 
@@ -123,18 +129,31 @@ def test_an_unsafe_task_id_at_start_is_refused(setup):
     assert snapshot_objects(runtime) == before
 
 
-def test_a_task_that_raises_fails_with_the_step_and_reason(setup):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_task_that_raises_fails_with_the_step_and_reason(setup, flavour):
     app, calls, runtime = setup
-
-    @app.step
-    def explode(x: int) -> int:
-        raise RuntimeError(f"boom at {x}")
 
     from tests.tally import Tally
 
-    @app.task(state=Tally)
-    def doomed(ctx):
-        explode(ctx.state.n)
+    if flavour == "sync":
+
+        @app.step
+        def explode(x: int) -> int:
+            raise RuntimeError(f"boom at {x}")
+
+        @app.task(state=Tally)
+        def doomed(ctx):
+            explode(ctx.state.n)
+
+    else:
+
+        @app.step
+        async def explode(x: int) -> int:
+            raise RuntimeError(f"boom at {x}")
+
+        @app.task(state=Tally)
+        async def doomed(ctx):
+            await explode(ctx.state.n)
 
     task_id = app.client().start("doomed", {"label": "d"})
     record = drain(runtime, task_id, lambda i: context(calls))

@@ -1,4 +1,8 @@
-"""Duplicate, stale and reordered continuations change nothing; a task id starts once."""
+"""Duplicate, stale and reordered continuations change nothing; a task id starts once.
+
+Every test runs in both flavours (``tests/flavours.py``): ``tally`` and its async twin, whose
+turns gather two steps (``tests/tally.py``).
+"""
 
 from __future__ import annotations
 
@@ -19,13 +23,16 @@ from tests.conftest import (
     snapshot_objects,
     sqs_event,
 )
+from tests.flavours import FLAVOURS
 from tests.support import Lease, LocalRuntime, utcnow
 from tests.tally import TOTAL_STEPS, build
 
+pytestmark = pytest.mark.parametrize("flavour", FLAVOURS)
+
 
 @pytest.fixture
-def setup(aws):
-    app, calls = build()
+def setup(aws, flavour):
+    app, calls = build(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     return app, calls, runtime
 

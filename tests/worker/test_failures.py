@@ -1,4 +1,12 @@
-"""Failure paths: deaths, dead letters, limits, hostile records and forged messages."""
+"""Failure paths: deaths, dead letters, limits, hostile records and forged messages.
+
+In both flavours (``tests/flavours.py``), where the task body matters: a step that kills its
+worker, a state that no longer validates, results and states over the size limit, the limit
+of continuations, retryable and failing steps, writes that landed but reported an error,
+deaths outside steps, and a record restored by hand. The async twins await ``async def``
+steps. Dead letters, garbage records and forged messages never reach the task body: sync
+only.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ from tests.conftest import (
     snapshot_objects,
     sqs_event,
 )
+from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime, utcnow
 
 
@@ -39,21 +48,38 @@ def forever(i: int = 0) -> ScriptedContext:
     return ScriptedContext(None, executed=lambda: 0)
 
 
-def counting_job(**options: Any) -> tuple[Continuum, list[int]]:
+def counting_job(flavour: str = "sync", **options: Any) -> tuple[Continuum, list[int]]:
     """An app whose task ``job`` takes ``items`` turns of one ``tick`` step each, and the list
     of the ticks that really ran."""
     app = Continuum(**options)
     ticks: list[int] = []
 
-    @app.step
-    def tick(i: int) -> int:
-        ticks.append(i)
-        return i
-
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> list[str] | None:
-        ctx.state.done.append(str(tick(len(ctx.state.done))))
+    def ended(ctx: TaskContext[Job]) -> list[str] | None:
         return ctx.state.done if len(ctx.state.done) >= ctx.state.items else None
+
+    if flavour == "sync":
+
+        @app.step
+        def tick(i: int) -> int:
+            ticks.append(i)
+            return i
+
+        @app.task(state=Job)
+        def job(ctx: TaskContext[Job]) -> list[str] | None:
+            ctx.state.done.append(str(tick(len(ctx.state.done))))
+            return ended(ctx)
+
+    else:
+
+        @app.step
+        async def tick(i: int) -> int:
+            ticks.append(i)
+            return i
+
+        @app.task(state=Job)
+        async def job(ctx: TaskContext[Job]) -> list[str] | None:
+            ctx.state.done.append(str(await tick(len(ctx.state.done))))
+            return ended(ctx)
 
     return app, ticks
 
@@ -66,24 +92,44 @@ def expire_lease(app: Continuum, task_id: str) -> None:
     app.records.replace(record, etag=etag)
 
 
-def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_step_that_kills_its_worker_every_time_fails_the_task_naming_it(aws, flavour):
     app = Continuum(max_step_crashes=3)
     attempts: list[int] = []
 
-    @app.step
-    def fine(i: int) -> str:
-        return f"ok {i}"
+    if flavour == "sync":
 
-    @app.step
-    def poison(i: int) -> str:
-        attempts.append(i)
-        raise WorkerDied
+        @app.step
+        def fine(i: int) -> str:
+            return f"ok {i}"
 
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> list[str] | None:
-        ctx.state.done.append(fine(len(ctx.state.done)))
-        ctx.state.done.append(poison(len(ctx.state.done)))
-        return ctx.state.done
+        @app.step
+        def poison(i: int) -> str:
+            attempts.append(i)
+            raise WorkerDied
+
+        @app.task(state=Job)
+        def job(ctx: TaskContext[Job]) -> list[str] | None:
+            ctx.state.done.append(fine(len(ctx.state.done)))
+            ctx.state.done.append(poison(len(ctx.state.done)))
+            return ctx.state.done
+
+    else:
+
+        @app.step
+        async def fine(i: int) -> str:
+            return f"ok {i}"
+
+        @app.step
+        async def poison(i: int) -> str:
+            attempts.append(i)
+            raise WorkerDied
+
+        @app.task(state=Job)
+        async def job(ctx: TaskContext[Job]) -> list[str] | None:
+            ctx.state.done.append(await fine(len(ctx.state.done)))
+            ctx.state.done.append(await poison(len(ctx.state.done)))
+            return ctx.state.done
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="poison-1")
@@ -142,7 +188,8 @@ def test_dead_letter_for_a_task_that_moved_on_is_a_leftover(aws):
     assert runtime.record(task_id).status == Status.SUCCEEDED
 
 
-def test_a_state_that_no_longer_validates_fails_with_the_field(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_state_that_no_longer_validates_fails_with_the_field(aws, flavour):
     old = Continuum()
 
     @old.task(state=Job, name="job")
@@ -157,9 +204,17 @@ def test_a_state_that_no_longer_validates_fails_with_the_field(aws):
 
     new = Continuum()
 
-    @new.task(state=JobV2, name="job")
-    def job_v2(ctx: TaskContext[JobV2]) -> None:
-        return None
+    if flavour == "sync":
+
+        @new.task(state=JobV2, name="job")
+        def job_v2(ctx: TaskContext[JobV2]) -> None:
+            return None
+
+    else:
+
+        @new.task(state=JobV2, name="job")
+        async def job_v2_async(ctx: TaskContext[JobV2]) -> None:
+            return None
 
     share(new, runtime).handler(sqs_event(continuation("migrated", 0)), forever())
     record = runtime.record("migrated")
@@ -169,16 +224,29 @@ def test_a_state_that_no_longer_validates_fails_with_the_field(aws):
     assert "items" in record.error.message
 
 
-def test_a_step_result_over_the_size_limit_fails_the_task_naming_the_step(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_step_result_over_the_size_limit_fails_the_task_naming_the_step(aws, flavour):
     app = Continuum(max_state_bytes=100_000)
 
-    @app.step(effect=True)
-    def download() -> str:
-        return "x" * 200_000
+    if flavour == "sync":
 
-    @app.task(state=Job)
-    def hoard(ctx: TaskContext[Job]) -> str:
-        return download()[:10]
+        @app.step(effect=True)
+        def download() -> str:
+            return "x" * 200_000
+
+        @app.task(state=Job)
+        def hoard(ctx: TaskContext[Job]) -> str:
+            return download()[:10]
+
+    else:
+
+        @app.step(effect=True)
+        async def download() -> str:
+            return "x" * 200_000
+
+        @app.task(state=Job)
+        async def hoard(ctx: TaskContext[Job]) -> str:
+            return (await download())[:10]
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("hoard", {}, task_id="hoard-1")
@@ -189,12 +257,21 @@ def test_a_step_result_over_the_size_limit_fails_the_task_naming_the_step(aws):
     assert record.journal == []
 
 
-def test_a_state_over_the_size_limit_fails_the_task(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_state_over_the_size_limit_fails_the_task(aws, flavour):
     app = Continuum(max_state_bytes=50_000)
 
-    @app.task(state=Job)
-    def grow(ctx: TaskContext[Job]) -> None:
-        ctx.state.done.append("y" * 10_000)
+    if flavour == "sync":
+
+        @app.task(state=Job)
+        def grow(ctx: TaskContext[Job]) -> None:
+            ctx.state.done.append("y" * 10_000)
+
+    else:
+
+        @app.task(state=Job)
+        async def grow(ctx: TaskContext[Job]) -> None:
+            ctx.state.done.append("y" * 10_000)
 
     runtime = LocalRuntime(app, budget_s=0.3, backend=aws)
     task_id = app.client().start("grow", {}, task_id="grow-1")
@@ -251,18 +328,32 @@ def test_forged_and_unsigned_messages_are_rejected_when_signing(aws, caplog):
     assert runs == [1]
 
 
-def test_a_task_over_max_continuations_fails_with_the_reason(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_task_over_max_continuations_fails_with_the_reason(aws, flavour):
     app = Continuum()
     ticks: list[int] = []
 
-    @app.step
-    def tick(i: int) -> int:
-        ticks.append(i)
-        return i
+    if flavour == "sync":
 
-    @app.task(state=Job, max_continuations=2)
-    def endless(ctx: TaskContext[Job]) -> None:
-        ctx.state.done.append(str(tick(len(ctx.state.done))))
+        @app.step
+        def tick(i: int) -> int:
+            ticks.append(i)
+            return i
+
+        @app.task(state=Job, max_continuations=2)
+        def endless(ctx: TaskContext[Job]) -> None:
+            ctx.state.done.append(str(tick(len(ctx.state.done))))
+
+    else:
+
+        @app.step
+        async def tick(i: int) -> int:
+            ticks.append(i)
+            return i
+
+        @app.task(state=Job, max_continuations=2)
+        async def endless(ctx: TaskContext[Job]) -> None:
+            ctx.state.done.append(str(await tick(len(ctx.state.done))))
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("endless", {}, task_id="endless-1")
@@ -274,25 +365,48 @@ def test_a_task_over_max_continuations_fails_with_the_reason(aws):
     assert len(ticks) == 3
 
 
-def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws):
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws, flavour):
     app = Continuum()
     attempts = {"flaky": 0, "broken": 0}
 
-    @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
-    def flaky() -> str:
+    def flaky_attempt() -> str:
         attempts["flaky"] += 1
         if attempts["flaky"] < 3:
             raise ConnectionError("reset")
         return "ok"
 
-    @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
-    def broken() -> str:
+    def broken_attempt() -> str:
         attempts["broken"] += 1
         raise ValueError("bad request")
 
-    @app.task(state=Job)
-    def job(ctx: TaskContext[Job]) -> str:
-        return flaky() + broken()
+    if flavour == "sync":
+
+        @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
+        def flaky() -> str:
+            return flaky_attempt()
+
+        @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
+        def broken() -> str:
+            return broken_attempt()
+
+        @app.task(state=Job)
+        def job(ctx: TaskContext[Job]) -> str:
+            return flaky() + broken()
+
+    else:
+
+        @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
+        async def flaky() -> str:
+            return flaky_attempt()
+
+        @app.step(retries=3, backoff_s=0, retry_on=(ConnectionError,))
+        async def broken() -> str:
+            return broken_attempt()
+
+        @app.task(state=Job)
+        async def job(ctx: TaskContext[Job]) -> str:
+            return await flaky() + await broken()
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="retry-1")
@@ -307,8 +421,9 @@ def test_a_non_retryable_error_fails_at_once_and_retryable_ones_retry(aws):
     "code", ["PreconditionFailed", "InternalError", "SlowDown", "UnknownError"]
 )
 @pytest.mark.parametrize("on_call", [2, 3, 4])
-def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_call):
-    app, runs = counting_job(persist_every_s=0)
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_write_that_landed_but_reported_an_error_loses_nothing(aws, code, on_call, flavour):
+    app, runs = counting_job(flavour, persist_every_s=0)
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="landed")
@@ -367,8 +482,9 @@ def test_superseded_state_blobs_are_removed_and_readers_never_see_a_gap(aws):
     assert app.client().status(task_id).status == Status.SUCCEEDED
 
 
-def test_deaths_outside_steps_blame_no_step(aws):
-    app, runs = counting_job(max_step_crashes=3)
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_deaths_outside_steps_blame_no_step(aws, flavour):
+    app, runs = counting_job(flavour, max_step_crashes=3)
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="unlucky")
@@ -393,8 +509,9 @@ def test_deaths_outside_steps_blame_no_step(aws):
     assert runs == [0, 1, 2]
 
 
-def test_resume_after_a_record_was_restored_by_hand(aws):
-    app, ticks = counting_job()
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_resume_after_a_record_was_restored_by_hand(aws, flavour):
+    app, ticks = counting_job(flavour)
 
     runtime = LocalRuntime(app, budget_s=900, backend=aws)
     task_id = app.client().start("job", {}, task_id="restored")
