@@ -94,7 +94,7 @@ class Callback:
             CallbackTimeoutError: no answer before the timeout, or heartbeats stopped.
             CallbackFailedError: the outside world failed it (``client.fail_callback``).
         """
-        return self._waits.callback_result(self)  # the runner that created it
+        return self._waits.callback_result(self)  # journaled where it is awaited
 
     def __repr__(self) -> str:
         return f"Callback(name={self.name!r}, id={self.id!r})"

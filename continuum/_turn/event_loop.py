@@ -319,8 +319,11 @@ async def _journaled(
         return await child.run_awaited(coro, task_body=True)
     except ControlFlow as signal:
         # Told to the parent, so that code catching it there (gather's return_exceptions)
-        # still ends the turn as the signal would have.
-        if parent.state.unwinding is None:
+        # still ends the turn as the signal would have; once a cancel was delivered, a wait
+        # or a suspension of another task no longer stops the cleanup (as in a batch).
+        if parent.state.unwinding is None and not (
+            isinstance(signal, Suspend | Wait) and _cancel_delivered(parent.state.record)
+        ):
             parent.state.unwinding = signal
         raise
     except Exception as exc:
@@ -329,6 +332,11 @@ async def _journaled(
     finally:
         parent.state.progress = parent.state.progress or child.state.progress
         context_ended(parent.state, "context", entry, child.state.path, failure)
+
+
+def _cancel_delivered(record: TaskRecord) -> bool:
+    """Whether the turn raised TaskCancelledError into the task's code already."""
+    return record.cancel is not None and record.cancel.delivered
 
 
 def _asyncio_own(coro: Coroutine[Any, Any, Any]) -> bool:

@@ -1,6 +1,7 @@
 """Waits side by side in one turn (``ctx.parallel`` in a sync task, ``asyncio.gather`` in an
-async one): the task waits for all of them at once, each keeps its own deadline, and a callback
-the task made is awaited in the branch that asks for its result.
+async one): the task waits for all of them at once, each keeps its own deadline, a callback
+the task made is awaited in the branch that asks for its result, and a cancel delivered to one
+of them lets the task's cleanup run.
 
 Every test runs in both flavours (``tests/waits/flavours.py``).
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from continuum import CallbackTimeoutError, Continuum, TaskContext
+from continuum import CallbackTimeoutError, Continuum, TaskCancelledError, TaskContext
 from tests.waits.flavours import Flavour
 
 
@@ -136,3 +137,41 @@ def test_callbacks_awaited_side_by_side_each_take_their_own_outcome(make_runtime
         done = runtime.drive(waiting.task_id, stop_when_waiting=False)
     assert done.status == "succeeded", runtime.record(done.task_id).error
     assert done.result == ["timed out", "yes"]
+
+
+def test_a_cancel_while_waits_side_by_side_runs_the_cleanup_once(make_runtime, flavour):
+    app, _ = two_mailboxes_app(flavour)
+    cleaned: list[str] = []
+
+    @flavour.step(app)
+    def clean_up() -> None:
+        cleaned.append("clean up")
+
+    def guarded(ctx: TaskContext[Timeouts]) -> Any:
+        try:
+            return ctx.parallel(
+                [lambda c: c.wait_for_signal("a"), lambda c: c.wait_for_signal("b")]
+            ).values()
+        except TaskCancelledError:
+            clean_up()
+            raise
+
+    async def guarded_async(ctx: TaskContext[Timeouts]) -> Any:
+        try:
+            return await asyncio.gather(
+                ctx.wait_for_signal_async("a"), ctx.wait_for_signal_async("b")
+            )
+        except TaskCancelledError:
+            await clean_up()
+            raise
+
+    flavour.task(app, guarded, guarded_async, state=Timeouts)
+    runtime = make_runtime(app)
+    client = app.client()
+    with runtime.time.running():
+        waiting = runtime.run("guarded", {})
+        assert waiting.status == "waiting", waiting.error
+        client.cancel(waiting.task_id, "stop")
+        done = runtime.drive(waiting.task_id)
+    assert done.status == "cancelled", done.error
+    assert cleaned == ["clean up"]
