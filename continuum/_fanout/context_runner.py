@@ -148,20 +148,36 @@ class ContextRunner:
             try:
                 value = await call
             except Exception:
-                check_unwinding(state)
+                if self._unwound_elsewhere(task_body) is None:
+                    check_unwinding(state)
+                elif state.refused is not None:
+                    raise Abort(error_info(state.refused, state.record.turn)) from None
+                # else: another asyncio task's suspension or wait beside this error (gather
+                # raised what it saw first): the code swallowed nothing, and the error that it
+                # let go ends the turn (a retry would replay the same error).
                 raise
-            if isinstance(state.unwinding, Suspend | Wait) and (
-                task_body or state.unwound_in is not asyncio.current_task()
-            ):
+            signal = self._unwound_elsewhere(task_body)
+            if signal is not None:
                 # Another asyncio task's suspension or wait that the code let go by (gather
                 # with return_exceptions): the turn still ends as it would have.
-                raise state.unwinding
+                raise signal
             check_unwinding(state)
             with state.lock:
                 state.journal.check_complete()
             return value
         finally:
             active_runner.reset(token)
+
+    def _unwound_elsewhere(self, task_body: bool) -> Suspend | Wait | None:
+        """The suspension or wait unwinding this turn, if this code did not catch it itself:
+        raised in another asyncio task, or caught in an asyncio task's whole body (a task
+        group may hand it to another task to raise)."""
+        state, signal = self.state, self.state.unwinding
+        if isinstance(signal, Suspend | Wait) and (
+            task_body or state.unwound_in is not asyncio.current_task()
+        ):
+            return signal
+        return None
 
     # -- the Runner protocol (``_define.steps``) -------------------------------------------------
 

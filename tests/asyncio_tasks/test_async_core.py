@@ -764,3 +764,31 @@ def test_steps_gathered_inside_asyncio_run_in_a_sync_task_are_refused_naming_the
         assert "side by side in one journal" in task.error.message, task.error
         assert task.error.step == "fetch"
         assert runner.run("one_at_a_time", {}).result == ["d", "e", "f", "g"]
+
+
+@pytest.mark.parametrize("boom_first", [True, False, None])
+def test_a_step_failing_beside_a_wait_fails_the_task_with_the_steps_error(boom_first):
+    """None: the two end in one pass of the loop (gather raises the error, the wait is left)."""
+    delays = {True: (0.01, 0.1), False: (0.1, 0.01), None: (0.05, 0.05)}[boom_first]
+    app = Continuum()
+
+    @app.step
+    async def boom() -> str:
+        await asyncio.sleep(delays[0])
+        raise ValueError("boom")
+
+    @app.task(state=Empty)
+    async def race(ctx: TaskContext[Empty]) -> list[str]:
+        async def nap() -> str:
+            await asyncio.sleep(delays[1])
+            await ctx.sleep_async(3600)
+            return "rested"
+
+        return list(await asyncio.gather(boom(), nap()))
+
+    with TaskRunner(app) as runner:
+        task = runner.run("race", {})
+        task.run_until_done()
+        assert task.status == "failed"
+        assert task.error.type != "ControlFlowSwallowed", task.error
+        assert "boom" in task.error.message, task.error
