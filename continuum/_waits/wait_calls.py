@@ -122,6 +122,8 @@ class WaitCaller:
 
     def _enter(self, name: str, kind: EntryKind) -> tuple[str, JournalEntry | None]:
         """Start a wait: its key, and its entry (None: first reached; partial: not answered)."""
+        if self.state.active_key is not None:
+            raise self.state.refuse(self._inside_a_step(name, kind))
         self.state.replay_cancel()
         key = self.state.journal.key_for(name, None)
         entry = self.state.journal.replay(name, key)
@@ -140,6 +142,17 @@ class WaitCaller:
                 step=key,
             )
         return key, entry
+
+    def _inside_a_step(self, name: str, kind: EntryKind) -> ContinuumError:
+        step = (self.state.active_key or "").rsplit("/", 1)[-1]
+        return ContinuumError(
+            f"a {kind.value} wait {name!r} was reached inside step {step!r}: a step's work "
+            "cannot wait (its journal entry is the step's result)",
+            task_id=self.state.record.task_id,
+            step=step,
+            hint="wait in the task's code, between steps; a step that needs an answer from "
+            "outside is a callback the task waits for (ctx.wait_for_callback)",
+        )
 
     def _done(self, entry: JournalEntry) -> None:
         entry.partial = False
