@@ -16,6 +16,7 @@ needs boto3 itself. Built on ``backend``:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -80,6 +81,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if moto_only is not None and not (moto_only.args or moto_only.kwargs.get("reason")):
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: moto_only needs a reason")
     metafunc.parametrize("backend", ["moto"] if moto_only else BACKENDS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def _close_the_event_loop_left_set() -> Iterator[None]:
+    """Close the event loop a test left set on its thread: pydantic-ai's ``run_sync`` sets one
+    and keeps it, a later ``asyncio.run`` drops it unclosed, and the garbage collector's
+    ResourceWarning then fails whichever test of the worker runs when it collects."""
+    yield
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    loop = getattr(local, "_loop", None)
+    if loop is not None and not loop.is_running():
+        if not loop.is_closed():
+            loop.close()
+        asyncio.set_event_loop(None)
 
 
 @pytest.fixture
