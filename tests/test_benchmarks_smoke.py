@@ -10,7 +10,6 @@ import subprocess
 import sys
 import types
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -62,9 +61,7 @@ def test_budget_fill_refuses_to_report_when_the_step_timing_misses_its_clock(mon
     import continuum._steps.step_calls
     from benchmarks.budget_fill import Simulation, predictive, workload
 
-    monkeypatch.setattr(
-        continuum._steps.step_calls, "time", SimpleNamespace(monotonic=real_monotonic)
-    )
+    monkeypatch.setattr(continuum._steps.step_calls, "monotonic_s", real_monotonic)
     with pytest.raises(Mismeasured, match="learned"):
         Simulation(workload(60, 3), predictive()).run()
 

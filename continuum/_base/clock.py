@@ -42,6 +42,14 @@ _top: VirtualClock | None = None
 _changing = threading.Lock()
 
 
+def monotonic_s() -> float:
+    """Seconds of a monotonic clock, for how long things take in a turn: the running virtual
+    clock's (in whatever frame it is read: freezegun gives asyncio's callers the real clock
+    and others the virtual one), else ``time.monotonic()``, looked up at each call."""
+    source = _top
+    return time.monotonic() if source is None else source.now_s()
+
+
 def now_s() -> float:
     """Epoch seconds now."""
     source = _top

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from continuum._base.clock import now_s, real_monotonic
+from continuum._base.clock import monotonic_s, now_s
 from continuum._define.steps import Step
 from continuum._record.model import ErrorInfo, JournalEntry, StepStats
 from continuum._steps.budget import observe
@@ -185,7 +185,7 @@ def paused(
 
 def preempted(state: TurnState, key: str, stats: StepStats, started: float) -> Suspend:
     """The step was preempted: count it, and suspend (returned, to raise)."""
-    elapsed = real_monotonic() - started
+    elapsed = monotonic_s() - started
     # The step takes at least this long: remember it, but do not count a censored sample.
     stats.max_s = max(stats.max_s, elapsed)
     state.record.counters.preemptions += 1
@@ -233,6 +233,6 @@ def unmark(state: TurnState, marker: JournalEntry | None) -> None:
 
 def timed(stats: StepStats, started: float) -> float:
     """The attempt's duration since ``started``, noted in the step's statistics."""
-    elapsed = real_monotonic() - started
+    elapsed = monotonic_s() - started
     observe(stats, elapsed)
     return round(elapsed, 6)

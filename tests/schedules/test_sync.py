@@ -116,9 +116,10 @@ def test_a_schedule_of_an_unknown_task_or_a_bad_input_fails_the_sync_before_any_
 def test_each_fire_of_a_synced_schedule_starts_one_run(h, s):
     sync_schedules(s.app, h.scheduler)
     h.advance(10 * 60)  # "often" fires every five minutes from its creation
-    bodies = [f.body for f in h.fire() if f.name == PREFIX + "often"]
+    fired = h.fire()  # "nightly" too, where the ten minutes pass 02:00
+    bodies = [f.body for f in fired if f.name == PREFIX + "often"]
     assert len(bodies) == 3  # at its creation, then five and ten minutes on
-    assert h.delivered() == bodies
+    assert h.delivered() == [f.body for f in fired]
     with freeze_time(h.now):  # the worker's clock is where the scheduler's is
         outcomes = [s.deliver(body) for body in bodies + bodies[:1]]
     assert outcomes == ["schedule-started"] * 3 + ["duplicate"]
