@@ -58,10 +58,10 @@ def test_budget_fill_learns_the_virtual_durations_it_simulates():
 
 def test_budget_fill_refuses_to_report_when_the_step_timing_misses_its_clock(monkeypatch):
     """As when steps came to be timed in a module that its clock did not reach."""
-    import continuum._steps.step_calls
+    import continuum._steps.turn_state
     from benchmarks.budget_fill import Simulation, predictive, workload
 
-    monkeypatch.setattr(continuum._steps.step_calls, "monotonic_s", real_monotonic)
+    monkeypatch.setattr(continuum._steps.turn_state, "monotonic_clock", lambda: real_monotonic)
     with pytest.raises(Mismeasured, match="learned"):
         Simulation(workload(60, 3), predictive()).run()
 

@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Coroutine
 from typing import Any, NamedTuple
 
-from continuum._base.clock import monotonic_s, now_s
+from continuum._base.clock import now_s
 from continuum._base.json_values import from_json
 from continuum._define.steps import AsyncStep, Step
 from continuum._record.model import JournalEntry, StepStats
@@ -153,7 +153,7 @@ class AsyncStepCaller:
             record = state.record
             state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
             state.active_cursor = cursor
-            started = monotonic_s()
+            started = state.clock()
             whole = _ToItsEnd() if options.at_most_once else None
             inside = _IN_STEP.set(state)
             self.live = True
@@ -161,7 +161,7 @@ class AsyncStepCaller:
                 call = self._attempt(step, args, kwargs)
                 value = await (call if whole is None else whole.run(call))
             except Preempted:
-                took = round(monotonic_s() - started, 6)
+                took = round(state.clock() - started, 6)
                 state.log_step(key, wall, took, attempt, "preempted", name=step.name)
                 raise preempted(state, key, stats, started) from None
             except Paused as pause:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from continuum._base.clock import monotonic_s, now_s
+from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, own_json, to_json
 from continuum._define.steps import Step
 from continuum._record.model import ErrorInfo, JournalEntry, StepStats
@@ -108,7 +108,7 @@ class StepCaller:
             record = state.record
             state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
             state.active_cursor = cursor
-            started = monotonic_s()
+            started = state.clock()
             lock.release()  # state.unlocked(), spelled out: on every step's path, it showed
             try:
                 try:
@@ -120,7 +120,7 @@ class StepCaller:
                 finally:
                     lock.acquire()
             except Preempted:
-                took = round(monotonic_s() - started, 6)
+                took = round(state.clock() - started, 6)
                 state.log_step(key, wall, took, attempt, "preempted", name=step.name)
                 raise preempted(state, key, stats, started) from None
             except Paused as pause:
@@ -193,7 +193,7 @@ class StepCaller:
         as a replay would rebuild it."""
         state = self.state
         record, name = state.record, step.options.name
-        elapsed = monotonic_s() - started
+        elapsed = state.clock() - started
         observe(stats, elapsed)
         elapsed = round(elapsed, 6)
         if pending is not None:
@@ -232,9 +232,9 @@ class StepCaller:
         if state.invocation is not None or state.observers is not None:
             state.log_step(key, wall, elapsed, attempt, "ok", name=name, result=result)
         record.counters.steps_executed += 1
-        if step.options.effect or monotonic_s() - state.last_save >= state.persist_every_s:
+        if step.options.effect or state.clock() - state.last_save >= state.persist_every_s:
             state.save()
-            state.last_save = monotonic_s()
+            state.last_save = state.clock()
         return from_json(adapter, result) if rebuild else value
 
     # -- work that is not a step (creating child tasks), under the same budget -------------------

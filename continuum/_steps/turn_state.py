@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.callback_links import CallbackLinks
-from continuum._base.clock import monotonic_s, now_s
+from continuum._base.clock import monotonic_clock, now_s
 from continuum._define.observers import Observers
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
 from continuum._record.history import InvocationRun, StepRun
@@ -130,7 +130,9 @@ class TurnState:
         self.active_cursor: Any = None
         #: a step ran, a step failed, a wait was answered or a turn completed here.
         self.progress = progress
-        self.last_save = monotonic_s() if last_save is None else last_save
+        #: the monotonic clock of its durations (``clock.monotonic_s``), bound for the turn.
+        self.clock = monotonic_clock()
+        self.last_save = self.clock() if last_save is None else last_save
         #: the control-flow exception unwinding this turn (a swallowed one is detected).
         self.unwinding: BaseException | None = None
         #: the asyncio task it was raised in (None: not in one, or handed up from one).

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from continuum._base.clock import monotonic_s
 from continuum._base.json_values import dump_json, model_to_json, to_json
 from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.inbox import Listing
@@ -200,7 +199,7 @@ class TurnLoop:
                 return Lost()
             except Abort as abort:
                 return Failed(abort.error)
-            state.last_save = monotonic_s()
+            state.last_save = state.clock()
         return None
 
     def _cancel_delivered(self) -> bool:
