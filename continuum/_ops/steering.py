@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from continuum._ops.status import TaskSummary
 
 
+#: The suspend reason of a task a retry reopened.
+RETRY = "retry"
+
+
 class Steering:
     """The steering half of the client (``client.Client`` mixes it in)."""
 
@@ -84,13 +88,20 @@ class Steering:
         return sorted(found, key=lambda t: t.updated_at, reverse=True)
 
     def retry(self, task_id: str) -> int:
-        """Run a failed task's failed turn again; return its new generation.
+        """Run a failed task's failed turn again; return its new generation. A task that a
+        retry reopened and nothing has run since gets its continuation again: a retry cut
+        short between its write and its send is finished by the next.
 
         Raises:
             ContinuumError: the task is not ``failed`` (a running one is refused).
             RecordConflictError: the record moved meanwhile (nothing was written).
         """
         record, etag = self.records.load(check_task_id(task_id))
+        if record.status == Status.SUSPENDED and record.suspend_reason == RETRY:
+            # A retry already reopened it (its failed children first), and may have died
+            # before its send: send it again (the fence makes a duplicate harmless).
+            self.continuations.send(task_id, generation=record.generation, reason=RETRY)
+            return record.generation
         if record.status != Status.FAILED:
             raise ContinuumError(
                 f"retry takes a failed task; this one is {record.status.value}",
@@ -108,16 +119,17 @@ class Steering:
         record.finished_at = None
         record.lease = None
         record.suspended_by = None
-        record.suspend_reason = "retry"
+        record.suspend_reason = RETRY
         record.idle_suspensions = 0
         end_recovery(record)
         self.records.replace(record, etag=etag)
         self.records.revive(task_id, record.blob_refs())
-        self.continuations.send(task_id, generation=record.generation, reason="retry")
+        self.continuations.send(task_id, generation=record.generation, reason=RETRY)
         return record.generation
 
     def _retry_children(self, task_id: str, children: list[str]) -> None:
-        """Retry those of a retried parent's failed children that are its own and failed."""
+        """Retry those of a retried parent's failed children that are its own and failed, or
+        that an earlier retry reopened (its send may have been lost)."""
         for child in children:
             try:
                 record, _ = self.records.load(child)
@@ -125,7 +137,9 @@ class Steering:
                 continue
             if record.parent is None or record.parent.task_id != task_id:
                 continue  # a slot another task held: not this parent's child
-            if record.status == Status.FAILED:
+            if record.status == Status.FAILED or (
+                record.status == Status.SUSPENDED and record.suspend_reason == RETRY
+            ):
                 self.retry(child)
 
     def fork(self, task_id: str, *, version: str, new_id: str) -> str:

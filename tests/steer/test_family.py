@@ -236,3 +236,38 @@ def test_a_child_retried_while_its_parent_waits_counts_by_its_latest_outcome(bac
         {"status": "succeeded", "results": [0, 10]},
     )
     assert ran == Counter({"work 0": 2, "work 1": 1})
+
+
+@pytest.mark.parametrize("lost", ["child", "parent"])
+def test_a_retry_cut_short_after_a_write_is_finished_by_the_next_retry(backend, monkeypatch, lost):
+    """A retry writes a record, then sends its continuation: a send that fails leaves the
+    record reopened with no message. Retrying again sends it (a duplicate is harmless), for
+    the parent and for a child the parent's retry reopened first."""
+    from continuum._record.continuation import Continuations
+    from continuum.backends.queue import QueueError
+
+    broken = {1}
+    app, ran = flaky_app(broken)
+    with runtime_on(backend, app) as runtime, runtime.time.running():
+        task_id = app.client().start("batch", Batch(api="map_tasks"))
+        drain(runtime)
+        assert runtime.record(task_id).status == Status.FAILED
+        broken.clear()  # the fix, deployed
+        send = Continuations.send
+        target = f"{task_id}.0.map_tasks.leaf-0.1" if lost == "child" else task_id
+
+        def lose_one(self: Continuations, task: str, **kwargs: Any) -> None:
+            if task == target:
+                monkeypatch.setattr(Continuations, "send", send)
+                raise QueueError("send failed: injected")
+            send(self, task, **kwargs)
+
+        monkeypatch.setattr(Continuations, "send", lose_one)
+        with pytest.raises(QueueError):
+            app.client().retry(task_id)
+        app.client().retry(task_id)  # the outside world tries again
+        drain(runtime)
+        done = runtime.record(task_id)
+    assert (done.status, done.error) == (Status.SUCCEEDED, None), done.error
+    assert done.result == [0, 10, 20]
+    assert ran["work 1"] == 2
