@@ -42,17 +42,10 @@ _top: VirtualClock | None = None
 _changing = threading.Lock()
 
 
-def monotonic_s() -> float:
-    """Seconds of a monotonic clock, for how long things take in a turn: the running virtual
-    clock's (in whatever frame it is read: freezegun gives asyncio's callers the real clock
-    and others the virtual one), else ``time.monotonic()``, looked up at each call."""
-    source = _top
-    return time.monotonic() if source is None else source.now_s()
-
-
 def monotonic_clock() -> Callable[[], float]:
-    """What :func:`monotonic_s` reads now, to call directly where every call counts (a turn
-    binds it once): the running virtual clock's, else ``time.monotonic`` as now looked up."""
+    """The monotonic clock of how long things take in a turn (a turn binds it once): the
+    running virtual clock's, read directly (freezegun gives asyncio's callers the real clock
+    and others the virtual one, by call depth), else ``time.monotonic`` as now looked up."""
     source = _top
     return time.monotonic if source is None else source.now_s
 

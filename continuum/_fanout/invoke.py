@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from continuum._base.clock import monotonic_s, now_s
+from continuum._base.clock import now_s
 from continuum._base.threads import in_parallel
 from continuum._base.trace_ids import task_trace_id, traceparent, wait_span_id
 from continuum._define.completion import BatchResult, Completion, Item, check_concurrency
@@ -325,10 +325,10 @@ def _create_children(
         def create(i: int) -> bool:
             return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i), trace)
 
-        started = monotonic_s()
+        started = state.clock()
         with state.unlocked():
             ours = in_parallel(create, chunk, threads=CHILD_THREADS)
-        runner.steps.observe_work(stats_name, monotonic_s() - started)
+        runner.steps.observe_work(stats_name, state.clock() - started)
         taken |= {i for i, mine in zip(chunk, ours, strict=True) if not mine}
         created = chunk.stop
         entry.cursor = {**progress, "created": created, "taken": sorted(taken)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from continuum._base.clock import monotonic_s, now_s
+from continuum._base.clock import now_s
 from continuum._define.steps import Step
 from continuum._record.model import ErrorInfo, JournalEntry, StepStats
 from continuum._steps.budget import observe
@@ -42,7 +42,7 @@ def raised(
     to be reopened when it starts), or fail the step. ``since``: when its first attempt
     started; ``in_place``: wait for the backoff here (False: the async caller awaits it)."""
     options = step.options
-    elapsed = timed(stats, started)
+    elapsed = timed(state, stats, started)
     error = ErrorInfo(
         type=type(exc).__name__,
         message=str(exc)[:MAX_ERROR_CHARS],
@@ -167,7 +167,7 @@ def paused(
 ) -> Suspend:
     """The step paused itself at ``cursor``: journal it, and suspend (returned, to raise).
     ``since``: when its first attempt started."""
-    elapsed = timed(stats, started)
+    elapsed = timed(state, stats, started)
     state.append(
         JournalEntry(
             key,
@@ -185,7 +185,7 @@ def paused(
 
 def preempted(state: TurnState, key: str, stats: StepStats, started: float) -> Suspend:
     """The step was preempted: count it, and suspend (returned, to raise)."""
-    elapsed = monotonic_s() - started
+    elapsed = state.clock() - started
     # The step takes at least this long: remember it, but do not count a censored sample.
     stats.max_s = max(stats.max_s, elapsed)
     state.record.counters.preemptions += 1
@@ -231,8 +231,9 @@ def unmark(state: TurnState, marker: JournalEntry | None) -> None:
         state.journal.reopen()
 
 
-def timed(stats: StepStats, started: float) -> float:
-    """The attempt's duration since ``started``, noted in the step's statistics."""
-    elapsed = monotonic_s() - started
+def timed(state: TurnState, stats: StepStats, started: float) -> float:
+    """The attempt's duration since ``started`` on the turn's clock, noted in the step's
+    statistics."""
+    elapsed = state.clock() - started
     observe(stats, elapsed)
     return round(elapsed, 6)

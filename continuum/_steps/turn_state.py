@@ -130,7 +130,7 @@ class TurnState:
         self.active_cursor: Any = None
         #: a step ran, a step failed, a wait was answered or a turn completed here.
         self.progress = progress
-        #: the monotonic clock of its durations (``clock.monotonic_s``), bound for the turn.
+        #: the monotonic clock of its durations (``clock.monotonic_clock``), bound for the turn.
         self.clock = monotonic_clock()
         self.last_save = self.clock() if last_save is None else last_save
         #: the control-flow exception unwinding this turn (a swallowed one is detected).
