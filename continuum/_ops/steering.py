@@ -42,6 +42,11 @@ if TYPE_CHECKING:
 RETRY = "retry"
 
 
+def _reopened_by_retry(record: TaskRecord) -> bool:
+    """Whether a retry reopened the task and nothing has run it since (its send may be lost)."""
+    return record.status == Status.SUSPENDED and record.suspend_reason == RETRY
+
+
 class Steering:
     """The steering half of the client (``client.Client`` mixes it in)."""
 
@@ -97,7 +102,7 @@ class Steering:
             RecordConflictError: the record moved meanwhile (nothing was written).
         """
         record, etag = self.records.load(check_task_id(task_id))
-        if record.status == Status.SUSPENDED and record.suspend_reason == RETRY:
+        if _reopened_by_retry(record):
             # A retry already reopened it (its failed children first), and may have died
             # before its send: send it again (the fence makes a duplicate harmless).
             self.continuations.send(task_id, generation=record.generation, reason=RETRY)
@@ -137,9 +142,7 @@ class Steering:
                 continue
             if record.parent is None or record.parent.task_id != task_id:
                 continue  # a slot another task held: not this parent's child
-            if record.status == Status.FAILED or (
-                record.status == Status.SUSPENDED and record.suspend_reason == RETRY
-            ):
+            if record.status == Status.FAILED or _reopened_by_retry(record):
                 self.retry(child)
 
     def fork(self, task_id: str, *, version: str, new_id: str) -> str:
