@@ -476,18 +476,25 @@ class Injector:
             None if kind is None else self._inject(kind, "SendMessage", context.get("chaos_params"))
         )
 
-    def _after_send(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+    def _after_send(
+        self, http_response: Any, context: dict[str, Any], parsed: Any = None, **_: Any
+    ) -> None:
         if http_response.status_code >= 300:
             return
         self.reach("after_send")
         message = message_of(context.get("chaos_params", {}))
         kind = send_kind(message, self.task_id, self._finished)
-        if kind == "continue":
-            return
         self.events.write(
-            "send", kind=kind, task_id=message.get("task_id"), inv=self.invocation, by=self.task_id
+            "send",
+            kind=kind,
+            task_id=message.get("task_id"),
+            inv=self.invocation,
+            by=self.task_id,
+            mid=(parsed or {}).get("MessageId"),
+            gen=message.get("generation"),
         )
-        self.reach(f"after_{kind}_send" if kind in ("timer", "wake") else f"after_{kind}")
+        if kind != "continue":
+            self.reach(f"after_{kind}_send" if kind in ("timer", "wake") else f"after_{kind}")
 
     def _after_list(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         """A listing landed: if it was of an inbox, maybe die (right after a wait, too)."""

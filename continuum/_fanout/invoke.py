@@ -337,13 +337,17 @@ def _create_children(
     begun = int(progress.get("started", 0))
     if taken and begun < first:
         pass_over_taken(state, starter, prefix, taken, limit, n, link_of)
-    for i in range(begun, first):
+    for slot in range(begun, first):
         # A taken slot of the first wave hands its place to the next of its own in its chain.
+        i = slot
         while i in taken and limit is not None:
             i += limit
         if i < n and i not in taken:
             starter.start(f"{prefix}.{i}")
-    entry.cursor = {**progress, "started": first}
+        # Saved start by start: a failed send suspends the parent, whose next invocation
+        # goes on from there; what it started counts as progress, not an idle suspension.
+        entry.cursor = {**progress, "started": slot + 1}
+        state.progress = True
 
 
 def _batch_result(reports: list[ChildReport], n: int, completion: Completion | None) -> BatchResult:

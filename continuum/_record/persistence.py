@@ -18,7 +18,7 @@ import threading
 from datetime import datetime
 
 from continuum._base.clock import utcnow
-from continuum._record.blobs import BlobGone, BlobKeys, Blobs
+from continuum._record.blobs import FINISHED_TAGS, BlobGone, BlobKeys, Blobs
 from continuum._record.codec import (
     DEFAULT_INLINE_LIMIT_BYTES,
     describe_blobs,
@@ -245,10 +245,12 @@ class Records:
         return inline_blobs(parse_record(body, task_id=task_id), read_blob)
 
     def revive(self, task_id: str, used: list[BlobRef]) -> None:
-        """Take the finished tag off a record and the blobs it uses (a retried task)."""
+        """Take the finished tag off a record and the blobs it uses (a retried task). The tag
+        is overwritten, not removed: an empty tag set is valid on S3 but fails on moto."""
+        reopened = dict.fromkeys(FINISHED_TAGS, "false")
         for key in [self.record_key(task_id), *(self.blobs.key(task_id, r.sha256) for r in used)]:
             try:
-                self.store.tag(key, {})
+                self.store.tag(key, reopened)
             except Exception as exc:  # only the lifecycle rule's expiry depends on it
                 logger.warning("could not untag %s: %s", key, exc)
 

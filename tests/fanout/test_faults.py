@@ -225,6 +225,36 @@ def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent(parent
     assert record.result == [0, 1]
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_children_started_before_a_failed_start_count_as_progress(flavour):
+    """Each invocation of a batch's parent starts one child, then its next start fails (a
+    throttled SendMessage, after botocore's retries). The parent saved the created children
+    but not the started ones, so every invocation began the starts again, ended with no
+    progress, and after five failed the parent ``NoProgress`` (the fault run's ``fantasks``,
+    children stranded pending). Starts already sent are saved and count as progress."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    task_id = app.client().start("fan", {"n": 8})
+    send, sent_this_turn, refused = runtime.queue.send, [0], []
+
+    def refuse_the_second_each_turn(body, *, delay_s=0):
+        if f'"{task_id}.' in body and '"reason":"start"' in body.replace(" ", ""):
+            sent_this_turn[0] += 1
+            if sent_this_turn[0] == 2:
+                refused.append(body)
+                raise QueueError("send failed: ThrottlingException (injected)")
+        return send(body, delay_s=delay_s)
+
+    def next_turn(_: int) -> None:
+        sent_this_turn[0] = 0
+
+    runtime.queue.send = refuse_the_second_each_turn
+    record = drain(runtime, task_id, next_turn)
+    assert len(refused) == 7, "more failed turns in a row than the idle limit"
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == list(range(8))
+
+
 def test_a_cancelled_parent_cancels_its_children_again_when_the_first_try_failed():
     """A cancelled parent cancels its children after its finish write. If that failed (one
     S3 500 reading a child's record, after botocore's retries), the message came back but

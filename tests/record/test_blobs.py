@@ -193,6 +193,36 @@ def test_a_finish_that_loses_the_record_tags_none_of_the_current_records_blobs(a
     assert expiring == []
 
 
+def test_a_retried_task_takes_the_finished_tag_off_its_record_and_blobs(aws, caplog):
+    """A retry reopens a failed task: the lifecycle rule must not expire its record or the
+    blobs it still uses, on both backends (moto's PutObjectTagging fails on an empty tag set,
+    so the tag is overwritten rather than emptied)."""
+    app = Continuum(inline_limit_bytes=1024)
+    attempts: list[int] = []
+
+    @app.task(state=Big)
+    def flaky(ctx: TaskContext[Big]) -> str:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ValueError("first time unlucky")
+        return "done"
+
+    runtime = LocalRuntime(app, budget_s=900, backend=aws)
+    app.client().start("flaky", {}, task_id="reopened")
+    forever = lambda _: ScriptedContext(None, executed=lambda: 0)  # noqa: E731
+    assert drain(runtime, "reopened", forever).status == Status.FAILED
+    key = record_key("reopened")
+    used = [k for k in current_blobs(runtime, "reopened") if tagged_finished(runtime, k)]
+    assert tagged_finished(runtime, key) and used, "a finished task's objects are tagged"
+
+    caplog.set_level("WARNING", logger="continuum")
+    app.client().retry("reopened")
+    assert not tagged_finished(runtime, key)
+    assert [k for k in used if tagged_finished(runtime, k)] == []
+    assert "could not untag" not in caplog.text
+    assert drain(runtime, "reopened", forever).status == Status.SUCCEEDED
+
+
 # -- case 12: an earlier checkpoint can be restored and resumed -------------------------------
 
 
