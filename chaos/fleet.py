@@ -35,6 +35,7 @@ class WorkerSpec:
     kills: tuple[tuple[str, int], ...]  # (kill point, occurrence): the first to come kills
     retire_after: int  # invocations after which a worker that was not killed exits (0: never)
     warm: bool = False  # one of the warm workers: no kill point, never retires
+    older_until: float = 0.0  # runs the older release until then (``chaos.rollback``): extra
 
 
 @dataclass
@@ -148,8 +149,13 @@ class Fleet:
             kills = tuple((p, self.rng.randint(1, KILL_POINTS[p])) for p in sorted(points))
         return WorkerSpec(self.started, self.rng.randrange(2**32), kills, self.retire_after)
 
-    def spawn(self, *, warm: bool = False) -> WorkerSpec:
-        spec = self.next_spec(warm=warm)
+    def spawn_older(self, until: float) -> WorkerSpec:
+        """One worker more, of the older release, with no kill point, until ``until``."""
+        spec = WorkerSpec(self.started, self.rng.randrange(2**32), (), 0, older_until=until)
+        return self.spawn(spec=spec)
+
+    def spawn(self, *, warm: bool = False, spec: WorkerSpec | None = None) -> WorkerSpec:
+        spec = spec or self.next_spec(warm=warm)
         r = self.resources
         argv = [
             *("--endpoint", r.endpoint, "--bucket", r.bucket),
@@ -158,6 +164,7 @@ class Fleet:
             *("--seed", str(spec.seed), "--faults", json.dumps(self.rates)),
             *(arg for point, at in spec.kills for arg in ("--kill", f"{point}:{at}")),
             *("--retire-after", str(spec.retire_after)),
+            *("--older-until", str(spec.older_until)),
         ]
         if self._zygote is None:
             self._zygote = Zygote(self.env(), os.path.join(self.run_dir, "zygote.log"))
@@ -169,7 +176,7 @@ class Fleet:
 
     def fill(self) -> None:
         """Start workers until ``size`` run, ``warm`` of them warm."""
-        while len(self._running) < self.size:
+        while sum(not r.spec.older_until for r in self._running.values()) < self.size:
             warm = sum(r.spec.warm for r in self._running.values())
             self.spawn(warm=warm < self.warm)
 

@@ -34,7 +34,7 @@ from typing import Any
 import boto3
 
 from chaos import flowchecks, links, outside, rollback, schedules, steering, tasks
-from chaos.base import INLINE_LIMIT_BYTES
+from chaos.base import INLINE_LIMIT_BYTES, TIMER_MAX_DELAY_S
 from chaos.checks import (
     Failure,
     PlannedTask,
@@ -73,6 +73,7 @@ from chaos.server import (
 )
 from continuum import Continuum
 from continuum._worker.sqs_batch import logger as continuum_logger
+from continuum.backends.sqs import SQSContinuationQueue
 
 #: Probability per first delivery that the harness sends a copy back, by kind.
 DELIVERY_BASE_RATES = {"duplicate": 0.08, "late": 0.05, "stale": 0.04, "forged": 0.01}
@@ -248,12 +249,11 @@ class Run:
             waits=opts.waits,
         )
         self.app = tasks.app
-        self.app.configure(
-            bucket=resources.bucket,
-            queue_url=resources.queue_url,
-            s3_client=self.s3,
-            sqs_client=self.sqs,
-        )
+        # The dead-letter handler runs here: its timers hop as the fleet's do, else one resent
+        # for a long wait sat delayed in the queue and the run never went quiet.
+        queue = SQSContinuationQueue(self.sqs, resources.queue_url)
+        queue.max_delay_s = TIMER_MAX_DELAY_S
+        self.app.configure(bucket=resources.bucket, s3_client=self.s3, queue=queue)
         self.fleet = Fleet(
             resources,
             run_dir,
@@ -275,7 +275,6 @@ class Run:
         self.events: list[dict[str, Any]] = []
         self.waiting = deque(self.plan)  # not started yet
         self.outside = self._outside(options, random.Random(self.rng.randrange(2**32)))
-        self.older = rollback.OlderWorker(resources, options) if opts.waits else None
         self.open: set[str] = set()  # started, not known to be finished
         self.fires = schedules.Fires(
             resources.endpoint,
@@ -319,14 +318,16 @@ class Run:
         client = self.app.client()
         ends = time.monotonic() + self.opts.timeout
         next_check, next_confirm, quiet_since = 0.0, 0.0, None
-        rolled_back_until = time.monotonic() + rollback.ROLLBACK_S
+        rolled_back = False
         while time.monotonic() < ends:
-            if self.older is not None and time.monotonic() < rolled_back_until:
-                self.older.pump()
             while self.waiting and len(self.open) < self.opts.active:
                 task = self.waiting.popleft()
                 if "fork_of" in task.input:
                     continue  # the outside world forks it; its original's script follows it
+                if task.name == rollback.ROLLED and not rolled_back:
+                    # The rollback starts with the first sleeper, so that it meets some.
+                    self.fleet.spawn_older(until=time.time() + rollback.ROLLBACK_S)
+                    rolled_back = True
                 client.start(task.name, task.input, task_id=task.task_id)
                 self.outside.add(task.task_id, task.name, task.outside)
                 self.open.add(task.task_id)
@@ -411,8 +412,8 @@ class Run:
         flowchecks.check_cancels(report, self.plan, lambda t: self._final(versions.get(t, [])), log)
         flowchecks.check_outside(report, log)
         links.check_links(report, log)
-        if self.older is not None:
-            self.older.check(report)
+        if self.opts.waits:
+            rollback.check(report, self.events)
         self._figures(report, ending, statuses, versions, started)
         return report
 

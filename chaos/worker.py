@@ -28,10 +28,11 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from chaos import schedules, tasks
+from chaos import rollback, schedules, tasks
 from chaos.base import TIMER_MAX_DELAY_S
 from chaos.faults import KILL_POINTS, EventLog, Injector
 from chaos.server import as_queue_message, client_options
+from continuum import Continuum
 from continuum._local.runtime import LocalLambdaContext, event_record
 from continuum.backends.sqs import SQSContinuationQueue
 
@@ -79,13 +80,27 @@ class Environment:
             shadow_sqs=boto3.client("sqs", **options),
         )
         self.injector.install(self.app, s3, sqs, self.source)
+        #: The older release's app, for the tasks it runs with code of its own (a rollback).
+        self.older: Continuum | None = None
+        if args.older_until:
+            self.older = rollback.older_app()
+            self.older.configure(bucket=args.bucket, s3_client=s3, queue=queue)
+            self.older.configure(scheduler=scheduler)
+            self.older.update_settings(visibility_margin_s=args.visibility_margin)
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, self._stop)
-        self.events.write("start", kills=dict(self.args.kill), retire=self.args.retire_after)
+        self.events.write(
+            "start",
+            kills=dict(self.args.kill),
+            retire=self.args.retire_after,
+            older=self.older is not None,
+        )
         while not self.stopping and os.getppid() == self.parent:
             if self.args.retire_after and self.invocations >= self.args.retire_after:
                 break  # Lambda retires execution environments too
+            if self.older is not None and time.time() >= self.args.older_until:
+                break  # the rollback is over: the release is rolled forward
             if not self.invoke_once():
                 time.sleep(IDLE_POLL_S)
         self.events.write("exit", invocations=self.invocations)
@@ -129,7 +144,8 @@ class Environment:
         started = time.monotonic()
         watchdog.start()
         try:
-            result = self.app.handler(event, context)
+            app = self.older if self.older and rollback.runs_older(task_id) else self.app
+            result = app.handler(event, context)
         finally:
             watchdog.cancel()
         seconds = time.monotonic() - started
@@ -185,6 +201,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--faults", default="{}", help="JSON: fault kind -> probability")
     parser.add_argument("--visibility-margin", type=int, default=1)
+    parser.add_argument(
+        "--older-until",
+        type=float,
+        default=0.0,
+        help="run the older release (chaos.rollback) until this epoch time, then exit",
+    )
     return parser.parse_args(argv)
 
 
