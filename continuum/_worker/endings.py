@@ -37,7 +37,12 @@ from continuum._worker.long_waits import LongWaits, plan
 from continuum._worker.sqs_batch import logger
 from continuum._worker.wake import after_wait, timer_delay_s
 from continuum._worker.warm_cache import RecentRecords
-from continuum.errors import LeaseHeldError, PayloadTooLargeError, RecordTooNewError
+from continuum.errors import (
+    ContinuumError,
+    LeaseHeldError,
+    PayloadTooLargeError,
+    RecordTooNewError,
+)
 
 if TYPE_CHECKING:
     from continuum._record.inbox_items import CancelRequest
@@ -168,16 +173,20 @@ class Endings:
         spent: Usage,
         elapsed_s: float,
         memory_mb: int,
+        fired: bool = False,
     ) -> Outcome:
         """The timer of a long wait came early (a hop's, or a schedule's fire): move the
         record on one generation, send the next timer (or hand it to a schedule, if it is
         still past one delayed message). A suspended record's fire (a retry's long backoff)
         hops alike, its next message the continuation. The hop counts on the run that began
-        the wait, and in the task's cost.
+        the wait, and in the task's cost. Unless the message is that schedule's ``fired``
+        (it deleted itself), the schedule the record named is deleted: its create may have
+        failed, then landed after all from a redelivery's re-send.
 
         Raises:
             RecordConflictError: another writer moved the record; nothing was sent.
         """
+        replaced = None if fired else record.schedule
         record.generation += 1
         record.suspended_by = message_id
         record.counters.hops += 1
@@ -202,6 +211,8 @@ class Endings:
             )
         else:
             send_delayed(record, self.continuations, self.long_waits)
+        if replaced is not None and self.long_waits is not None:
+            self.long_waits.forget(replaced, task_id=record.task_id)
         self.recent.keep(record, etag)
         return Outcome.HOPPED
 
@@ -350,16 +361,18 @@ def resume_waiting(
 
 def send_delayed(
     record: TaskRecord, continuations: Continuations, long_waits: LongWaits | None
-) -> None:
+) -> str:
     """Send a suspended record's continuation for its ``wake_at`` (a retry's long backoff):
-    the schedule the record names, else a message delayed as far as one reaches."""
+    the schedule the record names, else a message delayed as far as one reaches. Returns
+    what was sent ("schedule" or "timer")."""
     if long_waits is not None and long_waits.hand_over(record, kind="timer"):
-        return
+        return "schedule"
     delay = 0 if record.wake_at is None else timer_delay_s(record, now=now_s())
     delay = min(delay, continuations.queue.max_delay_s)
     continuations.send(
         record.task_id, generation=record.generation, reason="backoff", delay_s=delay
     )
+    return "timer"
 
 
 def resend(
@@ -371,13 +384,23 @@ def resend(
     long_waits: LongWaits | None = None,
 ) -> None:
     """Send the current continuation of a suspended, waiting or pending record again (a
-    long wait's schedule is created again: the same name, time and body, so no second one)."""
+    long wait's schedule is created again: the same name, time and body, so no second one).
+    A schedule created for a record that a hop moved on meanwhile is deleted at once: the
+    hop, which deletes the schedule it replaces, came before it existed."""
+    sent = None
     if record.status == Status.WAITING:
-        resume_waiting(record, records, continuations, long_waits)
+        sent = resume_waiting(record, records, continuations, long_waits)
     elif record.status == Status.SUSPENDED and record.schedule is not None:
-        send_delayed(record, continuations, long_waits)
+        sent = send_delayed(record, continuations, long_waits)
     else:
         continuations.send(record.task_id, generation=record.generation, reason=reason)
+    if sent == "schedule" and long_waits is not None:
+        try:
+            moved_on = records.load(record.task_id)[0].generation != record.generation
+        except ContinuumError:
+            return  # unknown: a fire that comes for a generation gone is fenced
+        if moved_on:
+            long_waits.forget(record.schedule, task_id=record.task_id)
 
 
 def after_sweep(claim: Claim, outcome: Outcome) -> Outcome:

@@ -18,7 +18,8 @@ ONE one-time schedule, whatever its length:
    one delayed message for the rest, so the wait still ends on the second. A fire that comes
    twice, late, or after the task moved on is a stale message, fenced like any other.
 4. **A claim** (a wake, a cancel, the deadline itself) deletes the schedule it no longer
-   needs, best effort.
+   needs, best effort; so does a hop (the schedule it replaces, unless that one fired), and a
+   re-send that created one for a generation a hop has since moved past.
 
 A parent's recheck of its children (every ``CHILD_RECHECK_S``) always fits one delayed
 message on SQS, so it never needs a schedule; on a queue whose delays are shorter it gets one

@@ -288,6 +288,7 @@ class Worker:
                 spent=self._local.usage,
                 elapsed_s=self._local.clock.elapsed_s(),
                 memory_mb=memory_mb(handling.context),
+                fired=handling.message.reason.startswith(SCHEDULED),
             )
         except RecordConflictError as exc:  # from memory: read the record
             raise (_StaleMemory() if handling.from_memory else exc) from None

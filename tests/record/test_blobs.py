@@ -213,7 +213,8 @@ def test_a_retried_task_takes_the_finished_tag_off_its_record_and_blobs(aws, cap
     assert drain(runtime, "reopened", forever).status == Status.FAILED
     key = record_key("reopened")
     used = [k for k in current_blobs(runtime, "reopened") if tagged_finished(runtime, k)]
-    assert tagged_finished(runtime, key) and used, "a finished task's objects are tagged"
+    assert tagged_finished(runtime, key)
+    assert used, "a finished task's blobs are tagged"
 
     caplog.set_level("WARNING", logger="continuum")
     app.client().retry("reopened")

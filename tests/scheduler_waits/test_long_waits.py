@@ -307,6 +307,73 @@ def test_creating_a_wait_schedule_again_after_a_lost_answer_is_the_same_schedule
     assert summary.status == "succeeded"
 
 
+class RefusesOnce(DiesOnce):
+    """The app's scheduler, whose first create fails (the worker falls back to its timer)."""
+
+    def schedule_at(self, *, name: str, at: Any, message_body: str) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            raise SchedulerError("throttled", schedule=name)
+        self.inner.schedule_at(name=name, at=at, message_body=message_body)
+
+
+def test_a_hop_deletes_the_schedule_a_redelivery_created_after_a_failed_create(make_runtime):
+    """The parking worker's create failed, so it sent the timer; its message, whose delete
+    failed, came back and the re-send created the schedule after all. The timer's hop named
+    the next generation's schedule and forgot this one, which stayed until its time (the
+    fault run waited 15 minutes for it). A hop now deletes the schedule it replaces."""
+    app, ran = nap_app()
+    runtime = make_runtime(app, scheduler=True)
+    once = RefusesOnce(runtime._next_fire.scheduler)
+    runtime._next_fire.scheduler = once
+    left_after_hops: list[list[str]] = []
+
+    def after(_: Any) -> None:
+        if runtime.record(task_id).counters.hops:
+            left_after_hops.append([s.name for s in scheduled(runtime)])
+
+    with runtime.time.running():
+        task_id, record = park(runtime, app)
+        assert scheduled(runtime) == []  # the create failed: the timer is on its way
+        assert app._worker is not None
+        from continuum._worker.endings import resend
+
+        resend(record, app.records, app.continuations, long_waits=app._worker.long_waits)
+        assert [s.name for s in scheduled(runtime)] == [record.schedule]
+        summary = runtime.drive(task_id, on_invocation=after)
+    assert summary.status == "succeeded"
+    assert left_after_hops, "the timer hopped"
+    assert all(record.schedule not in names for names in left_after_hops)
+    assert [what for what, _ in ran] == ["before", "after"]
+
+
+def test_a_redelivery_that_creates_a_schedule_after_a_hop_moved_on_deletes_it(make_runtime):
+    """The same, the other way round: the hop came first (it had nothing to delete), then the
+    redelivery's re-send, holding the record it read before the hop, created the schedule of a
+    generation gone. It reads the record again and deletes what it created."""
+    app, ran = nap_app()
+    runtime = make_runtime(app, scheduler=True)
+    once = RefusesOnce(runtime._next_fire.scheduler)
+    runtime._next_fire.scheduler = once
+    with runtime.time.running():
+        task_id, before = park(runtime, app)
+        while runtime.record(task_id).counters.hops == 0:  # the fallback timer hops
+            due = runtime.next_due()
+            assert due is not None
+            runtime.time.wait_until(due, poll_s=0.01)
+            runtime.invoke_once()
+        after = runtime.record(task_id)
+        assert [s.name for s in scheduled(runtime)] == [after.schedule]
+        assert app._worker is not None
+        from continuum._worker.endings import resend
+
+        resend(before, app.records, app.continuations, long_waits=app._worker.long_waits)
+        assert [s.name for s in scheduled(runtime)] == [after.schedule]
+        summary = runtime.drive(task_id)
+    assert summary.status == "succeeded"
+    assert [what for what, _ in ran] == ["before", "after"]
+
+
 def test_a_retry_backoff_past_one_delayed_message_is_a_schedule(make_runtime):
     app = Continuum()
     attempts: list[float] = []
