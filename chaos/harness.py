@@ -346,7 +346,7 @@ class Run:
                 depth = queue_depth(self.sqs, self.resources.queue_url)
                 if not self.pump.missing_handler:
                     depth += queue_depth(self.sqs, self.resources.dlq_url)
-                quiet = depth == 0 and not self.outside.busy and not self.fires.busy
+                quiet = depth == 0 and not self.outside.busy and not self.fires.busy(self._finished)
                 quiet_since = (quiet_since or now) if quiet else None
                 if quiet_since is not None and now - quiet_since >= QUIET_S:
                     # Every task finished, and no message is left: none of them still has a
@@ -368,6 +368,13 @@ class Run:
                 self.mischief.observe(event)
             elif event["ev"] == "write" and event["kind"] == "finish_write":
                 self.open.discard(event["task_id"])
+
+    def _finished(self, task_id: str) -> bool:
+        """Has this task finished (its record says so)? Unknown counts as not."""
+        try:
+            return self.app.client().status(task_id).status.finished
+        except Exception:
+            return False
 
     def _confirm_finished(self) -> None:
         for task_id in list(self.open):

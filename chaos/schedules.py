@@ -18,9 +18,11 @@ figures say how often each happened.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -89,6 +91,13 @@ def worker_scheduler(
     return FailingCreates(scheduler, random.Random(seed ^ 0x5C4ED), events)
 
 
+def _task_of(body: str) -> str:
+    try:
+        return str(json.loads(body).get("task_id"))
+    except (ValueError, AttributeError):
+        return ""
+
+
 class _Seen:
     """The group's schedules as the firer lists them: which vanished since the last listing
     (fired, or deleted by a wake), with their bodies (for stale fires)."""
@@ -135,10 +144,15 @@ class Fires:
         self.held: list[tuple[float, str, str]] = []  # (when, kind, body)
         self._next = 0.0
 
-    @property
-    def busy(self) -> bool:
-        """Whether a schedule or a held fire is still to come (the queue may look empty)."""
-        return bool(self.seen.bodies or self.held)
+    def busy(self, finished: Callable[[str], bool]) -> bool:
+        """Whether a held fire, or a schedule of a task not ``finished``, is still to come
+        (the queue may look empty). A schedule left behind a finished task fires once, into
+        the fence, and deletes itself: the run does not wait for it (``left_behind``)."""
+        return bool(self.held) or not all(map(finished, self.left_behind().values()))
+
+    def left_behind(self) -> dict[str, str]:
+        """The group's schedules at the last listing: name -> the task its fire names."""
+        return {name: _task_of(body) for name, body in self.seen.bodies.items()}
 
     def pump(self) -> None:
         """Fire what is due (some twice, some late), and send the held fires that are due."""
@@ -182,4 +196,9 @@ class Fires:
             ("schedule fires late", self.counts["late"], "fires"),
             ("schedule fires stale (after the task moved on)", self.counts["stale"], "fires"),
             ("schedule fires still held at the end", len(self.held), "fires"),
+            (
+                "schedules left at the end (each fires once, fenced)",
+                len(self.left_behind()),
+                "schedules",
+            ),
         ]

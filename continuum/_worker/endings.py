@@ -200,6 +200,8 @@ class Endings:
             record.history[-1].hops += 1
         # A conflict (412) is the caller's: its record may have come from memory.
         etag = self.records.replace(record, etag=etag)
+        if replaced is not None and self.long_waits is not None:
+            self.long_waits.forget(replaced, task_id=record.task_id)  # before the next timer
         if record.status == Status.WAITING:
             after_wait(
                 record,
@@ -211,8 +213,6 @@ class Endings:
             )
         else:
             send_delayed(record, self.continuations, self.long_waits)
-        if replaced is not None and self.long_waits is not None:
-            self.long_waits.forget(replaced, task_id=record.task_id)
         self.recent.keep(record, etag)
         return Outcome.HOPPED
 

@@ -308,12 +308,17 @@ def test_creating_a_wait_schedule_again_after_a_lost_answer_is_the_same_schedule
 
 
 class RefusesOnce(DiesOnce):
-    """The app's scheduler, whose first create fails (the worker falls back to its timer)."""
+    """The app's scheduler, whose first create fails (the worker falls back to its timer);
+    ``before_create(name)``, if set, is called before each create that goes through."""
+
+    before_create: Any = None
 
     def schedule_at(self, *, name: str, at: Any, message_body: str) -> None:
         self.calls += 1
         if self.calls == 1:
             raise SchedulerError("throttled", schedule=name)
+        if self.before_create is not None:
+            self.before_create(name)
         self.inner.schedule_at(name=name, at=at, message_body=message_body)
 
 
@@ -340,10 +345,19 @@ def test_a_hop_deletes_the_schedule_a_redelivery_created_after_a_failed_create(m
 
         resend(record, app.records, app.continuations, long_waits=app._worker.long_waits)
         assert [s.name for s in scheduled(runtime)] == [record.schedule]
+        left_at_next: list[list[str]] = []
+
+        def noting(name: str) -> None:
+            if name != record.schedule:  # the hop's next schedule: a kill after it loses nothing
+                left_at_next.append([s.name for s in scheduled(runtime)])
+
+        once.before_create = noting
         summary = runtime.drive(task_id, on_invocation=after)
     assert summary.status == "succeeded"
     assert left_after_hops, "the timer hopped"
     assert all(record.schedule not in names for names in left_after_hops)
+    assert left_at_next, "the hop handed its next timer to a schedule"
+    assert all(record.schedule not in names for names in left_at_next)
     assert [what for what, _ in ran] == ["before", "after"]
 
 
