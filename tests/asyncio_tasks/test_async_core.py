@@ -42,16 +42,17 @@ def gather_app(events: list[str]) -> Continuum:
     app = Continuum()
 
     @app.step
-    async def fetch(name: str, delay: float) -> str:
+    async def fetch(name: str, after: str | None) -> str:
         events.append(f"start {name}")
-        await asyncio.sleep(delay)
+        while after is not None and f"end {after}" not in events:
+            await asyncio.sleep(0.01)  # ends after ``after`` has, however loaded the machine
         events.append(f"end {name}")
         return name.upper()
 
     @app.task(state=Empty)
     async def research(ctx: TaskContext[Empty]) -> list[str] | None:
         # The first finishes last: completion order is the reverse of call order.
-        found = await asyncio.gather(fetch("a", 0.3), fetch("b", 0.2), fetch("c", 0.1))
+        found = await asyncio.gather(fetch("a", "b"), fetch("b", "c"), fetch("c", None))
         await ctx.wait_for_signal_async("go")
         return list(found)
 

@@ -32,8 +32,11 @@ def nap(i: int) -> int:
 
 @app.task(state=Slow)
 def slow(ctx: TaskContext[Slow]) -> int | None:
-    ctx.state.done = nap(ctx.state.done) + 1
-    return ctx.state.done if ctx.state.done >= ctx.state.n else None
+    if ctx.state.done < ctx.state.n:
+        ctx.state.done = nap(ctx.state.done) + 1
+        return None
+    ctx.wait_for_signal("go")  # held, so that a Ctrl-C always finds it still followed
+    return ctx.state.done
 """
 
 
@@ -96,6 +99,8 @@ def test_init_dev_start_status_reload_run_resume_and_ctrl_c(tmp_path):
             run.stop()
         assert f"stopped following task {slow_id}" in run.output()
         assert "Traceback" not in run.output()
+        sent = cli("signal", slow_id, "go", env=env, cwd=src)
+        assert sent.returncode == 0, sent.stderr
         wait_until(lambda: finished(slow_id))
         ended = status(slow_id)
         assert (ended["status"], ended["result"]) == ("succeeded", 8)

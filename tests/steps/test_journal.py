@@ -253,15 +253,16 @@ def test_gathered_steps_are_keyed_by_call_order_live_and_on_replay():
     runs: list[str] = []
 
     @app.step
-    async def fetch(url: str, delay: float) -> Page:
-        await asyncio.sleep(delay)
+    async def fetch(url: str, after: str | None) -> Page:
+        while after is not None and after not in runs:
+            await asyncio.sleep(0.001)  # ends after ``after`` has, however loaded the machine
         runs.append(url)
         return Page(url=url, size=len(url))
 
     @app.task(state=Flip)
     async def crawl(ctx: TaskContext[Flip]) -> list[str]:
-        pages = await asyncio.gather(fetch("a", 0.03), fetch("bb", 0.02), fetch("ccc", 0.01))
-        last = await fetch("dddd", 0)
+        pages = await asyncio.gather(fetch("a", "bb"), fetch("bb", "ccc"), fetch("ccc", None))
+        last = await fetch("dddd", None)
         return [f"{page.url}:{page.size}" for page in (*pages, last)]
 
     record = TaskRecord(task_id="t", task_name="crawl", state={})
