@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import uuid
+from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from continuum.cli.common import (
@@ -219,9 +220,21 @@ def _follow(
     )
     if args.budget is not None:
         print("note: --budget applies in this process only; the server's workers use theirs")
+    # Ctrl-C sets a flag the loop reads between polls (a second one interrupts at once), as
+    # the local run's does: an interrupt raised inside a poll's HTTP call could be lost there.
+    stop: list[int] = []  # a plain flag: a handler must take no lock the loop may hold
+
+    def stop_following(signum: int, _frame: FrameType | None) -> None:
+        if stop:
+            raise KeyboardInterrupt
+        stop.append(signum)
+
+    previous = signal.signal(signal.SIGINT, stop_following)
     try:
-        status = _watch(client, task_id, started)
-    except KeyboardInterrupt:
+        status = _watch(client, task_id, started, stop)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if status is None:
         print(
             f"\nstopped following task {task_id}; it goes on at {stack.endpoint_url}: "
             f"continuum status {task_id}",
@@ -235,14 +248,14 @@ def _follow(
     return 0 if status.status == Status.SUCCEEDED else 1
 
 
-def _watch(client: Client, task_id: str, started: float) -> TaskStatus:
+def _watch(client: Client, task_id: str, started: float, stop: list[int]) -> TaskStatus | None:
     """Print a line for each generation the server's workers make, until the task finishes;
-    return its last status."""
+    return its last status (None: something was put in ``stop`` first)."""
     from continuum._record.model import Status
 
     seen: tuple[Any, ...] | None = None
     hinted = False
-    while True:
+    while not stop:
         status = client.status(task_id)
         now = (status.status, status.generation, status.counters.invocations)
         if now != seen:
@@ -255,6 +268,7 @@ def _watch(client: Client, task_id: str, started: float) -> TaskStatus:
             print(f"no worker has taken it in {waited:.0f}s: is `continuum dev` running?")
             hinted = True
         time.sleep(FOLLOW_EVERY_S)
+    return None
 
 
 def _owner_app(task: Task[Any]) -> Continuum:
