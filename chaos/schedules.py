@@ -201,4 +201,5 @@ class Fires:
                 len(self.left_behind()),
                 "schedules",
             ),
+            ("schedules left, by name", " ".join(sorted(self.left_behind())) or "none", ""),
         ]
