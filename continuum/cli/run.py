@@ -18,7 +18,6 @@ import signal
 import sys
 import time
 import uuid
-from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from continuum.cli.common import (
@@ -38,6 +37,8 @@ from continuum.cli.run_output import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from continuum._app.app import Continuum
     from continuum._local.runtime import LocalRuntime
     from continuum._ops.client import Client
@@ -205,6 +206,7 @@ def _follow(
     payload: Any,
     task_id: str,
 ) -> int:
+    from continuum._local.shutdown import Shutdown, stop_on_signals
     from continuum._record.model import Status
 
     stack.need_bucket()
@@ -220,20 +222,11 @@ def _follow(
     )
     if args.budget is not None:
         print("note: --budget applies in this process only; the server's workers use theirs")
-    # Ctrl-C sets a flag the loop reads between polls (a second one interrupts at once), as
-    # the local run's does: an interrupt raised inside a poll's HTTP call could be lost there.
-    stop: list[int] = []  # a plain flag: a handler must take no lock the loop may hold
-
-    def stop_following(signum: int, _frame: FrameType | None) -> None:
-        if stop:
-            raise KeyboardInterrupt
-        stop.append(signum)
-
-    previous = signal.signal(signal.SIGINT, stop_following)
-    try:
-        status = _watch(client, task_id, started, stop)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    # Ctrl-C asks the loop to stop between polls (a second one interrupts at once), as in the
+    # local run: an interrupt raised inside a poll's HTTP call could be lost there.
+    shutdown = Shutdown()
+    with stop_on_signals(shutdown, grace_s=0, signals=(signal.SIGINT,), again=_interrupt):
+        status = _watch(client, task_id, started, lambda: shutdown.requested)
     if status is None:
         print(
             f"\nstopped following task {task_id}; it goes on at {stack.endpoint_url}: "
@@ -248,14 +241,16 @@ def _follow(
     return 0 if status.status == Status.SUCCEEDED else 1
 
 
-def _watch(client: Client, task_id: str, started: float, stop: list[int]) -> TaskStatus | None:
+def _watch(
+    client: Client, task_id: str, started: float, stopped: Callable[[], bool]
+) -> TaskStatus | None:
     """Print a line for each generation the server's workers make, until the task finishes;
-    return its last status (None: something was put in ``stop`` first)."""
+    return its last status (None: ``stopped()`` said so first)."""
     from continuum._record.model import Status
 
     seen: tuple[Any, ...] | None = None
     hinted = False
-    while not stop:
+    while not stopped():
         status = client.status(task_id)
         now = (status.status, status.generation, status.counters.invocations)
         if now != seen:
