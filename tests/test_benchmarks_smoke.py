@@ -138,7 +138,7 @@ IMPORT_ALL = (
     "import importlib, pkgutil, sys\n"
     "package = importlib.import_module(sys.argv[1])\n"
     "for module in pkgutil.iter_modules(package.__path__):\n"
-    "    importlib.import_module(f\"{sys.argv[1]}.{module.name}\")\n"
+    '    importlib.import_module(f"{sys.argv[1]}.{module.name}")\n'
 )
 
 
