@@ -133,19 +133,27 @@ def test_a_benchmark_that_cannot_run_is_named_and_the_others_still_run(monkeypat
     assert err.rstrip().endswith("benchmarks that could not run: unimportable, crashing")
 
 
-#: A program that imports every module of the package named by its argument.
-IMPORT_ALL = (
-    "import importlib, pkgutil, sys\n"
-    "package = importlib.import_module(sys.argv[1])\n"
-    "for module in pkgutil.iter_modules(package.__path__):\n"
-    '    importlib.import_module(f"{sys.argv[1]}.{module.name}")\n'
-)
+#: A program that imports every module of the package named by its argument, and every module
+#: those import anywhere in their code (a benchmark imports what it measures inside functions).
+IMPORT_ALL = """
+import ast, importlib, pathlib, pkgutil, sys
+package = importlib.import_module(sys.argv[1])
+for found in pkgutil.iter_modules(package.__path__):
+    module = importlib.import_module(f"{sys.argv[1]}.{found.name}")
+    for node in ast.walk(ast.parse(pathlib.Path(module.__file__).read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                importlib.import_module(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            importlib.import_module(node.module)
+"""
 
 
 @pytest.mark.slow
 def test_the_venvs_make_builds_for_chaos_and_bench_import_every_module_they_run(tmp_path):
     """A fresh clone's venv, from the Makefile's own install lines: the run's (make chaos)
-    imports every chaos module, then the bench stamp's (make bench) every benchmark module."""
+    imports every chaos module and what they import, then the bench stamp's (make bench) every
+    benchmark module and what they import."""
     checkout = copy_checkout(tmp_path / "clone")
     venv = tmp_path / "venv"
     for stamp, package in ((".installed-run", "chaos"), (".installed-bench", "benchmarks")):
