@@ -9,7 +9,11 @@ import pytest
 from continuum import Status
 from continuum._base.clock import utcnow
 from continuum._record.inbox_items import CallbackAnswer
-from continuum.integrations.pydantic_ai import ApprovalRequest, ContinuumDurability
+from continuum.integrations.pydantic_ai import (
+    ApprovalRequest,
+    ContinuumDurability,
+    approval_digest,
+)
 from tests.integrations.agents import ENGINES, Ledger, support_agent, support_app
 from tests.support import LocalRuntime, inspect_task
 
@@ -74,6 +78,9 @@ def test_a_fork_waiting_for_approval_takes_the_ready_answer_its_status_shows(mak
     assert (forked.status, forked.error) == ("succeeded", None)
     assert len(asked) == 1  # the fork was not asked again on a fresh callback
     assert waiter.id.startswith("what-if.")
+    # The request the fork shows binds its own callback: the digest is the token's, not the id's.
+    assert waiter.request["digest"] == approval_digest("issue_refund", SCRIPT[1][0][1], waiter.id)
+    assert waiter.request["digest"] == asked[0].digest
 
 
 def test_an_answer_the_task_refuses_is_shown_with_the_call_asked_again(make_runtime):
