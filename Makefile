@@ -108,7 +108,12 @@ chaos: $(STAMP_RUN)
 	$(BIN)/python -m chaos.harness --tasks 200 --seed $(SEED)
 
 ## bench: the benchmarks; each prints `name: value unit` lines
-bench: $(STAMP_RUN)
+# The benchmarks measure the tracing too (tracing_overhead): the run's extras and otel's.
+STAMP_BENCH := $(VENV)/.installed-bench
+$(STAMP_BENCH): pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[local,pydantic-ai,otel]'
+	touch $@
+bench: $(STAMP_BENCH)
 	$(BIN)/python -m benchmarks.run
 
 ## requirements: regenerate infra/requirements.txt from pyproject.toml

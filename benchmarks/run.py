@@ -2,8 +2,9 @@
 
 ``--quick`` runs tiny versions (seconds, for a smoke test); names pick a subset. Each
 benchmark prints ``name: value unit`` lines; this adds how long each took and how many of its
-own checks passed. A benchmark that fails a check (``benchmarks.Mismeasured``) or makes none
-is reported on stderr, the others still run, and the run exits with status 1.
+own checks passed. A benchmark that fails a check (``benchmarks.Mismeasured``) or makes none,
+and one that cannot run (its import fails, it crashes), is reported by name on stderr, the
+others still run, and the run exits with status 1 at the end.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
+import traceback
 
 from benchmarks import Mismeasured, checks_made, emit
 
@@ -47,7 +49,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
         return 2
-    failed = []
+    failed, crashed = [], []
     for name in chosen:
         started, before = time.perf_counter(), checks_made()
         try:
@@ -56,16 +58,22 @@ def main(argv: list[str]) -> int:
             print(f"benchmark {name} {exc}", file=sys.stderr, flush=True)
             failed.append(name)
             continue
+        except Exception as exc:  # one that cannot run must not hide the others' figures
+            traceback.print_exc(file=sys.stderr)
+            print(f"benchmark {name} could not run: {exc!r}", file=sys.stderr, flush=True)
+            crashed.append(name)
+            continue
         checks = checks_made() - before
         emit(f"run.{name}.seconds", time.perf_counter() - started, "s")
         emit(f"run.{name}.checks", checks, "self-checks passed")
         if checks == 0:
             print(f"benchmark {name} checked nothing of what it measured", file=sys.stderr)
             failed.append(name)
+    if crashed:
+        print(f"benchmarks that could not run: {', '.join(crashed)}", file=sys.stderr)
     if failed:
         print(f"benchmarks that failed their checks: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed or crashed else 0
 
 
 if __name__ == "__main__":

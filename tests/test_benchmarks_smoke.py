@@ -17,6 +17,7 @@ import pytest
 import benchmarks
 from benchmarks import Mismeasured, run
 from continuum._base.clock import real_monotonic
+from tests.fresh import INSTALL_TIMEOUT_S, copy_checkout, outside_env, sh
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"^[\w.:/()<>' -]+: -?[\d.e+-]+( .*)?$")
@@ -109,6 +110,60 @@ def test_a_benchmark_that_checks_nothing_fails_the_run(monkeypatch, capsys):
     monkeypatch.setattr(run, "BENCHMARKS", ("unchecked",))
     assert run.main(["--quick"]) == 1
     assert "benchmark unchecked checked nothing" in capsys.readouterr().err
+
+
+def test_a_benchmark_that_cannot_run_is_named_and_the_others_still_run(monkeypatch, capsys):
+    def crash(quick: bool) -> None:
+        raise RuntimeError("the moto server would not start")
+
+    def fine(quick: bool) -> None:
+        benchmarks.check(True, "measured")
+
+    monkeypatch.setitem(sys.modules, "benchmarks.unimportable", None)  # its import fails
+    monkeypatch.setitem(sys.modules, "benchmarks.crashing", types.SimpleNamespace(main=crash))
+    monkeypatch.setitem(sys.modules, "benchmarks.fine", types.SimpleNamespace(main=fine))
+    monkeypatch.setattr(run, "BENCHMARKS", ("unimportable", "crashing", "fine"))
+    assert run.main(["--quick"]) == 1
+    out, err = capsys.readouterr()
+    assert "run.fine.checks: 1 self-checks passed" in out
+    assert "benchmark unimportable could not run: ModuleNotFoundError" in err
+    assert "benchmark crashing could not run: RuntimeError('the moto server would not start')" in (
+        err
+    )
+    assert err.rstrip().endswith("benchmarks that could not run: unimportable, crashing")
+
+
+#: A program that imports every module of the package named by its argument, and every module
+#: those import anywhere in their code (a benchmark imports what it measures inside functions).
+IMPORT_ALL = """
+import ast, importlib, pathlib, pkgutil, sys
+package = importlib.import_module(sys.argv[1])
+for found in pkgutil.iter_modules(package.__path__):
+    module = importlib.import_module(f"{sys.argv[1]}.{found.name}")
+    for node in ast.walk(ast.parse(pathlib.Path(module.__file__).read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                importlib.import_module(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            importlib.import_module(node.module)
+"""
+
+
+@pytest.mark.slow
+def test_the_venvs_make_builds_for_chaos_and_bench_import_every_module_they_run(tmp_path):
+    """A fresh clone's venv, from the Makefile's own install lines: the run's (make chaos)
+    imports every chaos module and what they import, then the bench stamp's (make bench) every
+    benchmark module and what they import."""
+    checkout = copy_checkout(tmp_path / "clone")
+    venv = tmp_path / "venv"
+    for stamp, package in ((".installed-run", "chaos"), (".installed-bench", "benchmarks")):
+        made = sh(
+            f"make VENV={venv} {venv / stamp} && {venv}/bin/python -c '{IMPORT_ALL}' {package}",
+            checkout,
+            outside_env(),
+            timeout=INSTALL_TIMEOUT_S,
+        )
+        assert made.returncode == 0, f"{stamp}:\n{made.stdout[-2000:]}{made.stderr[-4000:]}"
 
 
 # -- the async agent: it refuses a turn whose tool calls did not run side by side ----------

@@ -180,7 +180,7 @@ def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
         "state": source.state,
         "state_version": source.state_version,
         "turn": source.turn,
-        "journal": _own_children([entry for entry in source.journal if not entry.started]),
+        "journal": _own_children(source.journal),
         "step_stats": source.step_stats,
         "save_stats": source.save_stats,
         "send_stats": source.send_stats,
@@ -195,10 +195,12 @@ def _forked(source: TaskRecord, new_id: str) -> TaskRecord:
 def _own_children(entries: list[JournalEntry]) -> list[JournalEntry]:
     """A journal for a fork: a call of child tasks that had not finished is dropped, so that
     the fork starts children of its own (the original's report to the original); a finished
-    one keeps its result, as a step does."""
+    one keeps its result, as a step does. An ``at_most_once`` step's started-marker is dropped
+    at any depth (a child context's, as an async task's tool calls have), so that the fork runs
+    the step rather than failing it as interrupted."""
     kept = []
     for entry in entries:
-        if entry.kind == EntryKind.CHILDREN and entry.partial:
+        if entry.started or (entry.kind == EntryKind.CHILDREN and entry.partial):
             continue
         if entry.children is not None:
             inner = _own_children(entry.children)

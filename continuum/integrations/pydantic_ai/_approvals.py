@@ -16,11 +16,15 @@ raises ``ApprovalRequired``) and asks the run's capabilities to decide it
    tool's name, its arguments and the callback's id, so a yes meant for another request (even
    one with the same tool and arguments), or for a retry with other arguments, never approves
    this one. An answer that reached the task unchecked (an older client) and does not fit is
-   refused there, and the call is asked again with a fresh callback (after
-   ``MAX_REFUSED_ANSWERS`` refusals it is denied, saying why).
+   refused there, and the call is asked again with a fresh callback whose request says why
+   (``refused``, shown by ``continuum status``); after ``MAX_REFUSED_ANSWERS`` refusals it is
+   denied, saying why.
 4. The approved call runs as an ``effect`` and ``at_most_once`` step (see ``_operations``).
 
-The answers are journaled with the callbacks, so a replayed turn takes the same decisions.
+The answers are journaled with the callbacks, and each answer is judged against the request
+the journal recorded (what the person was shown), so a replayed turn takes the same decisions,
+in the task or in a fork of it (whose callback ids name the fork: the digest binds the
+callback's token, which a fork keeps, not the task's id).
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ class ApprovalRequest(BaseModel):
         digest: ``approval_digest(tool_name, args, callback_id)``; an approval must carry it.
         url: the callback's link, where a person approves or denies it (None: the app has
             no ``callback_url``; ``docs/approval-links.md``).
+        refused: why the answers to the earlier requests of this call were refused (empty:
+            this is the first).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -75,6 +81,7 @@ class ApprovalRequest(BaseModel):
     tool_call_id: str
     digest: str
     url: str | None = None
+    refused: tuple[str, ...] = ()
 
     def approve(self) -> dict[str, Any]:
         """The answer that approves this call (as JSON)."""
@@ -104,16 +111,24 @@ class ApprovalAnswer(BaseModel):
 
 def approval_digest(tool_name: str, args: dict[str, Any], callback_id: str) -> str:
     """The digest that binds an approval to one request: SHA-256 of the canonical JSON of the
-    tool, its arguments and the callback that asks (unique to this request)."""
-    canonical = dump_json({"args": args, "callback": callback_id, "tool": tool_name})
+    tool, its arguments and the callback's token (``callback_id`` less its task id: unguessable,
+    unique to this request, and kept by a fork of the task, whose callback ids name the fork)."""
+    token = callback_id.rsplit(".", 1)[-1]
+    canonical = dump_json({"args": args, "callback": token, "tool": tool_name})
     return f"sha256:{hashlib.sha256(canonical).hexdigest()}"
 
 
 def callback_request(
-    tool_name: str, args: dict[str, Any], tool_call_id: str, callback_id: str
+    tool_name: str,
+    args: dict[str, Any],
+    tool_call_id: str,
+    callback_id: str,
+    *,
+    refused: Sequence[str] = (),
 ) -> dict[str, Any]:
     """What an approval callback asks, as its request: the call, the ready answers, and the
-    shape an answer must have (``continuum._base.json_shapes``), so a client refuses any other."""
+    shape an answer must have (``continuum._base.json_shapes``), so a client refuses any other;
+    and why the answers to this call's earlier requests were refused, if any were."""
     digest = approval_digest(tool_name, args, callback_id)
     optional_text = {"type": ["string", "null"]}
     return {
@@ -121,6 +136,7 @@ def callback_request(
         "args": args,
         "tool_call_id": tool_call_id,
         "digest": digest,
+        **({"refused": list(refused)} if refused else {}),
         "answers": {
             "approve": {"approved": True, "digest": digest},
             "deny": {"approved": False, "message": DENIED},
@@ -188,16 +204,23 @@ class Approvals:
     def decide(self, ctx: TaskContext[Any], requests: DeferredToolRequests) -> DeferredToolResults:
         """Ask for every pending approval at once, then take the answers in order."""
         calls = list(requests.approvals)
-        asked = [self._ask(ctx, call) for call in calls]
+        asked = [self._ask(ctx, call, ()) for call in calls]
         decisions: dict[str, bool | ToolApproved | ToolDenied] = {}
         for call, (callback, request) in zip(calls, asked, strict=True):
             decisions[call.tool_call_id] = self._decision(ctx, call, callback, request)
         return requests.build_results(approvals=decisions)
 
-    def _ask(self, ctx: TaskContext[Any], call: ToolCallPart) -> tuple[Callback, ApprovalRequest]:
+    def _ask(
+        self, ctx: TaskContext[Any], call: ToolCallPart, refused: Sequence[str]
+    ) -> tuple[Callback, ApprovalRequest]:
+        """Create the call's callback and hand its request out; return the callback and the
+        request as the journal recorded it (what the person was shown: an answer is judged
+        against it, in a replay or a fork as when it was asked)."""
         args = call.args_as_dict()
         name = f"approve.{_UNSAFE.sub('_', call.tool_name)}"[:128]
-        asks = partial(callback_request, call.tool_name, args, call.tool_call_id)
+        asks = partial(
+            callback_request, call.tool_name, args, call.tool_call_id, refused=tuple(refused)
+        )
         callback = ctx.create_callback(name, timeout=self.timeout, request=asks)
         request = ApprovalRequest(
             task_id=ctx.task_id,
@@ -208,9 +231,10 @@ class Approvals:
             tool_call_id=call.tool_call_id,
             digest=approval_digest(call.tool_name, args, callback.id),
             url=callback.url,
+            refused=tuple(refused),
         )
-        ctx.step(as_step(partial(_submit, self.notify), name=f"{name}.submit"), request)
-        return callback, request
+        asked = ctx.step(as_step(partial(_submit, self.notify), name=f"{name}.submit"), request)
+        return callback, asked
 
     def _decision(
         self,
@@ -236,7 +260,7 @@ class Approvals:
                     f"The call was not approved: {len(refusals)} answers were refused "
                     f"({'; '.join(refusals)})."
                 )
-            callback, request = self._ask(ctx, call)
+            callback, request = self._ask(ctx, call, refusals)
 
 
 def _judge(raw: object, request: ApprovalRequest) -> ToolApproved | ToolDenied | str:
