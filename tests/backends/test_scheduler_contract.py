@@ -295,6 +295,26 @@ def test_a_cron_fires_what_eventbridge_fires_across_a_daylight_saving_change(h, 
     assert [f.scheduled_time.astimezone(paris).isoformat() for f in h.fire()] == fired
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "minute"),
+    [("cron(0 * * * ? *)", "cron(30 * * * ? *)", 30), ("rate(1 hour)", "cron(45 * * * ? *)", 45)],
+)
+def test_a_changed_recurring_schedule_fires_from_the_change_on_never_its_past(
+    h, before, after, minute
+):
+    h.scheduler.put_recurring(name="hourly", expression=before, message_body=STARTS)
+    h.advance(10 * 3600)
+    assert len(h.fire()) >= 10
+    h.scheduler.put_recurring(name="hourly", expression=after, message_body=STARTS)  # a reload
+    h.advance(60)
+    assert h.fire() == []  # EventBridge fires the next time after the change, not those before
+    h.advance(3600)
+    fired = [f.scheduled_time for f in h.fire()]
+    assert len(fired) == 1
+    assert fired[0].minute == minute
+    assert fired[0] > h.now - timedelta(hours=1)
+
+
 def test_replacing_a_recurring_schedule_changes_its_expression_and_keeps_it_paused(h):
     h.scheduler.put_recurring(name="nightly", expression="rate(1 hour)", message_body=STARTS)
     h.scheduler.pause("nightly")
