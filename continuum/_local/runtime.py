@@ -176,7 +176,9 @@ class LocalRuntime:
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()
         self.invocations = 0
-        sync_local_schedules(app, memory=backend == "memory")  # for the local firer to fire
+        # For the local firer to fire: into the runtime's own scheduler (the app holds it
+        # wrapped), or on memory only into an in-memory scheduler the app was given.
+        sync_local_schedules(app, memory=backend == "memory" and self.firer is None)
 
     def _setup_memory(self) -> None:
         from continuum.backends.memory import InMemoryContinuationQueue, InMemoryRecordStore

@@ -7,9 +7,9 @@ import logging
 import time
 from datetime import timedelta
 
-from continuum import Continuum, TaskContext
+from continuum import Continuum, Status, TaskContext
 from continuum.backends.memory.clock import ManualClock
-from continuum.testing import InMemoryScheduler
+from continuum.testing import InMemoryScheduler, TaskRunner
 from tests.schedules.conftest import Report
 from tests.support import LocalRuntime, moto_backend
 
@@ -74,3 +74,26 @@ def test_a_local_run_whose_schedules_cannot_sync_goes_on_and_says_so(monkeypatch
         assert runtime.run("report", {"region": "eu"}).result == "eu"
     assert "the app's schedules were not synced" in caplog.text
     assert "no-such-group" in caplog.text
+
+
+def hourly_app() -> Continuum:
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        return ctx.state.region
+
+    app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"},
+                 overlap="allow")  # fmt: skip
+    return app
+
+
+def runs(runner: TaskRunner) -> list[str]:
+    return runner.runtime.observer.task_ids()
+
+
+def test_a_task_runner_fires_the_apps_declared_schedules_on_its_clock(backend):
+    with TaskRunner(hourly_app(), backend=backend) as runner:
+        runner.advance(timedelta(hours=3))
+        assert len(runs(runner)) == 3
+        assert {runner.runtime.record(t).status for t in runs(runner)} == {Status.SUCCEEDED}
