@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from continuum import Continuum, Status, TaskContext
 from continuum.backends.memory.clock import ManualClock
@@ -97,3 +99,14 @@ def test_a_task_runner_fires_the_apps_declared_schedules_on_its_clock(backend):
         runner.advance(timedelta(hours=3))
         assert len(runs(runner)) == 3
         assert {runner.runtime.record(t).status for t in runs(runner)} == {Status.SUCCEEDED}
+
+
+@pytest.mark.parametrize("days", [2, -2], ids=["ahead", "behind"])
+def test_a_task_runner_started_elsewhere_in_time_fires_its_schedules_from_its_start(backend, days):
+    start = (datetime.now(UTC) + timedelta(days=days)).replace(minute=30, second=0, microsecond=0)
+    with TaskRunner(hourly_app(), backend=backend, start_at=start) as runner:
+        runner.advance(timedelta(minutes=1))
+        assert runs(runner) == []  # nothing was due between the schedule's making and now
+        runner.advance(timedelta(hours=3))
+        hours = [start.replace(minute=0) + timedelta(hours=h) for h in (1, 2, 3)]
+        assert runs(runner) == [f"hourly-{h:%Y%m%dT%H%M%SZ}" for h in hours]
