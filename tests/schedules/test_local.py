@@ -110,3 +110,19 @@ def test_a_task_runner_started_elsewhere_in_time_fires_its_schedules_from_its_st
         runner.advance(timedelta(hours=3))
         hours = [start.replace(minute=0) + timedelta(hours=h) for h in (1, 2, 3)]
         assert runs(runner) == [f"hourly-{h:%Y%m%dT%H%M%SZ}" for h in hours]
+
+
+def test_a_resumed_schedule_fires_from_its_next_time_not_the_times_it_was_paused(backend):
+    app = hourly_app()
+    with TaskRunner(app, backend=backend) as runner:
+        runner.advance(timedelta(hours=2))
+        assert len(runs(runner)) == 2
+        scheduler = app.scheduler()
+        assert scheduler is not None
+        scheduler.pause("_schedule.hourly")
+        runner.advance(timedelta(hours=5))
+        scheduler.resume("_schedule.hourly")
+        runner.advance(timedelta(minutes=1))
+        assert len(runs(runner)) == 2  # the five paused hours stay unfired
+        runner.advance(timedelta(hours=1))
+        assert len(runs(runner)) == 3

@@ -181,6 +181,8 @@ class _Cursor:
 
     identity: tuple[str, str, datetime]
     after: datetime
+    #: whether the schedule was enabled when last looked at.
+    enabled: bool = True
 
 
 class ScheduleFirer:
@@ -246,6 +248,8 @@ class ScheduleFirer:
             soonest: datetime | None = None
             for schedule in self.scheduler.schedules():
                 if schedule.state is not ScheduleState.ENABLED:
+                    if not schedule.one_time:
+                        self._cursor(schedule)  # seen paused: its resume fires no paused time
                     continue
                 if schedule.one_time:
                     upcoming = schedule.at
@@ -287,6 +291,10 @@ class ScheduleFirer:
             after = max(cursor.after, schedule.updated_at.astimezone(UTC))
             cursor = _Cursor(identity, after)
             self._cursors[schedule.name] = cursor
+        enabled = schedule.state is ScheduleState.ENABLED
+        if enabled and not cursor.enabled:  # resumed: from its next time on, as EventBridge
+            cursor.after = max(cursor.after, schedule.updated_at.astimezone(UTC))
+        cursor.enabled = enabled
         return cursor
 
 
