@@ -46,7 +46,7 @@ from continuum._record.model import (
 )
 from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery, note_death
-from continuum._record.schedule_runs import RunMarkers, ScheduleRuns
+from continuum._record.schedule_runs import FireDecision, RunMarkers, ScheduleRuns
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
 from continuum._steps.budget import Budget, observe, predict
 from continuum._steps.journal import Journal
@@ -79,6 +79,7 @@ __all__ = [
     "Counters",
     "ErrorInfo",
     "Failed",
+    "FireDecision",
     "InvocationRun",
     "Journal",
     "JournalEntry",

@@ -137,6 +137,8 @@ class LocalRuntime:
         max_delay_s: the longest delay of the in-memory queue (SQS's 900 s by default).
         scheduler: give the app a continuation scheduler and fire its schedules (long waits
             then cost one schedule, not a chain of hops); False: no scheduler.
+        clock: the virtual clock to run on (default: a new one from now, with
+            ``virtual_time``); the app's schedules are made at its time.
     """
 
     def __init__(
@@ -151,9 +153,10 @@ class LocalRuntime:
         virtual_time: bool = False,
         max_delay_s: int = MAX_DELAY_S,
         scheduler: bool = False,
+        clock: VirtualTime | None = None,
     ) -> None:
         self.app = app
-        self.time: RealTime | VirtualTime = VirtualTime() if virtual_time else RealTime()
+        self.time: RealTime | VirtualTime = clock or (VirtualTime() if virtual_time else RealTime())
         self.max_delay_s = max_delay_s
         self.budget_s = budget_s
         self.batch_size = batch_size
@@ -176,7 +179,11 @@ class LocalRuntime:
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()
         self.invocations = 0
-        sync_local_schedules(app, memory=backend == "memory")  # for the local firer to fire
+        # For the local firer to fire: into the runtime's own scheduler (the app holds it
+        # wrapped), or on memory only into an in-memory scheduler the app was given.
+        if app.registry.schedules:
+            with self.time.running():  # made at the clock's time, they fire from there on
+                sync_local_schedules(app, memory=backend == "memory" and self.firer is None)
 
     def _setup_memory(self) -> None:
         from continuum.backends.memory import InMemoryContinuationQueue, InMemoryRecordStore

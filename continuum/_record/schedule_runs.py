@@ -1,18 +1,24 @@
-"""What a recurring schedule's fires did: its last run and its last skip, beside the records.
+"""What a recurring schedule's fires did: its last run and skip, and each time's decision.
 
 One small object per schedule, ``{prefix}/_schedules/{name}.json`` (no task id starts with
 ``_``), written only by a conditional put: a fire that would start a run writes it first, so
 that of two concurrent fires one wins and the other, reading again, finds the winner's run.
+
+Beside it, for a schedule with ``overlap="skip"``, one object per scheduled time,
+``{prefix}/_schedules/{name}/{yyyymmddThhmmssZ}.json``, created once (``If-None-Match``): the
+fire's decision, started or skipped. Every later delivery of that time's fire reads it and
+follows it, so that a skipped time stays skipped whatever was skipped after it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Literal
 
 from pydantic import ValidationError
 
 from continuum._record.unknown_fields import KeepsUnknownFields
-from continuum.backends.store import NoSuchKey, RecordStore, put_with_retries
+from continuum.backends.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 
 #: The folder under the records' prefix that holds the schedules' objects.
 RUNS_FOLDER = "_schedules"
@@ -40,6 +46,17 @@ class ScheduleRuns(KeepsUnknownFields):
     skips: int = 0
 
 
+class FireDecision(KeepsUnknownFields):
+    """What the first delivery of one scheduled time's fire decided, for every later one."""
+
+    scheduled_time: datetime
+    outcome: Literal["started", "skipped"]
+    #: when skipped: the run that had not finished.
+    running: str | None = None
+    #: when it was decided.
+    at: datetime
+
+
 class RunMarkers:
     """The schedules' objects under one prefix of a store."""
 
@@ -49,6 +66,11 @@ class RunMarkers:
 
     def key(self, schedule: str) -> str:
         return f"{self.prefix}/{RUNS_FOLDER}/{schedule}.json"
+
+    def fire_key(self, schedule: str, scheduled_time: datetime) -> str:
+        """The key of the decision of ``schedule``'s fire for ``scheduled_time``."""
+        when = scheduled_time.astimezone(UTC)
+        return f"{self.prefix}/{RUNS_FOLDER}/{schedule}/{when:%Y%m%dT%H%M%SZ}.json"
 
     def read(self, schedule: str) -> tuple[ScheduleRuns | None, str | None]:
         """The schedule's object and its etag; (None, None) before its first run.
@@ -74,3 +96,30 @@ class RunMarkers:
             if_match=etag,
             if_none_match=etag is None,
         )
+
+    def decision(self, schedule: str, scheduled_time: datetime) -> FireDecision | None:
+        """The decision of the fire for ``scheduled_time``, if one was made (and parses)."""
+        try:
+            stored = self.store.get(self.fire_key(schedule, scheduled_time))
+        except NoSuchKey:
+            return None
+        try:
+            return FireDecision.model_validate_json(stored.body)
+        except ValidationError:
+            return None
+
+    def decide(self, schedule: str, decision: FireDecision) -> tuple[FireDecision, bool]:
+        """Make ``decision`` the fire's, unless another delivery made one first.
+
+        Returns the fire's decision, and whether it is this one.
+        """
+        key = self.fire_key(schedule, decision.scheduled_time)
+        body = decision.model_dump_json(exclude_none=True).encode()
+        try:
+            put_with_retries(self.store, key, body, if_none_match=True)
+        except PreconditionFailed:
+            made = self.decision(schedule, decision.scheduled_time)
+            if made is None:
+                raise
+            return made, made == decision  # equal: this put, landed before a retry
+        return decision, True

@@ -7,10 +7,12 @@
    delivered twice, or late, finds its record and starts nothing new.
 3. With ``overlap="skip"``, the schedule's object (``_record/schedule_runs.py``) names its last
    run; a fire while that run has not finished starts nothing, logs it, counts it as the
-   ``schedule-skipped`` outcome and notes it in the object (``continuum schedules list``); a
-   skipped fire delivered again is skipped again, even once the previous run has finished.
-   A fire that would start writes the object first, conditionally: of two concurrent fires
-   one wins the write, and the other reads the winner's run and skips.
+   ``schedule-skipped`` outcome and notes it in the object (``continuum schedules list``).
+   The first delivery of a scheduled time records its decision, started or skipped, in an
+   object of that time created once; every later delivery follows it, so that a skipped time
+   stays skipped even once the previous run has finished. A fire that would start writes the
+   schedule's object first, conditionally: of two concurrent fires one wins the write, and
+   the other reads the winner's run and skips.
 4. Else the run starts as ``client.start`` starts a task: a pending record, then its
    continuation.
 """
@@ -31,7 +33,7 @@ from continuum._define.settings import Settings
 from continuum._record.continuation import Continuations, decode_schedule_fire
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
-from continuum._record.schedule_runs import RunMarkers, ScheduleRuns, SkippedFire
+from continuum._record.schedule_runs import FireDecision, RunMarkers, ScheduleRuns, SkippedFire
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.endings import Outcome
 from continuum._worker.sqs_batch import Delivery, logger
@@ -165,33 +167,77 @@ class ScheduleFires:
                 extra={"schedule": name, "task_id": task_id},
             )
             return FireResult("duplicate", task_id)
+        if declaration.overlap == "skip":
+            return self._fire_unless_overlapping(task, task_id, state, name, scheduled_time)
         for _ in range(OBJECT_RETRIES):
             runs, etag = self.markers.read(name)
-            if runs is not None and runs.skipped and runs.skipped.scheduled_time == scheduled_time:
-                return FireResult("skipped", task_id, running=runs.skipped.running)  # again
-            running = self._running(runs, task_id) if declaration.overlap == "skip" else None
-            if running is not None and runs is not None:
-                self._note_skip(runs, etag, scheduled_time, running)
-                return FireResult("skipped", task_id, running=running)
             previous = runs or ScheduleRuns(schedule=name)
-            latest = previous.scheduled_time is None or previous.scheduled_time <= scheduled_time
+            if previous.scheduled_time is not None and previous.scheduled_time > scheduled_time:
+                break  # a late fire: the object keeps naming the latest run
             started = previous.model_copy(
                 update={"run": task_id, "scheduled_time": scheduled_time, "started_at": utcnow()}
             )
             try:
-                if latest or declaration.overlap == "skip":
-                    self.markers.write(started, etag=etag)
+                self.markers.write(started, etag=etag)
                 break
             except PreconditionFailed:
-                continue  # another fire wrote it first: read what it started
-        else:
-            if declaration.overlap == "skip":
-                # Only another fire moves the object; the next delivery of this one decides.
-                raise ContinuumError(
-                    f"schedule {name!r}: its object kept changing under this fire; it is retried",
-                    task_id=task_id,
+                continue  # another fire wrote it first: read it again
+        return self._started(task, task_id, state, name)
+
+    def _fire_unless_overlapping(
+        self, task: Task[Any], task_id: str, state: Any, name: str, scheduled_time: datetime
+    ) -> FireResult:
+        """``overlap="skip"``: the first delivery of this time decides, every later one follows.
+
+        A fire that would start names its run in the schedule's object first (of two fires of
+        different times, one wins), then records the decision; a fire that would skip records
+        the decision, then notes the skip. A worker killed between the writes leaves either
+        nothing decided (the next delivery decides) or a decision the next delivery follows.
+        """
+        decided = self.markers.decision(name, scheduled_time)
+        if decided is not None:
+            return self._follow(decided, task, task_id, state, name)
+        for _ in range(OBJECT_RETRIES):
+            runs, etag = self.markers.read(name)
+            if runs is not None and runs.skipped and runs.skipped.scheduled_time == scheduled_time:
+                return FireResult("skipped", task_id, running=runs.skipped.running)  # again
+            running = self._running(runs, task_id)
+            if running is not None:
+                skip = FireDecision(
+                    scheduled_time=scheduled_time, outcome="skipped", running=running, at=utcnow()
                 )
-        self._start(task, task_id, state)
+                decided, ours = self.markers.decide(name, skip)
+                if ours:
+                    self._note_skip(name, scheduled_time, running)
+                return self._follow(decided, task, task_id, state, name)
+            previous = runs or ScheduleRuns(schedule=name)
+            started = previous.model_copy(
+                update={"run": task_id, "scheduled_time": scheduled_time, "started_at": utcnow()}
+            )
+            try:
+                self.markers.write(started, etag=etag)
+            except PreconditionFailed:
+                continue  # another fire wrote it first: read what it started
+            start = FireDecision(scheduled_time=scheduled_time, outcome="started", at=utcnow())
+            decided, _ = self.markers.decide(name, start)
+            return self._follow(decided, task, task_id, state, name)
+        # Only another fire moves the object; the next delivery of this one decides.
+        raise ContinuumError(
+            f"schedule {name!r}: its object kept changing under this fire; it is retried",
+            task_id=task_id,
+        )
+
+    def _follow(
+        self, decided: FireDecision, task: Task[Any], task_id: str, state: Any, name: str
+    ) -> FireResult:
+        """Carry out the time's decision: skipped stays skipped; started starts its run once."""
+        if decided.outcome == "skipped":
+            return FireResult("skipped", task_id, running=decided.running)
+        return self._started(task, task_id, state, name)
+
+    def _started(self, task: Task[Any], task_id: str, state: Any, name: str) -> FireResult:
+        if not self._start(task, task_id, state):
+            return FireResult("duplicate", task_id)
         logger.info(
             f"schedule {name!r} started {task_id}",
             extra={"schedule": name, "task_id": task_id},
@@ -206,24 +252,30 @@ class ScheduleFires:
             return None
         record = self._load(runs.run)
         if record is None:
+            if runs.scheduled_time is not None:
+                decided = self.markers.decision(runs.schedule, runs.scheduled_time)
+                if decided is not None and decided.outcome == "skipped":
+                    return None  # named by a fire that then found its time skipped
             started = runs.started_at or datetime.min.replace(tzinfo=UTC)
             return runs.run if utcnow() - started < START_GRACE else None
         return None if record.status.finished else runs.run
 
-    def _note_skip(
-        self, runs: ScheduleRuns, etag: str | None, scheduled_time: datetime, running: str
-    ) -> None:
+    def _note_skip(self, name: str, scheduled_time: datetime, running: str) -> None:
         """Say that a fire was skipped: in the log, and (best effort) in the schedule's object."""
         when = f"{scheduled_time:%Y-%m-%dT%H:%M:%SZ}"
         logger.warning(
-            f"schedule {runs.schedule!r} skipped its fire for {when}: its previous run "
+            f"schedule {name!r} skipped its fire for {when}: its previous run "
             f"{running} has not finished (overlap='skip')",
-            extra={"schedule": runs.schedule, "task_id": running, "scheduled_time": when},
+            extra={"schedule": name, "task_id": running, "scheduled_time": when},
         )
         skipped = SkippedFire(scheduled_time=scheduled_time, running=running, at=utcnow())
-        noted = runs.model_copy(update={"skipped": skipped, "skips": runs.skips + 1})
-        with contextlib.suppress(PreconditionFailed):  # another fire moved it: the log says it
-            self.markers.write(noted, etag=etag)
+        for _ in range(OBJECT_RETRIES):  # the decision is made: only the count is at stake
+            runs, etag = self.markers.read(name)
+            runs = runs or ScheduleRuns(schedule=name)
+            noted = runs.model_copy(update={"skipped": skipped, "skips": runs.skips + 1})
+            with contextlib.suppress(PreconditionFailed):
+                self.markers.write(noted, etag=etag)
+                return
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -251,9 +303,10 @@ class ScheduleFires:
             )
         return state
 
-    def _start(self, task: Task[Any], task_id: str, state: Any) -> None:
+    def _start(self, task: Task[Any], task_id: str, state: Any) -> bool:
         """Create the run's record (pending) and send its first continuation; a run whose
-        record exists is sent again only while it is pending (its first send may be lost)."""
+        record exists is sent again only while it is pending (its first send may be lost).
+        Whether this call created the record."""
         record = TaskRecord(
             task_id=task_id,
             task_name=task.name,
@@ -265,6 +318,8 @@ class ScheduleFires:
             self.records.create(record)
         except RecordExistsError:
             existing = self._load(task_id)
-            if existing is None or existing.status != Status.PENDING:
-                return
+            if existing is not None and existing.status == Status.PENDING:
+                self.continuations.send(task_id, generation=0, reason="start")
+            return False
         self.continuations.send(task_id, generation=0, reason="start")
+        return True

@@ -207,7 +207,12 @@ def _parse_field(
 
 
 def cron_times(cron: Cron, timezone: str, after: datetime, until: datetime) -> list[datetime]:
-    """The times (UTC) of ``cron`` read in ``timezone``, later than ``after``, up to ``until``."""
+    """The times (UTC) of ``cron`` read in ``timezone``, later than ``after``, up to ``until``.
+
+    As EventBridge Scheduler fires them across a daylight saving change: a wall time the
+    change skips does not fire that day, and a wall time it repeats fires once, the first
+    time it comes (EventBridge documents "only once"; the first is continuum's choice).
+    """
     zone = ZoneInfo(timezone)
     first_day = after.astimezone(zone).date()
     last_day = until.astimezone(zone).date()
@@ -218,7 +223,9 @@ def cron_times(cron: Cron, timezone: str, after: datetime, until: datetime) -> l
             for hour in sorted(cron.hours):
                 for minute in sorted(cron.minutes):
                     local = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
-                    when = local.astimezone(UTC)
+                    when = local.astimezone(UTC)  # fold 0: a repeated wall time's first
+                    if when.astimezone(zone).time() != local.time():
+                        continue  # in a spring gap: this wall time does not exist that day
                     if after < when <= until:
                         times.append(when)
         day += timedelta(days=1)

@@ -129,6 +129,9 @@ class TaskRunner:
             if self.backend == "moto":
                 stack.enter_context(moto_backend())
             stack.enter_context(_backends_kept(self.app))
+            clock = None
+            if self.virtual_time and (self._clock is not None or self.start_at is not None):
+                clock = self._clock or VirtualTime(self.start_at)
             runtime = LocalRuntime(
                 self.app,
                 budget_s=self.budget_s,
@@ -136,9 +139,8 @@ class TaskRunner:
                 virtual_time=self.virtual_time,
                 max_delay_s=self.max_delay_s,
                 scheduler=self.scheduler,
+                clock=clock,  # the app's schedules are made at its start, not at the real now
             )
-            if self.virtual_time and (self._clock is not None or self.start_at is not None):
-                runtime.time = self._clock or VirtualTime(self.start_at)
             stack.enter_context(runtime.time.running())
             stack.enter_context(observing(self.app, self.log))
             if self.quiet:

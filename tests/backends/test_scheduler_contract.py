@@ -269,6 +269,52 @@ def test_a_cron_schedule_fires_at_its_times_in_its_time_zone(h):
     assert {(t.hour, t.minute, t.second) for t in times} == {(9, 0, 0)}
 
 
+@pytest.mark.parametrize(
+    ("days", "fired"),
+    [
+        # Paris skips from 02:00 to 03:00 on 2027-03-28: that day has no 02:30.
+        ((26, 3, 30), ["2027-03-27T02:30:00+01:00", "2027-03-29T02:30:00+02:00"]),
+        # Paris lives 02:00 to 03:00 twice on 2027-10-31: 02:30 fires once, the first time.
+        (
+            (29, 10, 2),
+            ["2027-10-30T02:30:00+02:00", "2027-10-31T02:30:00+02:00", "2027-11-01T02:30:00+01:00"],
+        ),
+    ],
+    ids=["spring-gap", "autumn-overlap"],
+)
+def test_a_cron_fires_what_eventbridge_fires_across_a_daylight_saving_change(h, days, fired):
+    paris = ZoneInfo("Europe/Paris")
+    h.scheduler.put_recurring(
+        name="night", expression="cron(30 2 * * ? *)", message_body=STARTS, timezone="Europe/Paris"
+    )
+    first, month, last = days
+    h.clock.now = datetime(2027, month, first, 12, tzinfo=paris).timestamp()
+    h.fire()  # every time up to the day before
+    end_month = month if last > first else month + 1
+    h.clock.now = datetime(2027, end_month, last, tzinfo=paris).timestamp()  # midnight
+    assert [f.scheduled_time.astimezone(paris).isoformat() for f in h.fire()] == fired
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "minute"),
+    [("cron(0 * * * ? *)", "cron(30 * * * ? *)", 30), ("rate(1 hour)", "cron(45 * * * ? *)", 45)],
+)
+def test_a_changed_recurring_schedule_fires_from_the_change_on_never_its_past(
+    h, before, after, minute
+):
+    h.scheduler.put_recurring(name="hourly", expression=before, message_body=STARTS)
+    h.advance(10 * 3600)
+    assert len(h.fire()) >= 10
+    h.scheduler.put_recurring(name="hourly", expression=after, message_body=STARTS)  # a reload
+    h.advance(60)
+    assert h.fire() == []  # EventBridge fires the next time after the change, not those before
+    h.advance(3600)
+    fired = [f.scheduled_time for f in h.fire()]
+    assert len(fired) == 1
+    assert fired[0].minute == minute
+    assert fired[0] > h.now - timedelta(hours=1)
+
+
 def test_replacing_a_recurring_schedule_changes_its_expression_and_keeps_it_paused(h):
     h.scheduler.put_recurring(name="nightly", expression="rate(1 hour)", message_body=STARTS)
     h.scheduler.pause("nightly")

@@ -6,14 +6,26 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from datetime import timedelta
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 import pytest
 
 from continuum import Status
-from tests.conftest import after_store_call, atomic_writes, sqs_event
+from tests.conftest import after_store_call, atomic_writes, record_key, sqs_event
 from tests.schedules.conftest import KEY, build, fire_body, hour_ago
-from tests.support import LocalLambdaContext, RunMarkers, decode_schedule_fire, utcnow
+from tests.support import (
+    FireDecision,
+    LocalLambdaContext,
+    RunMarkers,
+    decode_schedule_fire,
+    utcnow,
+)
+
+
+class WorkerDied(BaseException):
+    """The Lambda running the fire was killed: nothing after this point ran."""
 
 
 @pytest.fixture
@@ -23,6 +35,22 @@ def s(aws):
 
 def markers(s):
     return RunMarkers(s.runtime.observer_store, prefix=s.app.records.prefix)
+
+
+def run_id(at: datetime) -> str:
+    return f"nightly-{at:%Y%m%dT%H%M%SZ}"
+
+
+@contextmanager
+def killed_after_put(s, key: str) -> Iterator[None]:
+    """The fire's worker dies right after its write of ``key`` lands."""
+
+    def die(put: str) -> None:
+        if put == key:
+            raise WorkerDied(key)
+
+    with after_store_call(s.runtime, "put", die):
+        yield
 
 
 def test_a_fire_starts_one_run_named_after_the_schedule_and_its_scheduled_time(s):
@@ -75,6 +103,63 @@ def test_overlap_skip_starts_nothing_while_the_previous_run_has_not_finished(s, 
     assert markers(s).read("nightly")[0].skips == 1
     assert s.fire("nightly", third) == "schedule-started"
     assert len(s.task_ids()) == 2
+
+
+def test_a_skipped_time_stays_skipped_when_its_fire_comes_again_after_later_skips(s):
+    ten, eleven, noon, one = hour_ago(4), hour_ago(3), hour_ago(2), hour_ago(1)
+    assert s.fire("nightly", ten) == "schedule-started"
+    assert [s.fire("nightly", t) for t in (eleven, noon, one)] == ["schedule-skipped"] * 3
+    s.finish(s.task_ids()[0])
+    # SQS delivers at least once: each skipped time's fire may come again, in any order.
+    assert [s.fire("nightly", t) for t in (noon, eleven, one)] == ["schedule-skipped"] * 3
+    assert s.task_ids() == [run_id(ten)]
+    assert markers(s).read("nightly")[0].skips == 3
+
+
+def test_a_fire_killed_right_after_deciding_to_skip_is_skipped_when_it_comes_again(s):
+    ten, eleven, noon = hour_ago(3), hour_ago(2), hour_ago(1)
+    assert s.fire("nightly", ten) == "schedule-started"
+    with killed_after_put(s, markers(s).fire_key("nightly", eleven)), pytest.raises(WorkerDied):
+        s.fire("nightly", eleven)
+    assert s.fire("nightly", noon) == "schedule-skipped"  # a later skip noted meanwhile
+    s.finish(run_id(ten))
+    assert s.fire("nightly", eleven) == "schedule-skipped"
+    assert s.task_ids() == [run_id(ten)]
+
+
+@pytest.mark.parametrize("after", ["the schedule's object", "the fire's decision", "the record"])
+def test_a_fire_killed_on_its_way_to_start_starts_its_run_once_when_it_comes_again(s, after):
+    at = hour_ago()
+    key = {
+        "the schedule's object": markers(s).key("nightly"),
+        "the fire's decision": markers(s).fire_key("nightly", at),
+        "the record": record_key(run_id(at)),
+    }[after]
+    with killed_after_put(s, key), pytest.raises(WorkerDied):
+        s.fire("nightly", at)
+    assert s.fire("nightly", at) in ("schedule-started", "duplicate")
+    assert s.fire("nightly", at) == "duplicate"
+    assert s.task_ids() == [run_id(at)]
+    s.finish(run_id(at))
+
+
+def test_a_fire_whose_time_another_delivery_skipped_meanwhile_skips_and_holds_nothing_back(s):
+    ten, eleven, noon = hour_ago(3), hour_ago(2), hour_ago(1)
+    assert s.fire("nightly", ten) == "schedule-started"
+    s.finish(run_id(ten))
+
+    def skipped_meanwhile(key: str) -> None:  # as a delivery that saw the 10:00 run still running
+        if key == markers(s).key("nightly"):
+            skipped = FireDecision(
+                scheduled_time=eleven, outcome="skipped", running=run_id(ten), at=utcnow()
+            )
+            markers(s).decide("nightly", skipped)
+
+    with after_store_call(s.runtime, "get", skipped_meanwhile):
+        assert s.fire("nightly", eleven) == "schedule-skipped"
+    assert s.fire("nightly", eleven) == "schedule-skipped"
+    assert s.fire("nightly", noon) == "schedule-started"  # the 11:00 time holds no run back
+    assert s.task_ids() == [run_id(ten), run_id(noon)]
 
 
 def test_overlap_allow_starts_a_run_at_every_fire(s):

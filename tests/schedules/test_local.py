@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from continuum import Continuum, TaskContext
+import pytest
+
+from continuum import Continuum, Status, TaskContext
 from continuum.backends.memory.clock import ManualClock
-from continuum.testing import InMemoryScheduler
+from continuum.testing import InMemoryScheduler, TaskRunner
 from tests.schedules.conftest import Report
 from tests.support import LocalRuntime, moto_backend
 
@@ -74,3 +76,53 @@ def test_a_local_run_whose_schedules_cannot_sync_goes_on_and_says_so(monkeypatch
         assert runtime.run("report", {"region": "eu"}).result == "eu"
     assert "the app's schedules were not synced" in caplog.text
     assert "no-such-group" in caplog.text
+
+
+def hourly_app() -> Continuum:
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        return ctx.state.region
+
+    app.schedule("hourly", report, cron="cron(0 * * * ? *)", input={"region": "eu"},
+                 overlap="allow")  # fmt: skip
+    return app
+
+
+def runs(runner: TaskRunner) -> list[str]:
+    return runner.runtime.observer.task_ids()
+
+
+def test_a_task_runner_fires_the_apps_declared_schedules_on_its_clock(backend):
+    with TaskRunner(hourly_app(), backend=backend) as runner:
+        runner.advance(timedelta(hours=3))
+        assert len(runs(runner)) == 3
+        assert {runner.runtime.record(t).status for t in runs(runner)} == {Status.SUCCEEDED}
+
+
+@pytest.mark.parametrize("days", [2, -2], ids=["ahead", "behind"])
+def test_a_task_runner_started_elsewhere_in_time_fires_its_schedules_from_its_start(backend, days):
+    start = (datetime.now(UTC) + timedelta(days=days)).replace(minute=30, second=0, microsecond=0)
+    with TaskRunner(hourly_app(), backend=backend, start_at=start) as runner:
+        runner.advance(timedelta(minutes=1))
+        assert runs(runner) == []  # nothing was due between the schedule's making and now
+        runner.advance(timedelta(hours=3))
+        hours = [start.replace(minute=0) + timedelta(hours=h) for h in (1, 2, 3)]
+        assert runs(runner) == [f"hourly-{h:%Y%m%dT%H%M%SZ}" for h in hours]
+
+
+def test_a_resumed_schedule_fires_from_its_next_time_not_the_times_it_was_paused(backend):
+    app = hourly_app()
+    with TaskRunner(app, backend=backend) as runner:
+        runner.advance(timedelta(hours=2))
+        assert len(runs(runner)) == 2
+        scheduler = app.scheduler()
+        assert scheduler is not None
+        scheduler.pause("_schedule.hourly")
+        runner.advance(timedelta(hours=5))
+        scheduler.resume("_schedule.hourly")
+        runner.advance(timedelta(minutes=1))
+        assert len(runs(runner)) == 2  # the five paused hours stay unfired
+        runner.advance(timedelta(hours=1))
+        assert len(runs(runner)) == 3

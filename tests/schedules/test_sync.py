@@ -76,6 +76,24 @@ def test_a_sync_updates_what_changed_and_deletes_what_is_no_longer_declared(h, s
     assert not sync_schedules(later.app, h.scheduler).changed
 
 
+def test_a_schedule_moved_by_a_sync_fires_from_the_move_on_never_its_past(h, s):
+    s.app.registry.schedules.pop("often")
+    s.app.registry.schedules.pop("nightly")
+    s.app.schedule("hourly", "report", cron="cron(0 * * * ? *)", input={"region": "eu"})
+    sync_schedules(s.app, h.scheduler)
+    h.advance(10 * 3600)
+    assert len(h.fire()) == 10
+    moved = build("memory")  # the app after a `continuum dev` reload: on the half hour
+    moved.app.registry.schedules.pop("often")
+    moved.app.registry.schedules.pop("nightly")
+    moved.app.schedule("hourly", "report", cron="cron(30 * * * ? *)", input={"region": "eu"})
+    assert sync_schedules(moved.app, h.scheduler).updated == ["hourly"]
+    h.advance(60)
+    assert h.fire() == []
+    h.advance(3600)
+    assert [f.scheduled_time.minute for f in h.fire()] == [30]
+
+
 def test_a_new_signing_key_signs_the_bodies_again(h, s):
     sync_schedules(s.app, h.scheduler)
     s.app.update_settings(signing_keys=("new-key", KEY))

@@ -181,14 +181,18 @@ class _Cursor:
 
     identity: tuple[str, str, datetime]
     after: datetime
+    #: whether the schedule was enabled when last looked at.
+    enabled: bool = True
 
 
 class ScheduleFirer:
     """Fires a scheduler's due schedules into the queue, as EventBridge Scheduler would.
 
     Each recurring schedule's times are delivered once each, in order; a disabled schedule's
-    times pass undelivered. Where the clock jumps past several times of one schedule (a
-    virtual clock), ``catch_up`` keeps only that many of the latest (None: all of them).
+    times pass undelivered; a schedule whose expression or time zone changed fires from the
+    change on, as EventBridge Scheduler does (never the new expression's past times). Where
+    the clock jumps past several times of one schedule (a virtual clock), ``catch_up`` keeps
+    only that many of the latest (None: all of them).
 
     Args:
         scheduler: the schedules to fire (in memory, or EventBridge Scheduler on moto).
@@ -244,6 +248,8 @@ class ScheduleFirer:
             soonest: datetime | None = None
             for schedule in self.scheduler.schedules():
                 if schedule.state is not ScheduleState.ENABLED:
+                    if not schedule.one_time:
+                        self._cursor(schedule)  # seen paused: its resume fires no paused time
                     continue
                 if schedule.one_time:
                     upcoming = schedule.at
@@ -277,9 +283,18 @@ class ScheduleFirer:
     def _cursor(self, schedule: Schedule) -> _Cursor:
         identity = (schedule.expression, schedule.timezone, schedule.created_at)
         cursor = self._cursors.get(schedule.name)
-        if cursor is None or cursor.identity != identity:
+        if cursor is None or cursor.identity[2] != schedule.created_at:  # new, or made again
             cursor = _Cursor(identity, _anchor(schedule) - _BEFORE)
             self._cursors[schedule.name] = cursor
+        elif cursor.identity != identity:
+            # Changed: EventBridge Scheduler fires its next time after the change, no past one.
+            after = max(cursor.after, schedule.updated_at.astimezone(UTC))
+            cursor = _Cursor(identity, after)
+            self._cursors[schedule.name] = cursor
+        enabled = schedule.state is ScheduleState.ENABLED
+        if enabled and not cursor.enabled:  # resumed: from its next time on, as EventBridge
+            cursor.after = max(cursor.after, schedule.updated_at.astimezone(UTC))
+        cursor.enabled = enabled
         return cursor
 
 
