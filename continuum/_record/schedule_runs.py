@@ -7,7 +7,9 @@ that of two concurrent fires one wins and the other, reading again, finds the wi
 Beside it, for a schedule with ``overlap="skip"``, one object per scheduled time,
 ``{prefix}/_schedules/{name}/{yyyymmddThhmmssZ}.json``, created once (``If-None-Match``): the
 fire's decision, started or skipped. Every later delivery of that time's fire reads it and
-follows it, so that a skipped time stays skipped whatever was skipped after it.
+follows it, so that a skipped time stays skipped whatever was skipped after it. A decision is
+needed only while its fire can be delivered again, so it is created tagged as a finished task's
+objects are, and the bucket's lifecycle rule expires it with them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from continuum._record.blobs import FINISHED_TAGS
 from continuum._record.unknown_fields import KeepsUnknownFields
 from continuum.backends.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 
@@ -116,7 +119,7 @@ class RunMarkers:
         key = self.fire_key(schedule, decision.scheduled_time)
         body = decision.model_dump_json(exclude_none=True).encode()
         try:
-            put_with_retries(self.store, key, body, if_none_match=True)
+            put_with_retries(self.store, key, body, if_none_match=True, tags=FINISHED_TAGS)
         except PreconditionFailed:
             made = self.decision(schedule, decision.scheduled_time)
             if made is None:

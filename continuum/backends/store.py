@@ -106,6 +106,7 @@ def put_with_retries(
     if_match: str | None = None,
     if_none_match: bool = False,
     content_encoding: str | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> str:
     """``store.put``, tried again on transient errors (S3's 409, 5xx, throttling)."""
     for attempt in range(WRITE_RETRIES + 1):
@@ -116,6 +117,7 @@ def put_with_retries(
                 if_match=if_match,
                 if_none_match=if_none_match,
                 content_encoding=content_encoding,
+                tags=tags,
             )
         except TransientStoreError:
             if attempt == WRITE_RETRIES:

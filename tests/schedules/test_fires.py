@@ -245,3 +245,13 @@ def test_a_fire_for_a_time_to_come_or_no_time_is_refused(s, caplog):
     assert "which has not come" in caplog.text
     assert "which is not one" in caplog.text
     assert s.task_ids() == []
+
+
+def test_a_fires_decision_is_tagged_for_the_lifecycle_rule_that_expires_finished_tasks(s):
+    ten, eleven = hour_ago(2), hour_ago(1)
+    assert s.fire("nightly", ten) == "schedule-started"
+    assert s.fire("nightly", eleven) == "schedule-skipped"
+    store = s.runtime.observer_store
+    for at in (ten, eleven):
+        assert store.tags(markers(s).fire_key("nightly", at)) == {"continuum-finished": "true"}
+    assert store.tags(markers(s).key("nightly")) == {}  # the schedule's own object stays
