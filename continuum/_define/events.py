@@ -160,6 +160,9 @@ class ContextStarted:
     turn: int
     started_at: float
     index: int | None = None
+    #: a virtual child context (``virtual=True``): no entry of its own; told where the
+    #: journal runs live
+    virtual: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ class ContextEnded:
     outcome: str = "ok"
     error: str | None = None
     index: int | None = None
+    virtual: bool = False
 
 
 @dataclass(frozen=True)

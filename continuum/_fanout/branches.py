@@ -5,6 +5,10 @@ under its entry in the turn's journal (keys stay deterministic: ``name#0/fetch#1
 result is journaled as one unit. On replay a finished block returns its result without
 running; an unfinished one runs again and replays what it recorded.
 
+A **virtual** child context (``virtual=True``) keys its steps under its name alike, but has no
+entry of its own: its steps journal in its parent's journal, in order, and its result is not
+journaled, so on replay its code runs again and its steps replay.
+
 A **batch** (``ctx.parallel``, ``ctx.map``) runs each branch or item in its own child context,
 at most ``max_concurrency`` at once, on threads of this invocation. Its entry holds one child
 per started item, keyed by index, so keys do not depend on which thread finishes first. The
@@ -94,6 +98,8 @@ def context_ended(
     path: str,
     error: ErrorInfo | None = None,
     index: int | None = None,
+    *,
+    virtual: bool = False,
 ) -> None:
     """Tell the observers a child context, a batch or an item finished (``state``: the one it
     ran under; ``path``: where its own steps journal)."""
@@ -113,6 +119,7 @@ def context_ended(
         "ok" if error is None else "failed",
         error.message if error is not None else None,
         index,
+        virtual,
     )
     state.emit("context_ended", event)
 
@@ -170,6 +177,81 @@ async def child_context_async(
     finally:
         block.progress()
     return block.finished(value)
+
+
+def virtual_context(
+    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+) -> Any:
+    """``ctx.child_context(..., virtual=True)``: run ``fn(child_ctx, *args)`` with its steps
+    keyed under its name and no entry of its own: on replay it runs again, its steps replay."""
+    group = Group(runner, fn, name)
+    try:
+        value = group.child.run(fn, args)
+    except Exception as exc:
+        group.ended(exc)
+        raise
+    finally:
+        group.progress()
+    group.ended(None)
+    return value
+
+
+async def virtual_context_async(
+    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+) -> Any:
+    """``ctx.child_context_async(..., virtual=True)``: ``virtual_context`` awaited in the
+    calling asyncio task."""
+    group = Group(runner, fn, name)
+    try:
+        value = await group.child.run_awaited(awaitable(fn(group.child.context, *args)))
+    except Exception as exc:
+        group.ended(exc)
+        raise
+    finally:
+        group.progress()
+    group.ended(None)
+    return value
+
+
+class Group:
+    """A virtual child context at this point of the journal: a path for its steps' keys
+    (``name#3/``, the ordinal its parent's next step would have) and its runner. It is told
+    to the observers where the journal runs live: started when reached past the journal's
+    end, ended when it returns there (a replayed one that ended before is not told again)."""
+
+    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+        state = runner.state
+        self.state = state
+        label = name or stable_name(fn)
+        with state.lock:
+            state.halt_check()
+            state.replay_cancel()
+            key = state.journal.key_for(label, None)
+            self.entry = JournalEntry(key, label, kind=EntryKind.CONTEXT, since=now_s())
+            self.child = runner.virtual_child(f"{state.path}{key}/")
+            if state.observers is not None and state.journal.live:
+                from continuum._define.events import ContextStarted
+
+                event = ContextStarted(
+                    state.record.task_id,
+                    EntryKind.CONTEXT.value,
+                    label,
+                    self.child.state.path,
+                    state.turn,
+                    self.entry.since or 0.0,
+                    virtual=True,
+                )
+                state.emit("context_started", event)
+
+    def progress(self) -> None:
+        self.state.progress = self.state.progress or self.child.state.progress
+
+    def ended(self, exc: Exception | None) -> None:
+        state = self.state
+        if state.observers is None or not state.journal.live:
+            return
+        failure = None if exc is None else ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        context_ended(state, "context", self.entry, self.child.state.path, failure, virtual=True)
 
 
 async def awaitable(value: Any) -> Any:
