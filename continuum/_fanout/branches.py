@@ -30,6 +30,7 @@ from pydantic import TypeAdapter
 
 from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
+from continuum._define.observers import Observers
 from continuum._define.steps import return_adapter, stable_name
 from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
@@ -100,12 +101,14 @@ def context_ended(
     index: int | None = None,
     *,
     virtual: bool = False,
+    replay: bool | None = None,
 ) -> None:
     """Tell the observers a child context, a batch or an item finished (``state``: the one it
     ran under; ``path``: where its own steps journal)."""
     if state.observers is None:
         return
     now = now_s()
+    started = entry.since or now
     from continuum._define.events import ContextEnded
 
     event = ContextEnded(
@@ -114,12 +117,13 @@ def context_ended(
         entry.name,
         path,
         state.turn,
-        entry.since or now,
+        started,
         now,
         "ok" if error is None else "failed",
         error.message if error is not None else None,
         index,
         virtual,
+        state.began_earlier(started) if replay is None else replay,
     )
     state.emit("context_ended", event)
 
@@ -215,9 +219,12 @@ async def virtual_context_async(
 
 class Group:
     """A virtual child context at this point of the journal: a path for its steps' keys
-    (``name#3/``, the ordinal its parent's next step would have) and its runner. It is told
-    to the observers where the journal runs live: started when reached past the journal's
-    end, ended when it returns there (a replayed one that ended before is not told again)."""
+    (``name#3/``, the ordinal its parent's next step would have) and its runner.
+
+    It is told to the observers where the journal runs live, once: it starts when reached
+    past the journal's end, told just before the first event inside it (a suspension before
+    anything in it ran tells nothing, and the next invocation starts it again), and ends when
+    it returns there; a replayed one that ended before is not told again."""
 
     def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
         state = runner.state
@@ -228,8 +235,11 @@ class Group:
             state.replay_cancel()
             key = state.journal.key_for(label, None)
             self.entry = JournalEntry(key, label, kind=EntryKind.CONTEXT, since=now_s())
+            #: reached over recorded steps: it began in an earlier invocation
+            self.replayed = not state.journal.live
             self.child = runner.virtual_child(f"{state.path}{key}/")
-            if state.observers is not None and state.journal.live:
+            self.start: StartFirst | None = None
+            if state.observers is not None and not self.replayed:
                 from continuum._define.events import ContextStarted
 
                 event = ContextStarted(
@@ -241,7 +251,8 @@ class Group:
                     self.entry.since or 0.0,
                     virtual=True,
                 )
-                state.emit("context_started", event)
+                self.start = StartFirst(state.observers, event)
+                self.child.state.observers = self.start
 
     def progress(self) -> None:
         self.state.progress = self.state.progress or self.child.state.progress
@@ -250,8 +261,31 @@ class Group:
         state = self.state
         if state.observers is None or not state.journal.live:
             return
+        if self.start is not None:
+            self.start.flush()
         failure = None if exc is None else ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
-        context_ended(state, "context", self.entry, self.child.state.path, failure, virtual=True)
+        path = self.child.state.path
+        context_ended(
+            state, "context", self.entry, path, failure, virtual=True, replay=self.replayed
+        )
+
+
+class StartFirst(Observers):
+    """The observers of a virtual context's code: its start is told before the first event
+    inside it, or before its end."""
+
+    def __init__(self, then: Observers, started: Any) -> None:
+        super().__init__(then=then)
+        self.started: Any = started
+
+    def flush(self) -> None:
+        started, self.started = self.started, None
+        if started is not None:
+            super().emit("context_started", started)
+
+    def emit(self, event_name: str, event: Any) -> None:
+        self.flush()
+        super().emit(event_name, event)
 
 
 async def awaitable(value: Any) -> Any:

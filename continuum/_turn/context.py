@@ -547,6 +547,7 @@ class _ConditionWatch:
             ended_at=now_s(),
             outcome="ok" if error is None else "failed",
             error=None if error is None else error.message,
+            replay=self.state.began_earlier(started.started_at),
         )
         self.state.emit("wait_ended", event)
 
