@@ -125,3 +125,27 @@ def test_a_worker_killed_at_the_write_that_parks_a_backoff_loses_nothing(
     # after the backoff runs once, on the second.
     assert len(failed) in ((1,) if after else (1, 2))
     assert DAY <= succeeded - failed[-1] < DAY + 2
+
+
+def test_a_long_backoff_in_a_map_item_parks_the_whole_task_once(make_runtime):
+    app = Continuum()
+    attempts: list[tuple[int, float]] = []
+
+    @app.step(retries=1, backoff_s=DAY)
+    def flaky(i: int) -> int:
+        attempts.append((i, time.time()))
+        if i == 1 and len(attempts) <= 2:
+            raise ValueError("not yet")
+        return 10 * i
+
+    @app.task(state=Empty)
+    def retrying(ctx: TaskContext[Empty]) -> list[int]:
+        return ctx.map([0, 1], lambda c, i, n: flaky(i), name="each").values()
+
+    runtime = make_runtime(app)
+    summary = runtime.run("retrying", {})
+    assert summary.status == "succeeded"
+    record = runtime.record(summary.task_id)
+    assert record.result == [0, 10]
+    assert record.counters.invocations == 2
+    assert sorted(i for i, _ in attempts) == [0, 1, 1]  # item 0 is not run again
