@@ -66,6 +66,8 @@ class InvocationEnded:
     #: when it claimed the task and when its hold ended (epoch seconds)
     started_at: float = 0.0
     ended_at: float = 0.0
+    #: this was the task's first invocation
+    first: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,8 @@ class WaitStarted:
 @dataclass(frozen=True)
 class WaitEnded:
     """A wait was answered, in whatever invocation: ``outcome`` ``ok``, ``timeout`` or
-    ``failed`` (with ``error``); ``started_at`` is when it was first reached."""
+    ``failed`` (with ``error``); ``started_at`` is when it was first reached, and ``replay``
+    whether that was in an earlier invocation (this one replayed it)."""
 
     task_id: str
     kind: str
@@ -145,6 +148,7 @@ class WaitEnded:
     ended_at: float
     outcome: str = "ok"
     error: str | None = None
+    replay: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,12 +164,16 @@ class ContextStarted:
     turn: int
     started_at: float
     index: int | None = None
+    #: a virtual child context (``virtual=True``): no entry of its own; told where the
+    #: journal runs live
+    virtual: bool = False
 
 
 @dataclass(frozen=True)
 class ContextEnded:
     """A child context finished (``outcome`` ``ok`` or ``failed``, with ``error``), in
-    whatever invocation; ``started_at`` is when it was first reached."""
+    whatever invocation; ``started_at`` is when it was first reached, and ``replay`` whether
+    that was in an earlier invocation."""
 
     task_id: str
     kind: str
@@ -177,6 +185,8 @@ class ContextEnded:
     outcome: str = "ok"
     error: str | None = None
     index: int | None = None
+    virtual: bool = False
+    replay: bool = False
 
 
 @dataclass(frozen=True)

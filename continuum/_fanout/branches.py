@@ -5,6 +5,10 @@ under its entry in the turn's journal (keys stay deterministic: ``name#0/fetch#1
 result is journaled as one unit. On replay a finished block returns its result without
 running; an unfinished one runs again and replays what it recorded.
 
+A **virtual** child context (``virtual=True``) keys its steps under its name alike, but has no
+entry of its own: its steps journal in its parent's journal, in order, and its result is not
+journaled, so on replay its code runs again and its steps replay.
+
 A **batch** (``ctx.parallel``, ``ctx.map``) runs each branch or item in its own child context,
 at most ``max_concurrency`` at once, on threads of this invocation. Its entry holds one child
 per started item, keyed by index, so keys do not depend on which thread finishes first. The
@@ -26,6 +30,7 @@ from pydantic import TypeAdapter
 
 from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
+from continuum._define.observers import Observers
 from continuum._define.steps import return_adapter, stable_name
 from continuum._fanout.context_runner import ContextRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
@@ -94,12 +99,16 @@ def context_ended(
     path: str,
     error: ErrorInfo | None = None,
     index: int | None = None,
+    *,
+    virtual: bool = False,
+    replay: bool | None = None,
 ) -> None:
     """Tell the observers a child context, a batch or an item finished (``state``: the one it
     ran under; ``path``: where its own steps journal)."""
     if state.observers is None:
         return
     now = now_s()
+    started = entry.since or now
     from continuum._define.events import ContextEnded
 
     event = ContextEnded(
@@ -108,11 +117,13 @@ def context_ended(
         entry.name,
         path,
         state.turn,
-        entry.since or now,
+        started,
         now,
         "ok" if error is None else "failed",
         error.message if error is not None else None,
         index,
+        virtual,
+        state.began_earlier(started) if replay is None else replay,
     )
     state.emit("context_ended", event)
 
@@ -170,6 +181,111 @@ async def child_context_async(
     finally:
         block.progress()
     return block.finished(value)
+
+
+def virtual_context(
+    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+) -> Any:
+    """``ctx.child_context(..., virtual=True)``: run ``fn(child_ctx, *args)`` with its steps
+    keyed under its name and no entry of its own: on replay it runs again, its steps replay."""
+    group = Group(runner, fn, name)
+    try:
+        value = group.child.run(fn, args)
+    except Exception as exc:
+        group.ended(exc)
+        raise
+    finally:
+        group.progress()
+    group.ended(None)
+    return value
+
+
+async def virtual_context_async(
+    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+) -> Any:
+    """``ctx.child_context_async(..., virtual=True)``: ``virtual_context`` awaited in the
+    calling asyncio task."""
+    group = Group(runner, fn, name)
+    try:
+        value = await group.child.run_awaited(awaitable(fn(group.child.context, *args)))
+    except Exception as exc:
+        group.ended(exc)
+        raise
+    finally:
+        group.progress()
+    group.ended(None)
+    return value
+
+
+class Group:
+    """A virtual child context at this point of the journal: a path for its steps' keys
+    (``name#3/``, the ordinal its parent's next step would have) and its runner.
+
+    It is told to the observers where the journal runs live, once: it starts when reached
+    past the journal's end, told just before the first event inside it (a suspension before
+    anything in it ran tells nothing, and the next invocation starts it again), and ends when
+    it returns there; a replayed one that ended before is not told again."""
+
+    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+        state = runner.state
+        self.state = state
+        label = name or stable_name(fn)
+        with state.lock:
+            state.halt_check()
+            state.replay_cancel()
+            key = state.journal.key_for(label, None)
+            self.entry = JournalEntry(key, label, kind=EntryKind.CONTEXT, since=now_s())
+            #: reached over recorded steps: it began in an earlier invocation
+            self.replayed = not state.journal.live
+            self.child = runner.virtual_child(f"{state.path}{key}/")
+            self.start: StartFirst | None = None
+            if state.observers is not None and not self.replayed:
+                from continuum._define.events import ContextStarted
+
+                event = ContextStarted(
+                    state.record.task_id,
+                    EntryKind.CONTEXT.value,
+                    label,
+                    self.child.state.path,
+                    state.turn,
+                    self.entry.since or 0.0,
+                    virtual=True,
+                )
+                self.start = StartFirst(state.observers, event)
+                self.child.state.observers = self.start
+
+    def progress(self) -> None:
+        self.state.progress = self.state.progress or self.child.state.progress
+
+    def ended(self, exc: Exception | None) -> None:
+        state = self.state
+        if state.observers is None or not state.journal.live:
+            return
+        if self.start is not None:
+            self.start.flush()
+        failure = None if exc is None else ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        path = self.child.state.path
+        context_ended(
+            state, "context", self.entry, path, failure, virtual=True, replay=self.replayed
+        )
+
+
+class StartFirst(Observers):
+    """The observers of a virtual context's code: its start is told before the first event
+    inside it, or before its end."""
+
+    def __init__(self, then: Observers, started: Any) -> None:
+        super().__init__(then=then)
+        self.started: Any = started
+
+    def flush(self) -> None:
+        started, self.started = self.started, None
+        if started is not None:
+            super().emit("context_started", started)
+
+    def emit(self, event_name: str, event: Any) -> None:
+        self.flush()
+        super().emit(event_name, event)
 
 
 async def awaitable(value: Any) -> Any:

@@ -63,6 +63,7 @@ class ContextRunner:
         "steps",
         "thread_id",
         "unawaited",
+        "virtual",
         "waits",
     )
 
@@ -83,6 +84,8 @@ class ContextRunner:
         self.async_steps: AsyncStepCaller | None = None
         #: async steps' coroutines made in a sync turn, and their steps' names.
         self.unawaited: list[tuple[Any, str]] = []
+        #: a virtual child context's: it journals in its parent's journal, which goes on after it.
+        self.virtual = False
 
     def child(
         self, entries: list[JournalEntry], path: str, halt: Halt | None = None
@@ -91,6 +94,16 @@ class ContextRunner:
         calling thread, serving the same task state."""
         child = ContextRunner(self.state.child(entries, path, halt), self.children)
         child.ctx = self.context.served_by(child)
+        return child
+
+    def virtual_child(self, path: str) -> ContextRunner:
+        """The runner of a virtual child context: its steps journal in this runner's journal
+        (no entry of its own), keyed under ``path``, in the calling thread."""
+        state = self.state.child(self.state.journal.entries, path, None)
+        state.journal = self.state.journal  # one cursor: the steps after it replay in order
+        child = ContextRunner(state, self.children)
+        child.ctx = self.context.served_by(child)
+        child.virtual = True
         return child
 
     @property
@@ -123,8 +136,9 @@ class ContextRunner:
                     "steps without await (ctx.step, not ctx.step_async)",
                     task_id=state.record.task_id,
                 )
-            with state.lock:
-                state.journal.check_complete()
+            if not self.virtual:
+                with state.lock:
+                    state.journal.check_complete()
             return value
         finally:
             active_runner.reset(token)
@@ -162,8 +176,9 @@ class ContextRunner:
                 # with return_exceptions): the turn still ends as it would have.
                 raise signal
             check_unwinding(state)
-            with state.lock:
-                state.journal.check_complete()
+            if not self.virtual:
+                with state.lock:
+                    state.journal.check_complete()
             return value
         finally:
             active_runner.reset(token)

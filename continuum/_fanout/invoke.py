@@ -99,16 +99,18 @@ def _ended(state: TurnState, entry: JournalEntry) -> None:
     outcome = "ok" if entry.ok else "timeout" if error and "Timeout" in error.type else "failed"
     from continuum._define.events import WaitEnded
 
+    started = entry.since or now
     event = WaitEnded(
         state.record.task_id,
         "children",
         entry.name,
         state.path + entry.key,
         state.turn,
-        entry.since or now,
+        started,
         now,
         outcome,
         error.message if error is not None else None,
+        state.began_earlier(started),
     )
     state.emit("wait_ended", event)
 

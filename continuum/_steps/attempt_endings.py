@@ -1,11 +1,11 @@
 """What becomes of a step attempt that does not return its value.
 
 It raised: the attempt is journaled, and with retries left the next one waits for its backoff
-here, or in a fresh invocation when the wait will not fit (the journal keeps the attempts made
-and when the next may start); else the step fails, journaled. It paused itself: its cursor is
-journaled and the task suspends. It was preempted: the task suspends and it runs again. An
-``at_most_once`` step found started (its worker died in it) is never run again: it fails, or
-with retries left its next attempt is scheduled like a retry.
+here, or, when the wait will not fit, the task waits for it as a sleep does (the journal keeps
+the attempts made and when the next may start); else the step fails, journaled. It paused
+itself: its cursor is journaled and the task suspends. It was preempted: the task suspends and
+it runs again. An ``at_most_once`` step found started (its worker died in it) is never run
+again: it fails, or with retries left its next attempt is scheduled like a retry.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any
 from continuum._base.clock import now_s
 from continuum._define.steps import Step
 from continuum._record.model import ErrorInfo, JournalEntry, StepStats
+from continuum._record.waiting_for import Waiter, WaitKind, epoch_to_datetime
 from continuum._steps.budget import observe
-from continuum._steps.signals import Suspend
+from continuum._steps.signals import Suspend, Wait
 from continuum._steps.turn_state import TurnState
 from continuum.errors import StepError
 
@@ -139,8 +140,9 @@ def await_retry(state: TurnState, key: str, stats: StepStats, entry: JournalEntr
 
 
 def retry_wait(state: TurnState, key: str, stats: StepStats, entry: JournalEntry) -> float:
-    """The seconds to wait here for a retry's backoff (0: none), or raise ``Suspend`` when
-    the wait will not fit in this invocation."""
+    """The seconds to wait here for a retry's backoff (0: none), or raise ``Wait`` when the
+    wait will not fit in this invocation: the task waits for the next attempt's time as a
+    sleep does (one schedule, or timer hops that claim nothing), and its wake runs it."""
     assert entry.retry_at is not None
     wait = entry.retry_at - now_s()
     if wait <= 0:
@@ -148,8 +150,10 @@ def retry_wait(state: TurnState, key: str, stats: StepStats, entry: JournalEntry
     need = state.budget.need(stats, state.record.save_stats) + wait
     if state.budget.remaining() >= need:
         return wait
+    deadline = epoch_to_datetime(entry.retry_at)
+    waiter = Waiter(kind=WaitKind.TIME, name=f"{state.path}{key}.retry", deadline=deadline)
     raise state.unwind(
-        Suspend(f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}", delay_s=wait)
+        Wait([waiter], f"step {key!r} waits {wait:.1f}s before attempt {entry.attempts + 1}")
     )
 
 

@@ -265,6 +265,12 @@ class TurnState:
             )
             self.observers.emit("step_started", event)
 
+    def began_earlier(self, at: float) -> bool:
+        """Whether ``at`` (epoch s) comes before this invocation claimed the task: an
+        operation that began then is replayed here."""
+        run = self.invocation
+        return run is not None and at < run.started_at.timestamp()
+
     def emit(self, event_name: str, event: Any) -> None:
         """Tell the observers of a wait or a child context (when one wants such events)."""
         if self.observers is not None:

@@ -196,17 +196,24 @@ class TaskContext(Generic[S]):
 
     # -- fan-out ------------------------------------------------------------------------------
 
-    def child_context(self, fn: Callable[..., T], *args: Any, name: str | None = None) -> T:
+    def child_context(
+        self, fn: Callable[..., T], *args: Any, name: str | None = None, virtual: bool = False
+    ) -> T:
         """Run ``fn(child_ctx, *args)`` as a named block: its steps are journaled under its
         name (``name#0/fetch#1``) and its result as one unit, so a finished block returns its
         result on replay without running.
 
+        ``virtual=True``: a grouping that writes no entry of its own (AWS's ``is_virtual``):
+        its steps are keyed under its name alike, but journaled in this context's journal,
+        and its result is not journaled, so on replay ``fn`` runs again and its steps replay.
+
         Example:
             >>> summary = ctx.child_context(summarize, doc, name="summary")  # doctest: +SKIP
         """
-        from continuum._fanout.branches import child_context
+        from continuum._fanout import branches
 
-        value: T = child_context(self._runner, fn, args, name)
+        run = branches.virtual_context if virtual else branches.child_context
+        value: T = run(self._runner, fn, args, name)
         return value
 
     def parallel(
@@ -299,13 +306,14 @@ class TaskContext(Generic[S]):
     # -- fan-out in an async task ------------------------------------------------------------------
 
     async def child_context_async(
-        self, fn: Callable[..., Any], *args: Any, name: str | None = None
+        self, fn: Callable[..., Any], *args: Any, name: str | None = None, virtual: bool = False
     ) -> Any:
         """``child_context`` in an async task: await ``fn(child_ctx, *args)`` as a named,
-        journaled block."""
-        from continuum._fanout.branches import child_context_async
+        journaled block (``virtual=True``: a grouping with no entry of its own)."""
+        from continuum._fanout import branches
 
-        return await child_context_async(self._runner, fn, args, name)
+        run = branches.virtual_context_async if virtual else branches.child_context_async
+        return await run(self._runner, fn, args, name)
 
     async def parallel_async(
         self,
@@ -539,6 +547,7 @@ class _ConditionWatch:
             ended_at=now_s(),
             outcome="ok" if error is None else "failed",
             error=None if error is None else error.message,
+            replay=self.state.began_earlier(started.started_at),
         )
         self.state.emit("wait_ended", event)
 

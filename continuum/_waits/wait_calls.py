@@ -391,6 +391,7 @@ def wait_ended(state: TurnState, entry: JournalEntry, reached_at: float) -> Wait
         now,
         outcome,
         error.message if error is not None else None,
+        state.began_earlier(started),
     )
 
 

@@ -109,6 +109,7 @@ class Invocation:
                     request_id=claim.lease.owner,
                     started_at=run.started_at.timestamp() if run else 0.0,
                     ended_at=now_s(),
+                    first=record.counters.invocations == 1,
                 ),
             )
         return ended

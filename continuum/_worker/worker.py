@@ -358,7 +358,8 @@ def early_backoff(
     record: TaskRecord, message: Continuation, verdict: Verdict, *, now: float
 ) -> bool:
     """Whether ``message`` is a schedule's fire for a suspended record (a retry's long
-    backoff) that came before its time: then it hops, and claims nothing."""
+    backoff, as an earlier release parked it: it now waits) that came before its time: then
+    it hops, and claims nothing."""
     wake = record.wake_at
     return (
         record.status == Status.SUSPENDED

@@ -139,7 +139,7 @@ def test_a_task_across_invocations_is_one_trace_with_its_steps_attempts_waits_an
         len(invocations) - 1
     )
     outcomes = [s.attributes["continuum.invocation.outcome"] for s in invocations]
-    assert outcomes[0] == "suspended"  # the retry's backoff does not fit
+    assert outcomes[0] == "waiting"  # the retry's backoff does not fit
     assert outcomes[-1] == "succeeded"
     assert "waiting" in outcomes
     assert all(
