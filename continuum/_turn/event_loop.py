@@ -171,7 +171,9 @@ class InvocationLoop:
                     )
                     self._cancel(loop, list(late))
         # What the others left: a fence or an abort anywhere ends the turn; when the function
-        # returned, so does any signal or error of a task it left running.
+        # returned, so does a suspension or wait of a task it left running (its work goes on
+        # next time), but not an error: nothing awaited it, as nothing awaits one that fails
+        # before the return, so the task's outcome does not hang on which came first.
         left_behind = [_outcome_error(task) for task in pending if task.done()]
         for strongest in (Fenced, Abort):
             for exc in (error, *left_behind):
@@ -184,8 +186,9 @@ class InvocationLoop:
         if error is not None:
             raise error
         for exc in left_behind:
-            if exc is not None:
+            if isinstance(exc, ControlFlow):
                 raise exc
+        _log_unawaited_errors(runner, left_behind)
         if root.cancelled():
             raise ContinuumError(
                 "the task's coroutine was cancelled (by the task's own code?)",
@@ -332,6 +335,18 @@ async def _journaled(
     finally:
         parent.state.progress = parent.state.progress or child.state.progress
         context_ended(parent.state, "context", entry, child.state.path, failure)
+
+
+def _log_unawaited_errors(runner: ContextRunner, outcomes: list[BaseException | None]) -> None:
+    """Warn of the errors of asyncio tasks the function left running: the task returned, and
+    its outcome stands (a step's failure is in the journal and the history)."""
+    for exc in outcomes:
+        if exc is not None and not isinstance(exc, ControlFlow):
+            logger.warning(
+                f"task {runner.task_id}: an asyncio task it left running failed after it "
+                f"returned, and nothing awaited it: {type(exc).__name__}: {exc}",
+                extra={"task_id": runner.task_id},
+            )
 
 
 def _cancel_delivered(record: TaskRecord) -> bool:

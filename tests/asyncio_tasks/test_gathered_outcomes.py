@@ -1,0 +1,186 @@
+"""Gathered steps keep the promises of one step at a time: a cancel reaches every gathered step
+before it starts, a replay sees the failures in the order the live turn saw them, and what a
+sibling still running does after the task returned never changes the task's outcome.
+
+On both backends (``make_runtime``); the steps end in a set order by waiting for each other,
+never by sleeps of different lengths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, StepError, TaskCancelledError, TaskContext
+from continuum.testing import check_replay_safe
+from tests.support import worker_logger
+
+
+class Empty(BaseModel):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _quiet_worker_logs() -> Iterator[None]:
+    level = worker_logger.level
+    worker_logger.setLevel("ERROR")
+    yield
+    worker_logger.setLevel(level)
+
+
+async def ended(events: list[str], name: str) -> None:
+    """Until ``name`` has ended: however loaded the machine, the order holds."""
+    while f"end {name}" not in events:
+        await asyncio.sleep(0.005)
+
+
+# -- a cancel reaches every gathered step before it starts ----------------------------------------
+
+
+def charging_app(shape: str) -> tuple[Continuum, list[str]]:
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    async def charge(item: int) -> int:
+        ran.append(f"charge {item}")
+        return item
+
+    @app.step
+    async def refund() -> str:
+        ran.append("refund")
+        return "refunded"
+
+    @app.task(state=Empty)
+    async def checkout(ctx: TaskContext[Empty]) -> str:
+        try:
+            if shape == "gather":
+                await asyncio.gather(charge(1), charge(2), charge(3))
+            elif shape == "task group":
+                async with asyncio.TaskGroup() as group:
+                    for item in (1, 2, 3):
+                        group.create_task(charge(item))
+            else:
+                for item in (1, 2, 3):
+                    await charge(item)
+        except* TaskCancelledError:
+            await refund()
+            raise
+        return "charged"
+
+    return app, ran
+
+
+@pytest.mark.xfail(strict=True, reason="fixed in the next commit")  # CANCEL-XFAIL
+@pytest.mark.parametrize("shape", ["gather", "task group"])
+def test_a_task_cancelled_before_it_ran_starts_none_of_its_gathered_steps(make_runtime, shape):
+    app, ran = charging_app(shape)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("checkout", {})
+        app.client().cancel(task_id, "the customer left")
+        done = runtime.drive(task_id)
+    assert done.status == "cancelled"
+    assert ran == ["refund"], ran  # no charge ran: the cancel reached every one before it started
+
+
+# -- a replay sees the failures in the order the live turn saw them -------------------------------
+
+
+def racing_app(events: list[str]) -> Continuum:
+    app = Continuum()
+
+    @app.step
+    async def fails(name: str, after: str | None) -> str:
+        events.append(f"start {name}")
+        try:
+            if after is not None:
+                await ended(events, after)
+            raise ValueError(name)
+        finally:
+            events.append(f"end {name}")
+
+    @app.task(state=Empty)
+    async def race(ctx: TaskContext[Empty]) -> str:
+        try:
+            # "slow" was made first and fails last: the live gather raises "fast".
+            await asyncio.gather(fails("slow", "fast"), fails("fast", None))
+        except StepError as exc:
+            seen = exc.message
+        else:
+            seen = "nothing failed"
+        await ctx.sleep_async(3600)  # the turn replays after it
+        return seen
+
+    return app
+
+
+@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # ORDER-XFAIL
+def test_a_replay_raises_the_failure_the_live_gather_raised(make_runtime):
+    events: list[str] = []
+    app = racing_app(events)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        done = runtime.run("race", {})
+    assert done.status == "succeeded", done.error
+    assert events == ["start slow", "start fast", "end fast", "end slow"], events
+    assert "ValueError: fast" in done.result, done.result  # as live, after the sleep's replay
+
+
+@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # ORDER-XFAIL
+def test_check_replay_safe_finds_gathered_failures_replay_safe():
+    events: list[str] = []
+    report = check_replay_safe(racing_app(events), "race", {})
+    assert "ValueError: fast" in report.result, report.result
+
+
+# -- a sibling still running when the task returns ------------------------------------------------
+
+
+def handled_app(events: list[str], late_fails: str) -> Continuum:
+    app = Continuum()
+
+    @app.step
+    async def work(name: str, after: str | None, fail: bool) -> str:
+        events.append(f"start {name}")
+        try:
+            if after is not None:
+                await ended(events, after)
+            if fail:
+                raise ValueError(name)
+            return name
+        finally:
+            events.append(f"end {name}")
+
+    @app.task(state=Empty)
+    async def handled(ctx: TaskContext[Empty]) -> str:
+        # "late" fails once "early" has, either before the task returns (its one more step
+        # waits for it) or after it returned.
+        late_waits_for = "early" if late_fails == "before the return" else "return"
+        try:
+            await asyncio.gather(work("late", late_waits_for, True), work("early", None, True))
+        except StepError as exc:
+            if late_fails == "before the return":
+                await work("one more", "late", False)
+            events.append("end return")
+            return f"handled {exc.message}"
+        return "nothing failed"
+
+    return app
+
+
+@pytest.mark.parametrize("late_fails", ["before the return", "after the return"])
+def test_an_error_the_task_handled_never_fails_it_whatever_a_sibling_does_later(
+    make_runtime, late_fails
+):
+    events: list[str] = []
+    app = handled_app(events, late_fails)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        done = runtime.run("handled", {})
+    assert done.status == "succeeded", done.error
+    assert done.result == "handled step raised ValueError: early"
+    assert events.index("end late") > events.index("start late"), events
