@@ -35,7 +35,7 @@ from continuum._fanout.branches import context_ended, enter, type_of
 from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
-from continuum._steps.turn_state import Halt
+from continuum._steps.turn_state import Halt, TurnState
 from continuum._turn import loop_slot
 from continuum.errors import ContinuumError, NonDeterminismError
 
@@ -67,10 +67,23 @@ def run_async_turn(runner: ContextRunner, fn: Callable[..., Any]) -> Any:
 
 
 class TurnHalt(Halt):
-    """Tells the asyncio tasks of a turn that ends to stop at their next step."""
+    """Tells the asyncio tasks of a turn that ends to stop at their next step, and those beside
+    one that a cancel was delivered to that they see it too."""
+
+    def __init__(self, runners: dict[asyncio.Task[Any], ContextRunner]) -> None:
+        super().__init__()
+        self.runners = runners
 
     def signal(self) -> ControlFlow:
         return Suspend(f"the turn is ending: {self.reason}")
+
+    def cancel_seen(self, state: TurnState) -> None:
+        """Owe the cancel to every asyncio task of the turn that runs now, but ``state``'s and
+        those it runs in (they hear of it by awaiting it, as from a gather)."""
+        for task, runner in self.runners.items():
+            other = runner.state
+            if not (task.done() or other.cancel_seen or state.path.startswith(other.path)):
+                other.cancel_owed = True
 
 
 class AsyncTurn:
@@ -81,8 +94,8 @@ class AsyncTurn:
 
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
-        self.halt = TurnHalt()
         self.runners: dict[asyncio.Task[Any], ContextRunner] = {}
+        self.halt = TurnHalt(self.runners)
 
     def in_step(self, tasks: set[asyncio.Task[Any]]) -> bool:
         """Whether one of ``tasks`` is inside a live step now."""
@@ -300,7 +313,7 @@ def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
     """The child context of an asyncio task that ``parent`` makes now, and its entry."""
     state = parent.state
     with state.lock:
-        key, entry, done = enter(state, label, EntryKind.CONTEXT)
+        key, entry, done = enter(state, label, EntryKind.CONTEXT, boundary=False)
         if done:
             raise NonDeterminismError(
                 f"turn {state.record.turn} started an asyncio task {label!r} where the journal "
