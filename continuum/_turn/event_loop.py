@@ -33,10 +33,11 @@ from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, type_of
 from continuum._fanout.context_runner import ContextRunner, error_info
-from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
+from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt, TurnState
 from continuum._turn import loop_slot
+from continuum._turn.ending_order import EndingOrder
 from continuum.errors import ContinuumError, NonDeterminismError
 
 logger = logging.getLogger("continuum")
@@ -90,10 +91,11 @@ class AsyncTurn:
     """The turn running on the loop: its record (to know its runners), its halt, and the
     runner of each asyncio task it journals."""
 
-    __slots__ = ("halt", "record", "runners")
+    __slots__ = ("endings", "halt", "record", "runners")
 
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
+        self.endings = EndingOrder(record.journal)
         self.runners: dict[asyncio.Task[Any], ContextRunner] = {}
         self.halt = TurnHalt(self.runners)
 
@@ -281,7 +283,7 @@ class InvocationLoop:
             # would be left never awaited).
             return asyncio.Task(_refused(coro, exc), loop=loop, **{**options, "context": context})
         context.run(active_runner.set, child)
-        body = _journaled(parent, child, coro, entry_of)
+        body = _journaled(parent, child, coro, entry_of, turn.endings)
         task = asyncio.Task(body, loop=loop, **{**options, "context": context})
         turn.runners[task] = child
         return task
@@ -309,7 +311,7 @@ def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
                 )
 
 
-def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
+def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, JournalEntry]:
     """The child context of an asyncio task that ``parent`` makes now, and its entry."""
     state = parent.state
     with state.lock:
@@ -327,12 +329,19 @@ def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
 
 
 async def _journaled(
-    parent: ContextRunner, child: ContextRunner, coro: Coroutine[Any, Any, Any], entry: Any
+    parent: ContextRunner,
+    child: ContextRunner,
+    coro: Coroutine[Any, Any, Any],
+    entry: JournalEntry,
+    endings: EndingOrder,
 ) -> Any:
-    """An asyncio task's coroutine in its child context: checked as a block's code is."""
+    """An asyncio task's coroutine in its child context: checked as a block's code is, and
+    ended in the order it ended in live."""
     failure: ErrorInfo | None = None
     try:
-        return await child.run_awaited(coro, task_body=True)
+        value = await child.run_awaited(coro, task_body=True)
+        await endings.ended(entry, child.state)
+        return value
     except ControlFlow as signal:
         # Told to the parent, so that code catching it there (gather's return_exceptions)
         # still ends the turn as the signal would have; once a cancel was delivered, a wait
@@ -344,8 +353,10 @@ async def _journaled(
         raise
     except Exception as exc:
         failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        await endings.ended(entry, child.state)
         raise
     finally:
+        endings.drop(entry)
         parent.state.progress = parent.state.progress or child.state.progress
         context_ended(parent.state, "context", entry, child.state.path, failure)
 
