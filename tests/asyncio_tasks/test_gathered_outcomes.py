@@ -91,6 +91,58 @@ def test_a_task_cancelled_before_it_ran_starts_none_of_its_gathered_steps(make_r
     assert ran == ["refund 1", "refund 2"], ran
 
 
+def test_a_cancel_that_comes_while_gathered_steps_run_stops_each_at_its_next_step(make_runtime):
+    app = Continuum(inbox_poll_s=0.5)
+    ran: list[str] = []
+    sent = asyncio.Event()
+
+    @app.step
+    async def first(i: int) -> int:
+        ran.append(f"first {i}")
+        if i == 0:
+            while "first 1" not in ran:  # both run when the cancel comes
+                await asyncio.sleep(0.005)
+            app.client().cancel(box["task_id"], "stop")
+            runtime.time.advance(1)  # the inbox is due at the next step
+            sent.set()
+        else:
+            await sent.wait()
+        return i
+
+    @app.step
+    async def second(i: int) -> int:
+        ran.append(f"second {i}")
+        return i
+
+    @app.step
+    async def clean(i: int) -> int:
+        ran.append(f"clean {i}")
+        return i
+
+    async def branch(i: int) -> int:
+        await first(i)
+        return await second(i)
+
+    @app.task(state=Empty)
+    async def work(ctx: TaskContext[Empty]) -> list[int]:
+        try:
+            return list(await asyncio.gather(branch(0), branch(1)))
+        except TaskCancelledError:
+            await clean(0)
+            await ctx.sleep_async(3600)  # the turn replays after it, cancels and all
+            await asyncio.gather(clean(1), clean(2))
+            raise
+
+    box: dict[str, str] = {}
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        box["task_id"] = task_id = app.client().start("work", {})
+        done = runtime.drive(task_id)
+    assert done.status == "cancelled", done.error
+    # Each branch saw the cancel at its next step, live and on the replay after the sleep.
+    assert sorted(ran) == ["clean 0", "clean 1", "clean 2", "first 0", "first 1"], ran
+
+
 # -- a replay sees the failures in the order the live turn saw them -------------------------------
 
 
