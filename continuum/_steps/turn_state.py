@@ -54,7 +54,7 @@ class Halt(threading.Event):
     def signal(self) -> ControlFlow:
         return Suspend(f"another branch stopped the batch: {self.reason}")
 
-    def cancel_seen(self, state: TurnState) -> None:
+    def cancel_reached(self, state: TurnState) -> None:
         """A cancel was delivered to ``state``: a batch's branches stop by this halt."""
 
 
@@ -354,7 +354,7 @@ class TurnState:
         one (``halt``) are to see it at their next step too, as the next step of a sync task."""
         self.cancel_seen, self.cancel_owed = True, False
         if self.halt is not None:
-            self.halt.cancel_seen(self)
+            self.halt.cancel_reached(self)
         return self.cancelled_error()
 
     def note_inbox(self, listing: Listing | None = None) -> None:

@@ -78,7 +78,7 @@ class TurnHalt(Halt):
     def signal(self) -> ControlFlow:
         return Suspend(f"the turn is ending: {self.reason}")
 
-    def cancel_seen(self, state: TurnState) -> None:
+    def cancel_reached(self, state: TurnState) -> None:
         """Owe the cancel to every asyncio task of the turn that runs now, but ``state``'s and
         those it runs in (they hear of it by awaiting it, as from a gather)."""
         for task, runner in self.runners.items():
@@ -286,6 +286,7 @@ class InvocationLoop:
         body = _journaled(parent, child, coro, entry_of, turn.endings)
         task = asyncio.Task(body, loop=loop, **{**options, "context": context})
         turn.runners[task] = child
+        turn.endings.started(entry_of)
         return task
 
 

@@ -185,6 +185,39 @@ def test_a_replay_raises_the_failure_the_live_gather_raised(make_runtime):
     assert "ValueError: fast" in done.result, done.result  # as live, after the sleep's replay
 
 
+def test_a_replay_that_gathers_fewer_steps_fails_as_non_determinism_without_waiting(
+    make_runtime,
+):
+    events: list[str] = []
+    flip = {"on": False}
+    app = Continuum()
+
+    @app.step
+    async def fetch(name: str, after: str | None) -> str:
+        if after is not None:
+            await ended(events, after)
+        events.append(f"end {name}")
+        return name
+
+    @app.task(state=Empty)
+    async def fewer(ctx: TaskContext[Empty]) -> list[str]:
+        # Live "b" ends first; the replay makes only "a", which ended after it.
+        calls = [fetch("a", "b")] + ([] if flip["on"] else [fetch("b", None)])
+        found = await asyncio.gather(*calls)
+        await ctx.wait_for_signal_async("go")
+        return list(found)
+
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("fewer", {})
+        runtime.invoke_once()
+        flip["on"] = True
+        app.client().signal(task_id, "go")
+        done = runtime.drive(task_id)
+    assert done.status == "failed"
+    assert "NonDeterminismError" in str(runtime.record(task_id).error), done.error
+
+
 def without_ended(entries: list[dict]) -> list[dict]:
     return [
         {k: without_ended(v) if k == "children" and v else v for k, v in e.items() if k != "ended"}
