@@ -16,6 +16,10 @@ Tasks:
     cancellable: a few turns of steps, then (``fan``) child tasks that never finish, then a
         wait for a signal nobody sends: only a cancel ends it. Its ``cleanup`` step runs
         where ``TaskCancelledError`` arrives, once per delivered cancel.
+    gathering: ``async def``: per turn ``asyncio.gather`` of ``width`` chores side by side,
+        then a wait for a signal nobody sends: only a cancel ends it. A cancel reaches every
+        gathered chore before it starts; the cleanup is a gather too, of two ``cleanup`` steps
+        made after the cancel, each run once.
     fanmap: ``ctx.map`` over items on threads, two steps each, and a sleep inside some items.
     fantasks: ``ctx.map_tasks`` over ``leaf`` child tasks with ``max_concurrency``; some of
         them fail.
@@ -26,6 +30,7 @@ Tasks:
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel
@@ -246,6 +251,29 @@ def cancellable(ctx: TaskContext[Cancellable]) -> dict[str, Any] | None:
         return {"done": s.done}  # never: nobody sends NEVER
     except TaskCancelledError:
         cleanup(s.salt, "cancellable")
+        raise
+
+
+class Gathering(BaseModel):
+    salt: int
+    rounds: int
+    width: int
+    done: list[list[int]] = []
+
+
+@app.task(state=Gathering)
+async def gathering(ctx: TaskContext[Gathering]) -> dict[str, Any] | None:
+    s = ctx.state
+    try:
+        if len(s.done) < s.rounds:
+            first = len(s.done) * s.width
+            chores = (ctx.step_async(chore, s.salt, first + i) for i in range(s.width))
+            s.done.append(list(await asyncio.gather(*chores)))
+            return None
+        await ctx.wait_for_signal_async(NEVER)
+        return {"done": s.done}  # never: nobody sends NEVER
+    except TaskCancelledError:
+        await asyncio.gather(*(ctx.step_async(cleanup, s.salt, f"gathering {i}") for i in (0, 1)))
         raise
 
 

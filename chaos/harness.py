@@ -101,6 +101,7 @@ WAIT_SHARES = {
     "callback": 0.05,
     "signals": 0.04,
     "cancellable": 0.04,
+    "gathering": 0.04,
     "fanmap": 0.04,
     "fantasks": 0.04,
     "invoker": 0.04,
@@ -136,6 +137,9 @@ def _flow_input(
         return state, outside.plan_for(rng, name, state)
     if name == "cancellable":
         state = {"salt": salt, "chores": rng.randint(2, 5), "fan": rng.choice((0, 2))}
+        return state, outside.plan_for(rng, name, state)
+    if name == "gathering":
+        state = {"salt": salt, "rounds": rng.randint(1, 3), "width": rng.randint(2, 4)}
         return state, outside.plan_for(rng, name, state)
     if name == "fanmap":
         items = rng.randint(3, 6)
@@ -221,7 +225,7 @@ def plan_tasks(
                 input=state,
                 expected=tasks.expected_result(name, state),
                 failure=planned_failure(name, state),
-                ending="cancelled" if name == "cancellable" else "succeeded",
+                ending="cancelled" if name in outside.CANCELLED_KINDS else "succeeded",
                 outside=script,
             )
         )

@@ -55,6 +55,8 @@ LATE_TIMEOUT_S = 2.0
 CALLBACK_MODES = {"complete": 0.35, "twice": 0.25, "fail": 0.15, "late": 0.25}
 #: Where the harness cancels a cancellable task.
 CANCEL_POINTS = ("pending", "running", "waiting")
+#: The kinds that only a cancel ends: the harness cancels them at one of ``CANCEL_POINTS``.
+CANCELLED_KINDS = ("cancellable", "gathering")
 #: What a callback failure says.
 REFUSED = "ChaosRefused"
 #: The most rounds of retries a steered task gets (each flaky step needs one).
@@ -117,7 +119,7 @@ def plan_for(rng: random.Random, kind: str, state: dict[str, Any]) -> dict[str, 
         return plan_signals(rng, int(state["wants"]))
     if kind == "callback":
         return plan_callback(rng)
-    if kind == "cancellable":
+    if kind in CANCELLED_KINDS:
         return plan_cancel(rng)
     return None
 
@@ -181,7 +183,7 @@ class Script:
             script.waiting_for = "failed"
         elif "fork" in plan:
             script.waiting_for = "fork"
-        elif kind == "cancellable":
+        elif kind in CANCELLED_KINDS:
             if plan["point"] == "waiting":
                 script.waiting_for = "waiting"
             else:
@@ -251,7 +253,7 @@ class Outside:
         timeout = SCRIPT_TIMEOUT_S * (5 if steered else 1)  # they follow the task to its end
         if now - script.started > timeout and script.waiting_for is not None:
             script.waiting_for = None
-            if script.kind == "cancellable":  # only a cancel ends it: cancel it now
+            if script.kind in CANCELLED_KINDS:  # only a cancel ends it: cancel it now
                 self._note(script, None, "not seen waiting in time: cancels now")
                 script.arm_cancels(now)
             else:  # its callback times out by itself

@@ -63,8 +63,12 @@ def adapter_of(fn: Callable[..., Any]) -> tuple[TypeAdapter[Any], bool]:
     return return_adapter(fn, what=f"child context {stable_name(fn)!r}")
 
 
-def enter(state: TurnState, label: str, kind: EntryKind) -> tuple[str, JournalEntry, bool]:
-    """The entry of a block or batch at this point of the journal: (key, entry, done)."""
+def enter(
+    state: TurnState, label: str, kind: EntryKind, *, boundary: bool = True
+) -> tuple[str, JournalEntry, bool]:
+    """The entry of a block or batch at this point of the journal: (key, entry, done).
+    ``boundary``: a cancel may be delivered here (an asyncio task's sees it at its own first
+    step or wait, where its siblings are told of it)."""
     state.halt_check()
     state.replay_cancel()
     key = state.journal.key_for(label, None)
@@ -79,7 +83,7 @@ def enter(state: TurnState, label: str, kind: EntryKind) -> tuple[str, JournalEn
                 hint="code between steps must be deterministic",
             )
         return key, entry, not entry.partial
-    now = state.boundary()
+    now = state.boundary() if boundary else now_s()
     entry = JournalEntry(key, label, kind=kind, partial=True, children=[], since=now)
     state.append(entry)
     if state.observers is not None:

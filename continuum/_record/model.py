@@ -159,6 +159,9 @@ class JournalEntry:
     #: when a step's first attempt started, a wait or a child context was first reached
     #: (epoch s): the true start of what outlives an invocation, for traces.
     since: float | None = None
+    #: an asyncio task of an async turn that ended (with a value or an error): its place in
+    #: the order the turn's asyncio tasks ended in, so that a replay ends them in that order.
+    ended: int | None = None
 
 
 def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:

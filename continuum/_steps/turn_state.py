@@ -54,6 +54,9 @@ class Halt(threading.Event):
     def signal(self) -> ControlFlow:
         return Suspend(f"another branch stopped the batch: {self.reason}")
 
+    def cancel_reached(self, state: TurnState) -> None:
+        """A cancel was delivered to ``state``: a batch's branches stop by this halt."""
+
 
 class TurnState:
     """The state of one task's turns inside one invocation, or of one child context of them.
@@ -139,6 +142,10 @@ class TurnState:
         self.unwound_in: asyncio.Task[Any] | None = None
         #: an error that fails this turn whatever user code does with it.
         self.refused: ContinuumError | None = None
+        #: TaskCancelledError was raised here; or (owed) in an asyncio task of the turn beside
+        #: this one, and this one is to see it too at its next step or wait.
+        self.cancel_seen = False
+        self.cancel_owed = False
 
     @classmethod
     def start(
@@ -208,6 +215,7 @@ class TurnState:
         """Start the next turn: journal in the record's (fresh) journal, nothing unwinding."""
         self.journal = Journal(self.record.journal, task_id=self.task_id, turn=self.turn)
         self.unwinding, self.unwound_in, self.refused = None, None, None
+        self.cancel_seen, self.cancel_owed = False, False
 
     @property
     def task_id(self) -> str:
@@ -330,14 +338,14 @@ class TurnState:
         if now - self.inbox.listed_at >= self.inbox_poll_s:
             self.note_inbox()
         cancel = self.record.cancel
-        if cancel is not None and not cancel.delivered:
+        if cancel is not None and (not cancel.delivered or self.cancel_owed):
             if reopen:
                 self.journal.reopen()
             cancel.delivered = True
             self.append(
                 JournalEntry(f"cancel#{self.journal.position}", "cancel", kind=EntryKind.CANCEL)
             )
-            raise self.cancelled_error()
+            raise self._saw_cancel()
         return now
 
     def replay_cancel(self) -> None:
@@ -345,7 +353,15 @@ class TurnState:
         entry = self.journal.peek()
         if entry is not None and entry.kind == EntryKind.CANCEL:
             self.journal.skip()
-            raise self.cancelled_error()
+            raise self._saw_cancel()
+
+    def _saw_cancel(self) -> TaskCancelledError:
+        """The cancel is delivered here now: the error to raise; the asyncio tasks beside this
+        one (``halt``) are to see it at their next step too, as the next step of a sync task."""
+        self.cancel_seen, self.cancel_owed = True, False
+        if self.halt is not None:
+            self.halt.cancel_reached(self)
+        return self.cancelled_error()
 
     def note_inbox(self, listing: Listing | None = None) -> None:
         """List the inbox now (or adopt the worker's ``listing``), and take note of a cancel

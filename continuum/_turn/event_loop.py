@@ -33,10 +33,11 @@ from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, type_of
 from continuum._fanout.context_runner import ContextRunner, error_info
-from continuum._record.model import EntryKind, ErrorInfo, TaskRecord
+from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
-from continuum._steps.turn_state import Halt
+from continuum._steps.turn_state import Halt, TurnState
 from continuum._turn import loop_slot
+from continuum._turn.ending_order import EndingOrder
 from continuum.errors import ContinuumError, NonDeterminismError
 
 logger = logging.getLogger("continuum")
@@ -67,22 +68,36 @@ def run_async_turn(runner: ContextRunner, fn: Callable[..., Any]) -> Any:
 
 
 class TurnHalt(Halt):
-    """Tells the asyncio tasks of a turn that ends to stop at their next step."""
+    """Tells the asyncio tasks of a turn that ends to stop at their next step, and those beside
+    one that a cancel was delivered to that they see it too."""
+
+    def __init__(self, runners: dict[asyncio.Task[Any], ContextRunner]) -> None:
+        super().__init__()
+        self.runners = runners
 
     def signal(self) -> ControlFlow:
         return Suspend(f"the turn is ending: {self.reason}")
+
+    def cancel_reached(self, state: TurnState) -> None:
+        """Owe the cancel to every asyncio task of the turn that runs now, but ``state``'s and
+        those it runs in (they hear of it by awaiting it, as from a gather)."""
+        for task, runner in self.runners.items():
+            other = runner.state
+            if not (task.done() or other.cancel_seen or state.path.startswith(other.path)):
+                other.cancel_owed = True
 
 
 class AsyncTurn:
     """The turn running on the loop: its record (to know its runners), its halt, and the
     runner of each asyncio task it journals."""
 
-    __slots__ = ("halt", "record", "runners")
+    __slots__ = ("endings", "halt", "record", "runners")
 
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
-        self.halt = TurnHalt()
+        self.endings = EndingOrder(record.journal)
         self.runners: dict[asyncio.Task[Any], ContextRunner] = {}
+        self.halt = TurnHalt(self.runners)
 
     def in_step(self, tasks: set[asyncio.Task[Any]]) -> bool:
         """Whether one of ``tasks`` is inside a live step now."""
@@ -171,7 +186,9 @@ class InvocationLoop:
                     )
                     self._cancel(loop, list(late))
         # What the others left: a fence or an abort anywhere ends the turn; when the function
-        # returned, so does any signal or error of a task it left running.
+        # returned, so does a suspension or wait of a task it left running (its work goes on
+        # next time), but not an error: nothing awaited it, as nothing awaits one that fails
+        # before the return, so the task's outcome does not hang on which came first.
         left_behind = [_outcome_error(task) for task in pending if task.done()]
         for strongest in (Fenced, Abort):
             for exc in (error, *left_behind):
@@ -184,8 +201,9 @@ class InvocationLoop:
         if error is not None:
             raise error
         for exc in left_behind:
-            if exc is not None:
+            if isinstance(exc, ControlFlow):
                 raise exc
+        _log_unawaited_errors(runner, left_behind)
         if root.cancelled():
             raise ContinuumError(
                 "the task's coroutine was cancelled (by the task's own code?)",
@@ -265,9 +283,10 @@ class InvocationLoop:
             # would be left never awaited).
             return asyncio.Task(_refused(coro, exc), loop=loop, **{**options, "context": context})
         context.run(active_runner.set, child)
-        body = _journaled(parent, child, coro, entry_of)
+        body = _journaled(parent, child, coro, entry_of, turn.endings)
         task = asyncio.Task(body, loop=loop, **{**options, "context": context})
         turn.runners[task] = child
+        turn.endings.started(entry_of)
         return task
 
 
@@ -293,11 +312,11 @@ def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
                 )
 
 
-def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
+def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, JournalEntry]:
     """The child context of an asyncio task that ``parent`` makes now, and its entry."""
     state = parent.state
     with state.lock:
-        key, entry, done = enter(state, label, EntryKind.CONTEXT)
+        key, entry, done = enter(state, label, EntryKind.CONTEXT, boundary=False)
         if done:
             raise NonDeterminismError(
                 f"turn {state.record.turn} started an asyncio task {label!r} where the journal "
@@ -311,12 +330,19 @@ def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, Any]:
 
 
 async def _journaled(
-    parent: ContextRunner, child: ContextRunner, coro: Coroutine[Any, Any, Any], entry: Any
+    parent: ContextRunner,
+    child: ContextRunner,
+    coro: Coroutine[Any, Any, Any],
+    entry: JournalEntry,
+    endings: EndingOrder,
 ) -> Any:
-    """An asyncio task's coroutine in its child context: checked as a block's code is."""
+    """An asyncio task's coroutine in its child context: checked as a block's code is, and
+    ended in the order it ended in live."""
     failure: ErrorInfo | None = None
     try:
-        return await child.run_awaited(coro, task_body=True)
+        value = await child.run_awaited(coro, task_body=True)
+        await endings.ended(entry, child.state)
+        return value
     except ControlFlow as signal:
         # Told to the parent, so that code catching it there (gather's return_exceptions)
         # still ends the turn as the signal would have; once a cancel was delivered, a wait
@@ -328,10 +354,24 @@ async def _journaled(
         raise
     except Exception as exc:
         failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        await endings.ended(entry, child.state)
         raise
     finally:
+        endings.drop(entry)
         parent.state.progress = parent.state.progress or child.state.progress
         context_ended(parent.state, "context", entry, child.state.path, failure)
+
+
+def _log_unawaited_errors(runner: ContextRunner, outcomes: list[BaseException | None]) -> None:
+    """Warn of the errors of asyncio tasks the function left running: the task returned, and
+    its outcome stands (a step's failure is in the journal and the history)."""
+    for exc in outcomes:
+        if exc is not None and not isinstance(exc, ControlFlow):
+            logger.warning(
+                f"task {runner.task_id}: an asyncio task it left running failed after it "
+                f"returned, and nothing awaited it: {type(exc).__name__}: {exc}",
+                extra={"task_id": runner.task_id},
+            )
 
 
 def _cancel_delivered(record: TaskRecord) -> bool:

@@ -13,6 +13,7 @@ function (``check_replay_safe`` uses that to give every run the same step result
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import functools
@@ -43,6 +44,8 @@ class StepRun:
         value: what it returned.
         error: the exception it raised, if it raised one.
         done: it returned or raised (False while it runs, or if it was interrupted).
+        started_after: how many executions of the log had ended when it started.
+        ended: its place in the order the log's executions ended in (None while it runs).
     """
 
     task_id: str
@@ -55,6 +58,8 @@ class StepRun:
     value: Any = None
     error: Exception | None = None
     done: bool = False
+    started_after: int = 0
+    ended: int | None = None
 
     @property
     def where(self) -> str:
@@ -68,6 +73,9 @@ class StandInAnswer:
 
     value: Any = None
     error: Exception | None = None
+    #: passes of the event loop an awaited step lets go by before it answers: the executions
+    #: that ended while it ran in the reference, so that steps side by side end in its order.
+    after: int = 0
 
 
 #: Called as each live step execution starts; an answer replaces running its function.
@@ -88,6 +96,7 @@ class StepLog:
     errors: dict[str, Exception] = field(default_factory=dict)
     stand_in: StandIn | None = None
     _attempts: Counter[tuple[str, int, str]] = field(default_factory=Counter, repr=False)
+    _ended: int = field(default=0, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def of(self, task_id: str) -> list[StepRun]:
@@ -152,30 +161,45 @@ class StepLog:
 
         def execute(*args: Any, **kwargs: Any) -> Any:
             run = self._start(step.name, runner, args, kwargs)
-            with _noted(run):
-                value = self._answer(run)
-                run.value = fn(*args, **kwargs) if value is _LIVE else value
+            with self._noted(run):
+                answer = self._answer(run)
+                run.value = fn(*args, **kwargs) if answer is None else _given(answer)
             return run.value
 
         async def execute_async(*args: Any, **kwargs: Any) -> Any:
             run = self._start(step.name, runner, args, kwargs)
-            with _noted(run):
-                value = self._answer(run)
-                run.value = await fn(*args, **kwargs) if value is _LIVE else value
+            with self._noted(run):
+                answer = self._answer(run)
+                if answer is None:
+                    run.value = await fn(*args, **kwargs)
+                else:
+                    for _ in range(answer.after):
+                        await asyncio.sleep(0)
+                    run.value = _given(answer)
             return run.value
 
         watched = copy.copy(step)
         watched.fn = execute_async if is_async_callable(fn) else execute
         return watched
 
-    def _answer(self, run: StepRun) -> Any:
-        """The test's stand-in answer for ``run`` (its error raised), or ``_LIVE``."""
-        answer = self.stand_in(run) if self.stand_in is not None else None
-        if answer is None:
-            return _LIVE
-        if answer.error is not None:
-            raise answer.error
-        return answer.value
+    def _answer(self, run: StepRun) -> StandInAnswer | None:
+        """The test's stand-in answer for ``run``, or None: the step runs."""
+        return self.stand_in(run) if self.stand_in is not None else None
+
+    @contextlib.contextmanager
+    def _noted(self, run: StepRun) -> Iterator[None]:
+        """Note in ``run`` that its execution ended, how, and in which place."""
+        try:
+            yield
+        except Exception as exc:
+            run.error = exc
+            self._ended_now(run)
+            raise
+        self._ended_now(run)
+
+    def _ended_now(self, run: StepRun) -> None:
+        with self._lock:
+            run.done, run.ended, self._ended = True, self._ended, self._ended + 1
 
     def _start(
         self, name: str, runner: StepScope, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -187,23 +211,16 @@ class StepLog:
             self._attempts[task_id, turn, key] += 1
             attempt = self._attempts[task_id, turn, key]
             run = StepRun(task_id, turn, key, name, attempt, args, kwargs)
+            run.started_after = self._ended
             self.runs.append(run)
         return run
 
 
-#: What ``_answer`` returns when no stand-in answers: the step runs.
-_LIVE = object()
-
-
-@contextlib.contextmanager
-def _noted(run: StepRun) -> Iterator[None]:
-    """Note in ``run`` that its execution ended, and how."""
-    try:
-        yield
-    except Exception as exc:
-        run.error, run.done = exc, True
-        raise
-    run.done = True
+def _given(answer: StandInAnswer) -> Any:
+    """The stand-in's value, or its error raised."""
+    if answer.error is not None:
+        raise answer.error
+    return answer.value
 
 
 def _copied(value: Any) -> Any:

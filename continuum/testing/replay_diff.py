@@ -31,7 +31,8 @@ def pinned(reference: list[StepRun], task_id: str) -> StandIn:
         ref = outcomes.get((run.turn, run.key, run.attempt))
         if ref is None or ref.name != run.name or _call(ref, task_id) != _call(run, task_id):
             return None  # it runs for real; the comparison reports the difference
-        return StandInAnswer(value=ref.value, error=ref.error)
+        after = 0 if ref.ended is None else ref.ended - ref.started_after
+        return StandInAnswer(value=ref.value, error=ref.error, after=after)
 
     return stand_in
 

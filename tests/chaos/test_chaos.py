@@ -116,12 +116,15 @@ def test_the_hardening_cases_ran(chaos_run):
 
 @pytest.mark.slow
 def test_the_wait_and_fan_out_kinds_ran(chaos_run):
-    """Sleeps, callbacks, signals, cancels and child tasks ran, and met kills and faults."""
+    """Sleeps, callbacks, signals, cancels (of gathered async steps too) and child tasks ran,
+    and met kills and faults."""
     _done, report, figures = chaos_run
     f = report["figures"]
-    for kind in ("sleeper", "callback", "signals", "cancellable", "fanmap", "fantasks", "invoker"):
+    kinds = ("sleeper", "callback", "signals", "cancellable", "gathering", "fanmap", "fantasks")
+    for kind in (*kinds, "invoker"):
         assert f[f"tasks {kind}"] >= 1, figures
     assert f["outcome cancellable cancelled TaskCancelledError"] >= 1, figures
+    assert f["outcome gathering cancelled TaskCancelledError"] >= 1, figures
     assert f["child tasks succeeded"] > 0, figures
     assert f["faults and kills on the wait and fan-out paths"] > 0, figures
 

@@ -1,0 +1,300 @@
+"""Gathered steps keep the promises of one step at a time: a cancel reaches every gathered step
+before it starts, a replay sees the failures in the order the live turn saw them, and what a
+sibling still running does after the task returned never changes the task's outcome.
+
+On both backends (``make_runtime``); the steps end in a set order by waiting for each other,
+never by sleeps of different lengths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+
+import pytest
+from pydantic import BaseModel
+
+from continuum import Continuum, StepError, TaskCancelledError, TaskContext
+from continuum._record.model import walk
+from continuum.testing import check_replay_safe
+from tests.conftest import record_key
+from tests.support import worker_logger
+
+
+class Empty(BaseModel):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _quiet_worker_logs() -> Iterator[None]:
+    level = worker_logger.level
+    worker_logger.setLevel("ERROR")
+    yield
+    worker_logger.setLevel(level)
+
+
+async def ended(events: list[str], name: str) -> None:
+    """Until ``name`` has ended: however loaded the machine, the order holds."""
+    while f"end {name}" not in events:
+        await asyncio.sleep(0.005)
+
+
+# -- a cancel reaches every gathered step before it starts ----------------------------------------
+
+
+def charging_app(shape: str) -> tuple[Continuum, list[str]]:
+    app = Continuum()
+    ran: list[str] = []
+
+    @app.step
+    async def charge(item: int) -> int:
+        ran.append(f"charge {item}")
+        return item
+
+    @app.step
+    async def refund(item: int) -> str:
+        ran.append(f"refund {item}")
+        return "refunded"
+
+    @app.task(state=Empty)
+    async def checkout(ctx: TaskContext[Empty]) -> str:
+        try:
+            if shape == "gather":
+                await asyncio.gather(charge(1), charge(2), charge(3))
+            elif shape == "task group":
+                async with asyncio.TaskGroup() as group:
+                    for item in (1, 2, 3):
+                        group.create_task(charge(item))
+            else:
+                for item in (1, 2, 3):
+                    await charge(item)
+        except* TaskCancelledError:
+            # Asyncio tasks made after the cancel was delivered are cleanup: they run.
+            await asyncio.gather(refund(1), refund(2))
+            raise
+        return "charged"
+
+    return app, ran
+
+
+@pytest.mark.parametrize("shape", ["gather", "task group", "awaited loop"])
+def test_a_task_cancelled_before_it_ran_starts_none_of_its_gathered_steps(make_runtime, shape):
+    app, ran = charging_app(shape)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("checkout", {})
+        app.client().cancel(task_id, "the customer left")
+        done = runtime.drive(task_id)
+    assert done.status == "cancelled"
+    # No charge ran: the cancel reached every one before it started; the refunds all ran.
+    assert ran == ["refund 1", "refund 2"], ran
+
+
+def test_a_cancel_that_comes_while_gathered_steps_run_stops_each_at_its_next_step(make_runtime):
+    app = Continuum(inbox_poll_s=0.5)
+    ran: list[str] = []
+    sent = asyncio.Event()
+
+    @app.step
+    async def first(i: int) -> int:
+        ran.append(f"first {i}")
+        if i == 0:
+            while "first 1" not in ran:  # both run when the cancel comes
+                await asyncio.sleep(0.005)
+            app.client().cancel(box["task_id"], "stop")
+            runtime.time.advance(1)  # the inbox is due at the next step
+            sent.set()
+        else:
+            await sent.wait()
+        return i
+
+    @app.step
+    async def second(i: int) -> int:
+        ran.append(f"second {i}")
+        return i
+
+    @app.step
+    async def clean(i: int) -> int:
+        ran.append(f"clean {i}")
+        return i
+
+    async def branch(i: int) -> int:
+        await first(i)
+        return await second(i)
+
+    @app.task(state=Empty)
+    async def work(ctx: TaskContext[Empty]) -> list[int]:
+        try:
+            return list(await asyncio.gather(branch(0), branch(1)))
+        except TaskCancelledError:
+            await clean(0)
+            await ctx.sleep_async(3600)  # the turn replays after it, cancels and all
+            await asyncio.gather(clean(1), clean(2))
+            raise
+
+    box: dict[str, str] = {}
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        box["task_id"] = task_id = app.client().start("work", {})
+        done = runtime.drive(task_id)
+    assert done.status == "cancelled", done.error
+    # Each branch saw the cancel at its next step, live and on the replay after the sleep.
+    assert sorted(ran) == ["clean 0", "clean 1", "clean 2", "first 0", "first 1"], ran
+
+
+# -- a replay sees the failures in the order the live turn saw them -------------------------------
+
+
+def racing_app(events: list[str]) -> Continuum:
+    app = Continuum()
+
+    @app.step
+    async def fails(name: str, after: str | None) -> str:
+        events.append(f"start {name}")
+        try:
+            if after is not None:
+                await ended(events, after)
+            raise ValueError(name)
+        finally:
+            events.append(f"end {name}")
+
+    @app.task(state=Empty)
+    async def race(ctx: TaskContext[Empty]) -> str:
+        try:
+            # "slow" was made first and fails last: the live gather raises "fast".
+            await asyncio.gather(fails("slow", "fast"), fails("fast", None))
+        except StepError as exc:
+            seen = exc.message
+        else:
+            seen = "nothing failed"
+        await ctx.sleep_async(3600)  # the turn replays after it
+        return seen
+
+    return app
+
+
+def test_a_replay_raises_the_failure_the_live_gather_raised(make_runtime):
+    events: list[str] = []
+    app = racing_app(events)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        done = runtime.run("race", {})
+    assert done.status == "succeeded", done.error
+    assert events == ["start slow", "start fast", "end fast", "end slow"], events
+    assert "ValueError: fast" in done.result, done.result  # as live, after the sleep's replay
+
+
+def test_a_replay_that_gathers_fewer_steps_fails_as_non_determinism_without_waiting(
+    make_runtime,
+):
+    events: list[str] = []
+    flip = {"on": False}
+    app = Continuum()
+
+    @app.step
+    async def fetch(name: str, after: str | None) -> str:
+        if after is not None:
+            await ended(events, after)
+        events.append(f"end {name}")
+        return name
+
+    @app.task(state=Empty)
+    async def fewer(ctx: TaskContext[Empty]) -> list[str]:
+        # Live "b" ends first; the replay makes only "a", which ended after it.
+        calls = [fetch("a", "b")] + ([] if flip["on"] else [fetch("b", None)])
+        found = await asyncio.gather(*calls)
+        await ctx.wait_for_signal_async("go")
+        return list(found)
+
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("fewer", {})
+        runtime.invoke_once()
+        flip["on"] = True
+        app.client().signal(task_id, "go")
+        done = runtime.drive(task_id)
+    assert done.status == "failed"
+    assert "NonDeterminismError" in str(runtime.record(task_id).error), done.error
+
+
+def without_ended(entries: list[dict]) -> list[dict]:
+    return [
+        {k: without_ended(v) if k == "children" and v else v for k, v in e.items() if k != "ended"}
+        for e in entries
+    ]
+
+
+def test_a_record_from_before_the_ending_order_still_replays(make_runtime):
+    events: list[str] = []
+    app = racing_app(events)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("race", {})
+        runtime.invoke_once()
+        record = runtime.record(task_id)
+        assert record.status == "waiting"
+        ordered = [entry for entry in walk(record.journal) if entry.ended is not None]
+        assert len(ordered) == 2
+        key = record_key(task_id)
+        raw = json.loads(runtime.observer_store.get(key).body)
+        raw["journal"] = without_ended(raw["journal"])  # as an older worker wrote it
+        runtime.observer_store.put(key, json.dumps(raw).encode())
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    assert events.count("start fast") == 1  # replayed, not run again
+
+
+def test_check_replay_safe_finds_gathered_failures_replay_safe():
+    events: list[str] = []
+    report = check_replay_safe(racing_app(events), "race", {})
+    assert "ValueError: fast" in report.result, report.result
+
+
+# -- a sibling still running when the task returns ------------------------------------------------
+
+
+def handled_app(events: list[str], late_fails: str) -> Continuum:
+    app = Continuum()
+
+    @app.step
+    async def work(name: str, after: str | None, fail: bool) -> str:
+        events.append(f"start {name}")
+        try:
+            if after is not None:
+                await ended(events, after)
+            if fail:
+                raise ValueError(name)
+            return name
+        finally:
+            events.append(f"end {name}")
+
+    @app.task(state=Empty)
+    async def handled(ctx: TaskContext[Empty]) -> str:
+        # "late" fails once "early" has, either before the task returns (its one more step
+        # waits for it) or after it returned.
+        late_waits_for = "early" if late_fails == "before the return" else "return"
+        try:
+            await asyncio.gather(work("late", late_waits_for, True), work("early", None, True))
+        except StepError as exc:
+            if late_fails == "before the return":
+                await work("one more", "late", False)
+            events.append("end return")
+            return f"handled {exc.message}"
+        return "nothing failed"
+
+    return app
+
+
+@pytest.mark.parametrize("late_fails", ["before the return", "after the return"])
+def test_an_error_the_task_handled_never_fails_it_whatever_a_sibling_does_later(
+    make_runtime, late_fails
+):
+    events: list[str] = []
+    app = handled_app(events, late_fails)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        done = runtime.run("handled", {})
+    assert done.status == "succeeded", done.error
+    assert done.result == "handled step raised ValueError: early"
+    assert events.index("end late") > events.index("start late"), events
