@@ -37,6 +37,12 @@ class InvocationStarted:
     parent_id: str | None = None
     #: the invocation before this one died holding the task (this claim found it running)
     crashed: CrashedInvocation | None = None
+    #: where the task's records live (bucket and prefix): trace ids derive from it
+    stack: str = ""
+    #: times ``client.retry`` ran the task again (0: its first run)
+    retries: int = 0
+    #: when the task's first invocation started, if the record still knows (else 0.0)
+    first_started_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -202,3 +208,5 @@ class TaskFinished:
     #: when the task was created and when it finished (epoch seconds)
     created_at: float = 0.0
     finished_at: float = 0.0
+    #: times ``client.retry`` ran the task again before this ending
+    retries: int = 0

@@ -82,6 +82,7 @@ class Invocation:
                     turn=record.turn,
                     message=message.kind if message.reason != "start" else "start",
                     first=record.counters.invocations == 1,
+                    stack=self.records.stack,
                     **started_facts(claim),
                 ),
             )
@@ -204,4 +205,8 @@ def started_facts(claim: Claim) -> dict[str, Any]:
         "traceparent": record.traceparent,
         "parent_id": record.parent.task_id if record.parent is not None else None,
         "crashed": crashed,
+        "retries": record.counters.retries,
+        "first_started_at": next(
+            (r.started_at.timestamp() for r in history[:1] if r.number == 1), 0.0
+        ),
     }

@@ -1,0 +1,77 @@
+"""Each span is sent once, whatever replays, retries and forks the task went through."""
+
+from __future__ import annotations
+
+import asyncio
+
+from opentelemetry.trace import StatusCode
+from pydantic import BaseModel
+
+from continuum import Status, TaskContext
+from tests.support import LocalRuntime
+from tests.tracing.conftest import doubled, named, spans_of
+
+
+class Plan(BaseModel):
+    city: str = "Oslo"
+
+
+def test_a_retried_task_sends_one_root_per_run_not_one_root_twice(traced, exporter, aws):
+    app = traced()
+    calls: list[int] = []
+
+    @app.step
+    def book(city: str) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("the booking site is down")
+        return f"booked {city}"
+
+    @app.task(state=Plan)
+    def trip(ctx: TaskContext[Plan]) -> str:
+        return book(ctx.state.city)
+
+    with_backend = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    with_backend.drive(app.client().start("trip", {}, task_id="trip-retried"))
+    assert with_backend.record("trip-retried").status == Status.FAILED
+    app.client().retry("trip-retried")
+    with_backend.drive("trip-retried")
+    assert with_backend.record("trip-retried").status == Status.SUCCEEDED
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    roots = sorted((s for s in spans if s.parent is None), key=lambda s: s.start_time or 0)
+    assert [r.status.status_code for r in roots] == [StatusCode.ERROR, StatusCode.OK]
+    assert len({s.context.trace_id for s in spans}) == 1, "a retry stays in the task's trace"
+    assert [link.context.span_id for link in roots[1].links] == [roots[0].context.span_id]
+
+
+def test_an_async_tasks_contexts_replayed_after_a_wait_send_nothing_again(traced, exporter, aws):
+    app = traced()
+
+    @app.step
+    async def look(part: str) -> str:
+        return part
+
+    async def tool(part: str) -> str:
+        return await look(part)
+
+    @app.task(state=Plan)
+    async def agent(ctx: TaskContext[Plan]) -> list[str]:
+        found = []
+        for round_ in range(3):
+            found += await asyncio.gather(tool(f"a{round_}"), tool(f"b{round_}"))
+            await ctx.sleep_async(60, name=f"think{round_}")
+        return found
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("agent", {}, task_id="agent-1"))
+    record = runtime.record("agent-1")
+    assert record.status == Status.SUCCEEDED
+    assert record.counters.invocations == 4
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    assert len(named(spans, "look")) == 6
+    assert len(named(spans, "tool")) == 6, "one span per asyncio task, sent when it ends"
+    # each wait: open in the invocation that reached it, then answered, once each
+    waits = named(spans, "wait think2")
+    assert sorted(s.status.status_code.name for s in waits) == ["OK", "UNSET"]
