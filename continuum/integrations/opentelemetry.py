@@ -299,7 +299,7 @@ class _TaskTrace:
     #: the contexts of spans by id, made once: the parent handed to the SDK
     parents: dict[int, Context] = field(default_factory=dict)
     #: the step's first-attempt time, span id and name by (turn, path + key), and open attempts
-    firsts: dict[tuple[int, str], tuple[float, int, str]] = field(default_factory=dict)
+    firsts: dict[tuple[int, str], tuple[float, int, str, int]] = field(default_factory=dict)
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
     #: waits reached and not answered in this invocation, by (turn, key)
     waits: dict[tuple[int, str], WaitStarted] = field(default_factory=dict)
@@ -553,7 +553,7 @@ class Tracing(Observer):
                 ),
                 attributes=words.wait(wait.kind, key, wait.name, "started"),
             )
-        for (turn, key), (first, _, name) in task.firsts.items():
+        for (turn, key), (first, _, name, attempts) in task.firsts.items():
             self._emit(
                 name,
                 task,
@@ -563,7 +563,7 @@ class Tracing(Observer):
                 span_id=derived_span_id(
                     task.stack, task.task_id, "open", turn, key, task.invocation_number
                 ),
-                attributes=words.step(key, name, 0, "started"),
+                attributes=words.step(key, name, attempts, "started"),
             )
 
     def task_finished(self, event: TaskFinished) -> None:
@@ -603,9 +603,9 @@ class Tracing(Observer):
         known = task.firsts.get(slot)
         if known is None:
             step_span = derived_span_id(task.stack, task.task_id, "step", event.turn, key, first)
-            task.firsts[slot] = first, step_span, event.name
         else:
             step_span = known[1]
+        task.firsts[slot] = first, step_span, event.name, event.attempt
         span = self._start(
             f"{event.name} attempt {event.attempt}",
             task,
@@ -640,7 +640,7 @@ class Tracing(Observer):
             first = event.started_at
             step_span = derived_span_id(task.stack, task.task_id, "step", event.turn, key, first)
         else:
-            first, step_span, _ = known
+            first, step_span = known[0], known[1]
         self._emit(
             event.name,
             task,
