@@ -402,7 +402,11 @@ class TaskContext(Generic[S]):
         state = initial
         while True:
             live = poll.before_check()
-            state = self._runner.call_step(poll.step, (state,), {}, None)
+            try:
+                state = self._runner.call_step(poll.step, (state,), {}, None)
+            except Exception as exc:
+                poll.raised(exc, live=live)
+                raise
             if poll.holds(done(state), live=live):
                 return state
             self.sleep(delay_s, name=poll.delay_name)
@@ -423,7 +427,11 @@ class TaskContext(Generic[S]):
         state = initial
         while True:
             live = poll.before_check()
-            state = await self._runner.call_step_async(poll.step, (state,), {}, None)
+            try:
+                state = await self._runner.call_step_async(poll.step, (state,), {}, None)
+            except Exception as exc:
+                poll.raised(exc, live=live)
+                raise
             if poll.holds(done(state), live=live):
                 return state
             await self.sleep_async(delay_s, name=poll.delay_name)
@@ -506,9 +514,15 @@ class _ConditionWatch:
                 task_id=self.state.task_id,
                 step=self.name,
             )
-            self.ended(live=live, error=error)
+            self.ended(live=live, error=error.message)
             raise error
         return False
+
+    def raised(self, exc: Exception, *, live: bool) -> None:
+        """After a check that raised: the condition ends with its error."""
+        self.attempts += 1
+        self.after_check(first=self.attempts == 1, live=live)
+        self.ended(live=live, error=f"{type(exc).__name__}: {exc}")
 
     def before_check(self) -> bool:
         """Whether the next check runs live (nothing left to replay); notes when it begins."""
@@ -527,7 +541,7 @@ class _ConditionWatch:
             self.first.since = self.began
             self.state.emit("wait_started", self._started(self.began))
 
-    def ended(self, *, live: bool, error: ContinuumError | None = None) -> None:
+    def ended(self, *, live: bool, error: str | None = None) -> None:
         if not live or self.first is None or self.state.observers is None:
             return
         from continuum._define.events import WaitEnded
@@ -538,7 +552,7 @@ class _ConditionWatch:
             started_at=started.started_at,
             ended_at=now_s(),
             outcome="ok" if error is None else "failed",
-            error=None if error is None else error.message,
+            error=error,
         )
         self.state.emit("wait_ended", event)
 

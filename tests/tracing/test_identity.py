@@ -14,10 +14,10 @@ class Night(BaseModel):
     day: str = "2027-01-15"
 
 
-def test_two_stacks_running_one_task_id_send_two_traces(traced, exporter, aws):
+def test_two_stacks_running_one_task_id_send_two_traces(traced, exporter, naming, aws):
     roots = {}
     for prefix in ("staging", "production"):
-        app = traced(prefix=prefix)
+        app = traced(naming, prefix=prefix)
 
         @app.task(state=Night)
         def nightly(ctx: TaskContext[Night]) -> str:
