@@ -186,6 +186,37 @@ class ContextEnded:
 
 
 @dataclass(frozen=True)
+class OperationStarted:
+    """An operation made of others (``kind``: ``wait_for_callback``, its callback and its
+    submitter step) is entered, live or replayed: what ends before its ``OperationEnded``
+    at its context's path belongs to it. ``key`` is its callback's journal key with the path;
+    ``started_at`` is when it was first reached."""
+
+    task_id: str
+    kind: str
+    name: str
+    key: str
+    turn: int
+    started_at: float
+
+
+@dataclass(frozen=True)
+class OperationEnded:
+    """The operation returned (``outcome`` ``ok``) or raised (``failed``, with ``error``);
+    sent on replays too (an observer tells a live ending by what ended inside it)."""
+
+    task_id: str
+    kind: str
+    name: str
+    key: str
+    turn: int
+    started_at: float
+    ended_at: float
+    outcome: str = "ok"
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class TaskParked:
     """The task suspended (continues in a fresh invocation) or went waiting."""
 

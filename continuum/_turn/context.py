@@ -157,8 +157,9 @@ class TaskContext(Generic[S]):
             submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
         )
         given = {"url": callback.url} if _takes_url(submitter) else {}
-        self._runner.call_step(submit, (callback.id,), given, None)
-        return callback.result()
+        with _Operation(self._runner, "wait_for_callback", callback.name):
+            self._runner.call_step(submit, (callback.id,), given, None)
+            return callback.result()
 
     async def wait_for_callback_async(
         self,
@@ -180,8 +181,9 @@ class TaskContext(Generic[S]):
             submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
         )
         given = {"url": callback.url} if _takes_url(submitter) else {}
-        await self._runner.call_step_async(submit, (callback.id,), given, None)
-        return callback.result()
+        with _Operation(self._runner, "wait_for_callback", callback.name):
+            await self._runner.call_step_async(submit, (callback.id,), given, None)
+            return callback.result()
 
     async def wait_for_signal_async(
         self, name: str, *, timeout: Duration | None = None
@@ -562,6 +564,45 @@ class _ConditionWatch:
         assert self.first is not None
         key = self.state.path + self.first.key
         return WaitStarted(self.state.task_id, "condition", self.name, key, self.state.turn, at)
+
+
+class _Operation:
+    """Tells the observers that the operations called inside it (until its block ends) make
+    one operation, whose entry is the one just journaled (a callback's); nothing when a
+    control-flow signal leaves it: the operation goes on in a later invocation."""
+
+    def __init__(self, runner: ContextRunner, kind: str, name: str) -> None:
+        state = self.state = runner.state
+        self.started: Any = None
+        if state.observers is None:
+            return
+        from continuum._define.events import OperationStarted
+
+        entry = state.journal.entries[state.journal.position - 1]
+        if entry.since is None:  # first reached: its start is kept with the journal
+            entry.since = now_s()
+        self.started = OperationStarted(
+            state.task_id, kind, name, state.path + entry.key, state.turn, entry.since
+        )
+
+    def __enter__(self) -> None:
+        if self.started is not None:
+            self.state.emit("operation_started", self.started)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _: Any) -> None:
+        started = self.started
+        if started is None or (exc is not None and not isinstance(exc, Exception)):
+            return
+        from continuum._define.events import OperationEnded
+
+        ended = OperationEnded(
+            *(started.task_id, started.kind, started.name, started.key, started.turn),
+            started_at=started.started_at,
+            ended_at=now_s(),
+            outcome="ok" if exc is None else "failed",
+            error=None if exc is None else f"{type(exc).__name__}: {exc}",
+        )
+        self.state.emit("operation_ended", ended)
 
 
 def current_context() -> TaskContext[Any]:

@@ -47,6 +47,8 @@ from continuum._define.events import (
     ContextEnded,
     InvocationEnded,
     InvocationStarted,
+    OperationEnded,
+    OperationStarted,
     StepEnded,
     StepStarted,
     TaskFinished,
@@ -192,6 +194,16 @@ class _Vocabulary:
             "continuum.wait.outcome": outcome,
         }
 
+    def operation_name(self, kind: str, name: str) -> str:
+        return f"{kind} {name}"
+
+    def operation(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "continuum.operation.kind": kind,
+            "continuum.operation.key": key,
+            "continuum.operation.outcome": outcome,
+        }
+
     def context(self, kind: str, path: str, name: str, outcome: str) -> dict[str, Any]:
         return {
             "continuum.context.kind": kind,
@@ -261,6 +273,18 @@ class _AwsVocabulary(_Vocabulary):
             "durable.operation.status": _AWS_STATUS.get(outcome, outcome.upper()),
         }
 
+    def operation_name(self, kind: str, name: str) -> str:
+        return name
+
+    def operation(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "durable.operation.id": key,
+            "durable.operation.type": "CONTEXT",
+            "durable.operation.subtype": "WaitForCallback",
+            "durable.operation.name": name,
+            "durable.operation.status": _AWS_STATUS.get(outcome, outcome.upper()),
+        }
+
     def context(self, kind: str, path: str, name: str, outcome: str) -> dict[str, Any]:
         return {
             "durable.operation.id": path.rstrip("/"),
@@ -275,6 +299,16 @@ _VOCABULARIES: dict[str, _Vocabulary] = {"continuum": _Vocabulary(), "aws": _Aws
 
 
 # -- one task's trace in this process ----------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """An operation made of others (``wait_for_callback``) open in this invocation."""
+
+    span_id: int
+    started: OperationStarted
+    #: something ended inside it in this invocation (else it is a replay of one that ended)
+    touched: bool = False
 
 
 @dataclass
@@ -303,6 +337,8 @@ class _TaskTrace:
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
     #: waits reached and not answered in this invocation, by (turn, key)
     waits: dict[tuple[int, str], WaitStarted] = field(default_factory=dict)
+    #: operations made of others entered in this invocation, by (turn, their context's path)
+    groups: dict[tuple[int, str], _Group] = field(default_factory=dict)
     #: the task finished in this invocation: its root, sent when the invocation ends
     finished: TaskFinished | None = None
 
@@ -444,6 +480,16 @@ class Tracing(Observer):
             return task.root
         return derived_span_id(task.stack, task.task_id, "context", turn, path)
 
+    def _holder_span(self, task: _TaskTrace, turn: int, path: str) -> int:
+        """The span that holds what ends now in the context at ``path``: the operation open
+        there (``wait_for_callback``), else the context's."""
+        if task.groups:
+            group = task.groups.get((turn, path))
+            if group is not None:
+                group.touched = True
+                return group.span_id
+        return self._context_span(task, turn, path)
+
     def _log_keys(self, span: Span | None) -> None:
         logger = self._logger
         if logger is None:
@@ -553,6 +599,24 @@ class Tracing(Observer):
                 ),
                 attributes=words.wait(wait.kind, key, wait.name, "started"),
             )
+        for group in task.groups.values():
+            started = group.started
+            self._emit(
+                words.operation_name(started.kind, started.name),
+                task,
+                start=started.started_at,
+                end=ended,
+                parent=parent,
+                span_id=derived_span_id(
+                    task.stack,
+                    task.task_id,
+                    "open",
+                    started.turn,
+                    started.key,
+                    task.invocation_number,
+                ),
+                attributes=words.operation(started.kind, started.key, started.name, "started"),
+            )
         for (turn, key), (first, _, name, attempts) in task.firsts.items():
             self._emit(
                 name,
@@ -646,7 +710,7 @@ class Tracing(Observer):
             task,
             start=first,
             end=event.ended_at,
-            parent=self._context_span(task, event.turn, event.path),
+            parent=self._holder_span(task, event.turn, event.path),
             span_id=step_span,
             attributes=self._words.step(key, event.name, event.attempt, outcome),
             status=_OK
@@ -673,7 +737,7 @@ class Tracing(Observer):
             task,
             start=event.started_at,
             end=event.ended_at,
-            parent=self._context_span(task, event.turn, _holder_path(event.key)),
+            parent=self._holder_span(task, event.turn, _holder_path(event.key)),
             span_id=wait_span_id(task.stack, task.task_id, event.turn, event.key, event.started_at),
             attributes=self._words.wait(event.kind, event.key, event.name, event.outcome),
             status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
@@ -691,9 +755,38 @@ class Tracing(Observer):
             task,
             start=event.started_at,
             end=event.ended_at,
-            parent=self._context_span(task, event.turn, _parent_path(event.path)),
+            parent=self._holder_span(task, event.turn, _parent_path(event.path)),
             span_id=self._context_span(task, event.turn, event.path),
             attributes=self._words.context(event.kind, event.path, event.name, event.outcome),
+            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            links=task.invocation_links,
+        )
+
+    # -- operations made of others -----------------------------------------------------------
+
+    def operation_started(self, event: OperationStarted) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            return
+        span_id = derived_span_id(task.stack, task.task_id, "operation", event.turn, event.key)
+        task.groups[event.turn, _holder_path(event.key)] = _Group(span_id, event)
+
+    def operation_ended(self, event: OperationEnded) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            return
+        group = task.groups.pop((event.turn, _holder_path(event.key)), None)
+        if group is None or not group.touched:
+            return  # replayed: nothing ended inside it here, so it ended before
+        ok = event.outcome == "ok"
+        self._emit(
+            self._words.operation_name(event.kind, event.name),
+            task,
+            start=event.started_at,
+            end=event.ended_at,
+            parent=self._holder_span(task, event.turn, _holder_path(event.key)),
+            span_id=group.span_id,
+            attributes=self._words.operation(event.kind, event.key, event.name, event.outcome),
             status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
             links=task.invocation_links,
         )

@@ -61,6 +61,11 @@ ATTRIBUTES = {
             "continuum.context.path",
             "continuum.context.outcome",
         },
+        "operation": {
+            "continuum.operation.kind",
+            "continuum.operation.key",
+            "continuum.operation.outcome",
+        },
     },
     "aws": {
         "root": {"durable.execution.status"},
@@ -120,6 +125,7 @@ def kind_of(span: ReadableSpan, naming: str) -> str:
             ("step", "continuum.step.attempts"),
             ("wait", "continuum.wait.kind"),
             ("context", "continuum.context.kind"),
+            ("operation", "continuum.operation.kind"),
             ("invocation", "continuum.invocation.first"),
             ("root", "continuum.task.status"),
         ):
@@ -225,7 +231,7 @@ def test_parents_hold_their_children_in_the_tree_and_in_time(trip_spans, naming)
             assert kind_of(above, naming) == "step"
         elif span.status.status_code != StatusCode.UNSET and kind in ("step", "wait", "context"):
             assert above is not None
-            assert kind_of(above, naming) in ("root", "context"), span.name
+            assert kind_of(above, naming) in ("root", "context", "operation"), span.name
 
 
 def test_statuses_are_ok_for_what_succeeded_error_for_a_failed_attempt_unset_while_open(
@@ -238,7 +244,11 @@ def test_statuses_are_ok_for_what_succeeded_error_for_a_failed_attempt_unset_whi
     assert statuses["root"] == {StatusCode.OK}
     assert statuses["invocation"] == {StatusCode.OK}, "a suspension is an invocation's success"
     assert statuses["attempt"] == {StatusCode.OK, StatusCode.ERROR}
-    assert statuses["context"] == {StatusCode.OK}
+    if naming == "aws":  # wait_for_callback is a CONTEXT operation there, open at first
+        assert statuses["context"] == {StatusCode.OK, StatusCode.UNSET}
+    else:
+        assert statuses["context"] == {StatusCode.OK}
+        assert statuses["operation"] == {StatusCode.OK, StatusCode.UNSET}
     # a wait (and the step whose retry waits) still open when its invocation ended: UNSET
     assert statuses["wait"] == {StatusCode.OK, StatusCode.UNSET}
     assert statuses["step"] == {StatusCode.OK, StatusCode.UNSET}
@@ -293,3 +303,21 @@ def test_a_retried_step_is_one_span_across_invocations_with_an_attempt_each(trip
     [step] = [s for s in spans if s.context.span_id == first.parent.span_id]  # type: ignore[union-attr]
     assert step.start_time == first.start_time
     assert step.end_time == second.end_time
+
+
+def test_wait_for_callback_is_one_operation_holding_its_submitter_and_its_wait(trip_spans, naming):
+    spans, _ = trip_spans
+    name = "approval" if naming == "aws" else "wait_for_callback approval"
+    [operation] = [
+        s
+        for s in named(spans, name)
+        if s.status.status_code == StatusCode.OK and kind_of(s, naming) in ("context", "operation")
+    ]
+    inside = sorted(
+        s.name
+        for s in spans
+        if s.parent is not None and s.parent.span_id == operation.context.span_id
+    )
+    wait = "approval" if naming == "aws" else "wait approval"
+    assert inside == sorted(["approval.submit", wait])
+    assert parent_of(operation, spans) is one(spans, NAMES[naming]["root"])
