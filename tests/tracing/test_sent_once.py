@@ -110,3 +110,77 @@ def test_a_condition_whose_check_raises_sends_its_wait_with_the_error(
     [condition] = [s for s in conditions if not s.name.startswith("shipped attempt")]
     assert condition.status.status_code == StatusCode.ERROR
     assert "the order vanished" in (condition.status.description or "")
+
+
+class Leg(BaseModel):
+    city: str
+
+
+def test_forked_branches_and_child_tasks_are_in_the_parents_trace_each_sent_once(
+    traced, exporter, naming, aws
+):
+    app = traced(naming)
+
+    @app.step
+    def note(text: str) -> str:
+        return text
+
+    @app.task(state=Leg)
+    def leg(ctx: TaskContext[Leg]) -> str:
+        ctx.sleep(60, name="drive")
+        return note(f"at {ctx.state.city}")
+
+    def branch(ctx: TaskContext[Plan]) -> str:
+        ctx.sleep(30, name="pack")
+        return note("packed")
+
+    @app.task(state=Plan)
+    def tour(ctx: TaskContext[Plan]) -> list[str]:
+        packed = ctx.parallel([branch, branch], name="packing").values()
+        legs = ctx.map_tasks("leg", [{"city": "Bergen"}, {"city": "Trondheim"}], name="legs")
+        return [*packed, *legs.values()]
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("tour", {}, task_id="tour-1"))
+    assert runtime.record("tour-1").status == Status.SUCCEEDED
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    assert len({s.context.trace_id for s in spans}) == 1, "the children are in the trace"
+    roots = [s for s in spans if s.parent is None]
+    assert len(roots) == 1
+    child_roots = named(spans, "Workflow" if naming == "aws" else "task leg")
+    child_roots = [s for s in child_roots if s is not roots[0]]
+    assert len(child_roots) == 2
+    holders = {s.parent.span_id for s in child_roots if s.parent is not None}
+    [holder] = [s for s in spans if s.context.span_id in holders]
+    assert holder.name == ("legs" if naming == "aws" else "wait legs")
+    assert len([s for s in named(spans, "note") if s.status.status_code == StatusCode.OK]) == 4
+
+
+def test_a_crashed_invocation_is_sent_once_by_the_next_with_status_error(
+    traced, exporter, naming, aws
+):
+    from tests.integrations.conftest import WorkerDied, drive_through_deaths
+
+    app = traced(naming)
+    deaths: list[int] = []
+
+    @app.step
+    def fragile() -> str:
+        if not deaths:
+            deaths.append(1)
+            raise WorkerDied
+        return "survived"
+
+    @app.task(state=Plan)
+    def crashy(ctx: TaskContext[Plan]) -> str:
+        return fragile()
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    assert drive_through_deaths(runtime, app.client().start("crashy", {}, task_id="c-1")) == 1
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    invocations = named(spans, "Invocation" if naming == "aws" else "invocation")
+    statuses = sorted(s.status.status_code.name for s in invocations)
+    assert statuses == ["ERROR", "OK"]
+    assert len(named(spans, "fragile")) == 1  # the dead attempt was never reported
