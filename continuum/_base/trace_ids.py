@@ -18,7 +18,7 @@ _TRACEPARENT_RE = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 def _digest(*names: object) -> bytes:
-    return hashlib.sha256("\x1f".join(str(n) for n in names).encode()).digest()
+    return hashlib.sha256("\x1f".join(map(str, names)).encode()).digest()
 
 
 def derived_trace_id(stack: str, task_id: str) -> int:

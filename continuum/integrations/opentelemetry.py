@@ -393,6 +393,8 @@ class Tracing(Observer):
         self._lock = threading.Lock()
         self._logger = logger
         self._words = _VOCABULARIES[naming]
+        #: the last trace id given to the logger, and its hex form
+        self._trace_hex: tuple[int, str] = (0, "")
 
     # -- the tracer and its spans ------------------------------------------------------------
 
@@ -408,11 +410,13 @@ class Tracing(Observer):
         return self._tracer
 
     def _parent(self, task: _TaskTrace, span_id: int) -> Context:
+        """The context of span ``span_id`` (the root's and the invocation's are kept)."""
         context = task.parents.get(span_id)
         if context is None:
             above = SpanContext(task.trace_id, span_id, is_remote=True, trace_flags=_SAMPLED)
             context = trace.set_span_in_context(trace.NonRecordingSpan(above), Context())
-            task.parents[span_id] = context
+            if span_id == task.root or not task.parents:
+                task.parents[span_id] = context
         return context
 
     def _start(
@@ -429,22 +433,32 @@ class Tracing(Observer):
         """Start a span of ``task``'s trace under span ``parent`` (None: the trace's root),
         with id ``span_id`` when given."""
         tracer = self._tracer or self._get_tracer()
+        context = Context() if parent is None else self._parent(task, parent)
         ids = self._ids
-        if ids is not None:
-            ids.chosen.span_id = span_id
-            ids.chosen.trace_id = task.trace_id if parent is None else None
-        try:
+        if ids is None or (span_id is None and parent is not None):  # the SDK's own ids
             span: Span = tracer.start_span(
                 name,
-                context=Context() if parent is None else self._parent(task, parent),
+                context=context,
+                kind=SpanKind.INTERNAL,
+                attributes={**task.common, **attributes},
+                links=links or (),
+                start_time=_ns(start),
+            )
+            return span
+        chosen = ids.chosen
+        chosen.span_id = span_id
+        chosen.trace_id = task.trace_id if parent is None else None
+        try:
+            span = tracer.start_span(
+                name,
+                context=context,
                 kind=SpanKind.INTERNAL,
                 attributes={**task.common, **attributes},
                 links=links or (),
                 start_time=_ns(start),
             )
         finally:
-            if ids is not None:
-                ids.chosen.span_id = ids.chosen.trace_id = None
+            chosen.span_id = chosen.trace_id = None
         return span
 
     def _emit(
@@ -500,7 +514,10 @@ class Tracing(Observer):
             logger.remove_keys(["trace_id", "span_id"])
             return
         context = span.get_span_context()
-        logger.append_keys(trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}")
+        trace_hex = self._trace_hex
+        if trace_hex[0] != context.trace_id:
+            trace_hex = self._trace_hex = (context.trace_id, f"{context.trace_id:032x}")
+        logger.append_keys(trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
 
     # -- invocations -------------------------------------------------------------------------
 
