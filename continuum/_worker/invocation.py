@@ -90,9 +90,13 @@ class Invocation:
             try:
                 record.state = task.migrate(record.state, record.state_version, task_id=task.name)
             except MigrationError as exc:
-                return self.fail(error_info(exc, record))
+                return self._told_ended(self.fail(error_info(exc, record)))
             record.state_version = task.version
-        ended = self._end(self._turns(listing), message_id)
+        return self._told_ended(self._end(self._turns(listing), message_id))
+
+    def _told_ended(self, ended: Outcome) -> Outcome:
+        """Tell the observers the invocation's hold ended (``ended``); return it."""
+        claim, record = self.claim, self.claim.record
         run = claim.run
         if self.observers.wants("invocation_ended"):
             from continuum._define.events import InvocationEnded

@@ -330,7 +330,7 @@ class _TaskTrace:
     invocation: Span | None = None
     invocation_number: int = 0
     invocation_links: list[Link] = field(default_factory=list)
-    #: the contexts of spans by id, made once: the parent handed to the SDK
+    #: the root's context, made once: the parent handed to the SDK
     parents: dict[int, Context] = field(default_factory=dict)
     #: the step's first-attempt time, span id and name by (turn, path + key), and open attempts
     firsts: dict[tuple[int, str], tuple[float, int, str, int]] = field(default_factory=dict)
@@ -410,12 +410,12 @@ class Tracing(Observer):
         return self._tracer
 
     def _parent(self, task: _TaskTrace, span_id: int) -> Context:
-        """The context of span ``span_id`` (the root's and the invocation's are kept)."""
+        """The context of span ``span_id`` (the root's is kept: most spans hang under it)."""
         context = task.parents.get(span_id)
         if context is None:
             above = SpanContext(task.trace_id, span_id, is_remote=True, trace_flags=_SAMPLED)
             context = trace.set_span_in_context(trace.NonRecordingSpan(above), Context())
-            if span_id == task.root or not task.parents:
+            if span_id == task.root:
                 task.parents[span_id] = context
         return context
 
