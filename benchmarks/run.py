@@ -39,6 +39,7 @@ NOT_RUN = {
     "run": "this runner",
     "fanout_worker": "a worker process that fanout_tasks starts",
     "versus": "compares git revisions (python -m benchmarks.versus REV ...), smoke-tested apart",
+    "trace_waterfall": "draws docs/tracing.md's picture of one task's trace, tested apart",
 }
 
 

@@ -2,9 +2,11 @@
 
 A task's invocations run in different processes that never talk to each other; each derives
 the same ids from the same names (a SHA-256 of them), so the spans they emit join one trace
-without coordination. A child task hangs under the span of the wait that started it: the
-parent's worker writes that span's ``traceparent`` into the child's record. No OpenTelemetry
-here: these are numbers and strings, readable by any tracer.
+without coordination. The names start with the task's *stack* (where its records live: the
+bucket and prefix), so that two deployments running one task id (staging's and production's
+nightly run) send two traces to a shared collector, not one. A child task hangs under the
+span of the wait that started it: the parent's worker writes that span's ``traceparent`` into
+the child's record. No OpenTelemetry here: these are numbers and strings, readable by any tracer.
 """
 
 from __future__ import annotations
@@ -16,28 +18,30 @@ _TRACEPARENT_RE = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 def _digest(*names: object) -> bytes:
-    return hashlib.sha256("\x1f".join(str(n) for n in names).encode()).digest()
+    return hashlib.sha256("\x1f".join(map(str, names)).encode()).digest()
 
 
-def derived_trace_id(task_id: str) -> int:
-    """The 128-bit trace id of a task that starts its own trace (never zero)."""
-    return int.from_bytes(_digest("continuum.trace", task_id)[:16], "big") or 1
+def derived_trace_id(stack: str, task_id: str) -> int:
+    """The 128-bit trace id of a task of ``stack`` that starts its own trace (never zero)."""
+    return int.from_bytes(_digest("continuum.trace", stack, task_id)[:16], "big") or 1
 
 
-def derived_span_id(task_id: str, *names: object) -> int:
+def derived_span_id(stack: str, task_id: str, *names: object) -> int:
     """The 64-bit id of the span ``names`` name in a task's trace (never zero)."""
-    return int.from_bytes(_digest("continuum.span", task_id, *names)[:8], "big") or 1
+    return int.from_bytes(_digest("continuum.span", stack, task_id, *names)[:8], "big") or 1
 
 
-def root_span_id(task_id: str) -> int:
-    """The id of a task's root span ``task <name>``."""
-    return derived_span_id(task_id, "task")
+def root_span_id(stack: str, task_id: str, retries: int = 0) -> int:
+    """The id of a task's root span in its run after ``retries`` retries (one root a run)."""
+    if retries == 0:
+        return derived_span_id(stack, task_id, "task")
+    return derived_span_id(stack, task_id, "task", retries)
 
 
-def wait_span_id(task_id: str, turn: int, key: str, since: float | None) -> int:
+def wait_span_id(stack: str, task_id: str, turn: int, key: str, since: float | None) -> int:
     """The id of the span of the wait at ``key`` (its path and key) in turn ``turn``, first
     reached at ``since`` (a wait reached again after a crash is another span)."""
-    return derived_span_id(task_id, "wait", turn, key, since)
+    return derived_span_id(stack, task_id, "wait", turn, key, since)
 
 
 def traceparent(trace_id: int, span_id: int) -> str:
@@ -58,8 +62,14 @@ def parse_traceparent(value: str | None) -> tuple[int, int] | None:
     return trace_id, span_id
 
 
-def task_trace_id(task_id: str, parent_traceparent: str | None) -> int:
+def task_trace_id(stack: str, task_id: str, parent_traceparent: str | None) -> int:
     """The trace a task's spans belong to: its parent's (a child task whose record holds the
-    span that started it), else its own, derived from its id."""
+    span that started it), else its own, derived from its stack and id."""
     parsed = parse_traceparent(parent_traceparent)
-    return parsed[0] if parsed is not None else derived_trace_id(task_id)
+    return parsed[0] if parsed is not None else derived_trace_id(stack, task_id)
+
+
+def stack_of(store: object, prefix: str) -> str:
+    """The stack of the records under ``prefix`` of ``store``: its bucket and the prefix (an
+    in-memory store has no bucket: ``memory``)."""
+    return f"{getattr(store, 'bucket', None) or 'memory'}/{prefix}"

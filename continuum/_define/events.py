@@ -1,6 +1,8 @@
 """The events observers receive, but the one every worker emits (``MessageHandled``, in
 ``observers``): a worker builds them only when an observer wants them, so this module loads
-then, not on a cold start (each frozen dataclass compiles its methods when defined).
+then, not on a cold start (each frozen dataclass compiles its methods when defined). They
+have slots: a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``,
+which a slotted one does faster, on the step path of a traced task.
 
 Times are epoch seconds of the clock continuum reads (the virtual clock where one runs).
 """
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InvocationStarted:
     """A worker claimed the task: an invocation of it begins."""
 
@@ -37,9 +39,15 @@ class InvocationStarted:
     parent_id: str | None = None
     #: the invocation before this one died holding the task (this claim found it running)
     crashed: CrashedInvocation | None = None
+    #: where the task's records live (bucket and prefix): trace ids derive from it
+    stack: str = ""
+    #: times ``client.retry`` ran the task again (0: its first run)
+    retries: int = 0
+    #: when the task's first invocation started, if the record still knows (else 0.0)
+    first_started_at: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CrashedInvocation:
     """An invocation whose worker died holding the task, as the next claim found it."""
 
@@ -50,7 +58,7 @@ class CrashedInvocation:
     last_seen_at: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InvocationEnded:
     """The invocation's hold on the task ended (``outcome``: the worker's outcome)."""
 
@@ -70,7 +78,7 @@ class InvocationEnded:
     first: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepStarted:
     """An attempt of a live step starts (replayed steps send no events).
 
@@ -92,7 +100,7 @@ class StepStarted:
     path: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepEnded:
     """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused`` or
     ``preempted``; ``error_type`` names what it raised."""
@@ -115,7 +123,7 @@ class StepEnded:
     path: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WaitStarted:
     """A wait was first reached (``kind``: sleep, callback, signal, children, condition); a
     wait that goes on in a later invocation does not start again. A condition starts when its
@@ -133,7 +141,7 @@ class WaitStarted:
     started_at: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WaitEnded:
     """A wait was answered, in whatever invocation: ``outcome`` ``ok``, ``timeout`` or
     ``failed`` (with ``error``); ``started_at`` is when it was first reached, and ``replay``
@@ -151,7 +159,7 @@ class WaitEnded:
     replay: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextStarted:
     """A child context was first reached (``kind``: ``context`` for ``ctx.child_context``,
     ``batch`` for a whole ``ctx.parallel`` or ``ctx.map``, ``item`` for one of its branches or
@@ -169,7 +177,7 @@ class ContextStarted:
     virtual: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextEnded:
     """A child context finished (``outcome`` ``ok`` or ``failed``, with ``error``), in
     whatever invocation; ``started_at`` is when it was first reached, and ``replay`` whether
@@ -189,7 +197,38 @@ class ContextEnded:
     replay: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class OperationStarted:
+    """An operation made of others (``kind``: ``wait_for_callback``, its callback and its
+    submitter step) is entered, live or replayed: what ends before its ``OperationEnded``
+    at its context's path belongs to it. ``key`` is its callback's journal key with the path;
+    ``started_at`` is when it was first reached."""
+
+    task_id: str
+    kind: str
+    name: str
+    key: str
+    turn: int
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class OperationEnded:
+    """The operation returned (``outcome`` ``ok``) or raised (``failed``, with ``error``);
+    sent on replays too (an observer tells a live ending by what ended inside it)."""
+
+    task_id: str
+    kind: str
+    name: str
+    key: str
+    turn: int
+    started_at: float
+    ended_at: float
+    outcome: str = "ok"
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TaskParked:
     """The task suspended (continues in a fresh invocation) or went waiting."""
 
@@ -200,7 +239,7 @@ class TaskParked:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskFinished:
     """The task finished: succeeded, failed or cancelled."""
 
@@ -212,3 +251,5 @@ class TaskFinished:
     #: when the task was created and when it finished (epoch seconds)
     created_at: float = 0.0
     finished_at: float = 0.0
+    #: times ``client.retry`` ran the task again before this ending
+    retries: int = 0

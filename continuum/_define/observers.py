@@ -31,6 +31,8 @@ if TYPE_CHECKING:
         ContextStarted,
         InvocationEnded,
         InvocationStarted,
+        OperationEnded,
+        OperationStarted,
         StepEnded,
         StepStarted,
         TaskFinished,
@@ -86,6 +88,12 @@ class Observer:
     def context_ended(self, event: ContextEnded) -> None:
         """A child context, a batch or one of its items finished."""
 
+    def operation_started(self, event: OperationStarted) -> None:
+        """An operation made of others (``wait_for_callback``) is entered, live or replayed."""
+
+    def operation_ended(self, event: OperationEnded) -> None:
+        """An operation made of others returned or raised, live or replayed."""
+
     def task_parked(self, event: TaskParked) -> None:
         """The task suspended or went waiting."""
 
@@ -101,6 +109,8 @@ _STEP_EVENTS = (
     "wait_ended",
     "context_started",
     "context_ended",
+    "operation_started",
+    "operation_ended",
 )
 
 

@@ -132,6 +132,12 @@ def context_ended(
     state.emit("context_ended", event)
 
 
+def reached_here(state: TurnState, entry: JournalEntry) -> bool:
+    """Whether ``entry`` was first reached in this invocation (not replayed from an earlier)."""
+    run = state.invocation
+    return run is None or (entry.since or 0.0) >= run.started_at.timestamp()
+
+
 def state_of(runner: ContextRunner) -> str:
     """The task's state as JSON, to tell whether a block or batch changed it."""
     state = runner.context.state

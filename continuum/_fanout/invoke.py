@@ -118,9 +118,10 @@ def _ended(state: TurnState, entry: JournalEntry) -> None:
 def _traceparent(state: TurnState, key: str, since: float | None) -> str:
     """The trace context a child task started at ``key`` hangs under: the span of this wait,
     in the parent's trace."""
-    record = state.record
-    trace = task_trace_id(record.task_id, record.traceparent if record.parent else None)
-    return traceparent(trace, wait_span_id(record.task_id, record.turn, state.path + key, since))
+    record, stack = state.record, state.inbox.stack
+    trace = task_trace_id(stack, record.task_id, record.traceparent if record.parent else None)
+    span = wait_span_id(stack, record.task_id, record.turn, state.path + key, since)
+    return traceparent(trace, span)
 
 
 def _name_before_creating(state: TurnState, entry: JournalEntry, batch: ChildBatch) -> None:

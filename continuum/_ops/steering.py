@@ -126,6 +126,7 @@ class Steering:
         record.suspended_by = None
         record.suspend_reason = RETRY
         record.idle_suspensions = 0
+        record.counters.retries += 1
         end_recovery(record)
         self.records.replace(record, etag=etag)
         self.records.revive(task_id, record.blob_refs())

@@ -45,3 +45,5 @@ class Counters:
     #: times the task went ``waiting``, and timer hops of its long waits (no user code ran).
     waits: int = 0
     hops: int = 0
+    #: times ``client.retry`` ran the failed task again (each run has its own trace root).
+    retries: int = 0

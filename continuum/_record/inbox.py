@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from continuum._base.clock import now_s, utcnow
 from continuum._base.json_values import dump_json
+from continuum._base.trace_ids import stack_of
 from continuum._record.waiting_for import Signal
 from continuum.backends.store import (
     NoSuchKey,
@@ -85,6 +86,12 @@ class Inbox:
     def __init__(self, store: RecordStore, *, prefix: str) -> None:
         self.store = store
         self.prefix = prefix
+
+    @property
+    def stack(self) -> str:
+        """The bucket and prefix these tasks live in: what tells their traces from another
+        deployment's tasks of the same ids."""
+        return stack_of(self.store, self.prefix)
 
     def key(self, task_id: str, relative: str) -> str:
         return f"{self.prefix}/{task_id}/inbox/{relative}"

@@ -77,6 +77,11 @@ class Records:
         self._local = threading.local()
 
     @property
+    def stack(self) -> str:
+        """Where these records live (bucket and prefix): their tasks' trace ids derive from it."""
+        return self.inbox.stack
+
+    @property
     def last_record_bytes(self) -> int:
         """Size of the record this thread last wrote or read (for counters and benchmarks)."""
         return int(getattr(self._local, "size", 0))

@@ -46,6 +46,11 @@ class TaskInbox:
         self._listing: Listing | None = None
 
     @property
+    def stack(self) -> str:
+        """The stack of the task's records (``Inbox.stack``; "" without a store)."""
+        return "" if self._inbox is None else self._inbox.stack
+
+    @property
     def listing(self) -> Listing:
         """The latest listing of this invocation (listed now if there is none yet)."""
         if self._listing is None:

@@ -157,8 +157,9 @@ class TaskContext(Generic[S]):
             submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
         )
         given = {"url": callback.url} if _takes_url(submitter) else {}
-        self._runner.call_step(submit, (callback.id,), given, None)
-        return callback.result()
+        with _Operation(self._runner, "wait_for_callback", callback.name):
+            self._runner.call_step(submit, (callback.id,), given, None)
+            return callback.result()
 
     async def wait_for_callback_async(
         self,
@@ -180,8 +181,9 @@ class TaskContext(Generic[S]):
             submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
         )
         given = {"url": callback.url} if _takes_url(submitter) else {}
-        await self._runner.call_step_async(submit, (callback.id,), given, None)
-        return callback.result()
+        with _Operation(self._runner, "wait_for_callback", callback.name):
+            await self._runner.call_step_async(submit, (callback.id,), given, None)
+            return callback.result()
 
     async def wait_for_signal_async(
         self, name: str, *, timeout: Duration | None = None
@@ -410,7 +412,11 @@ class TaskContext(Generic[S]):
         state = initial
         while True:
             live = poll.before_check()
-            state = self._runner.call_step(poll.step, (state,), {}, None)
+            try:
+                state = self._runner.call_step(poll.step, (state,), {}, None)
+            except Exception as exc:
+                poll.raised(exc, live=live)
+                raise
             if poll.holds(done(state), live=live):
                 return state
             self.sleep(delay_s, name=poll.delay_name)
@@ -431,7 +437,11 @@ class TaskContext(Generic[S]):
         state = initial
         while True:
             live = poll.before_check()
-            state = await self._runner.call_step_async(poll.step, (state,), {}, None)
+            try:
+                state = await self._runner.call_step_async(poll.step, (state,), {}, None)
+            except Exception as exc:
+                poll.raised(exc, live=live)
+                raise
             if poll.holds(done(state), live=live):
                 return state
             await self.sleep_async(delay_s, name=poll.delay_name)
@@ -514,9 +524,15 @@ class _ConditionWatch:
                 task_id=self.state.task_id,
                 step=self.name,
             )
-            self.ended(live=live, error=error)
+            self.ended(live=live, error=error.message)
             raise error
         return False
+
+    def raised(self, exc: Exception, *, live: bool) -> None:
+        """After a check that raised: the condition ends with its error."""
+        self.attempts += 1
+        self.after_check(first=self.attempts == 1, live=live)
+        self.ended(live=live, error=f"{type(exc).__name__}: {exc}")
 
     def before_check(self) -> bool:
         """Whether the next check runs live (nothing left to replay); notes when it begins."""
@@ -535,7 +551,7 @@ class _ConditionWatch:
             self.first.since = self.began
             self.state.emit("wait_started", self._started(self.began))
 
-    def ended(self, *, live: bool, error: ContinuumError | None = None) -> None:
+    def ended(self, *, live: bool, error: str | None = None) -> None:
         if not live or self.first is None or self.state.observers is None:
             return
         from continuum._define.events import WaitEnded
@@ -546,7 +562,7 @@ class _ConditionWatch:
             started_at=started.started_at,
             ended_at=now_s(),
             outcome="ok" if error is None else "failed",
-            error=None if error is None else error.message,
+            error=error,
             replay=self.state.began_earlier(started.started_at),
         )
         self.state.emit("wait_ended", event)
@@ -557,6 +573,45 @@ class _ConditionWatch:
         assert self.first is not None
         key = self.state.path + self.first.key
         return WaitStarted(self.state.task_id, "condition", self.name, key, self.state.turn, at)
+
+
+class _Operation:
+    """Tells the observers that the operations called inside it (until its block ends) make
+    one operation, whose entry is the one just journaled (a callback's); nothing when a
+    control-flow signal leaves it: the operation goes on in a later invocation."""
+
+    def __init__(self, runner: ContextRunner, kind: str, name: str) -> None:
+        state = self.state = runner.state
+        self.started: Any = None
+        if state.observers is None:
+            return
+        from continuum._define.events import OperationStarted
+
+        entry = state.journal.entries[state.journal.position - 1]
+        if entry.since is None:  # first reached: its start is kept with the journal
+            entry.since = now_s()
+        self.started = OperationStarted(
+            state.task_id, kind, name, state.path + entry.key, state.turn, entry.since
+        )
+
+    def __enter__(self) -> None:
+        if self.started is not None:
+            self.state.emit("operation_started", self.started)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _: Any) -> None:
+        started = self.started
+        if started is None or (exc is not None and not isinstance(exc, Exception)):
+            return
+        from continuum._define.events import OperationEnded
+
+        ended = OperationEnded(
+            *(started.task_id, started.kind, started.name, started.key, started.turn),
+            started_at=started.started_at,
+            ended_at=now_s(),
+            outcome="ok" if exc is None else "failed",
+            error=None if exc is None else f"{type(exc).__name__}: {exc}",
+        )
+        self.state.emit("operation_ended", ended)
 
 
 def current_context() -> TaskContext[Any]:

@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
-from continuum._fanout.branches import context_ended, enter, type_of
+from continuum._fanout.branches import context_ended, enter, reached_here, type_of
 from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, TaskRecord
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
@@ -339,8 +339,10 @@ async def _journaled(
     """An asyncio task's coroutine in its child context: checked as a block's code is, and
     ended in the order it ended in live."""
     failure: ErrorInfo | None = None
+    ended = False  # a control-flow signal is no ending: the task goes on in a later invocation
     try:
         value = await child.run_awaited(coro, task_body=True)
+        ended = True
         await endings.ended(entry, child.state)
         return value
     except ControlFlow as signal:
@@ -353,13 +355,16 @@ async def _journaled(
             parent.state.unwinding = signal
         raise
     except Exception as exc:
-        failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        failure, ended = ErrorInfo(type=type_of(exc), message=str(exc)[:2000]), True
         await endings.ended(entry, child.state)
         raise
     finally:
         endings.drop(entry)
         parent.state.progress = parent.state.progress or child.state.progress
-        context_ended(parent.state, "context", entry, child.state.path, failure)
+        # Its entry stays open, so every invocation runs it again: only the one where it
+        # really ended (something ran live in it, or it began here) tells of its end.
+        if ended and (child.state.progress or reached_here(parent.state, entry)):
+            context_ended(parent.state, "context", entry, child.state.path, failure)
 
 
 def _log_unawaited_errors(runner: ContextRunner, outcomes: list[BaseException | None]) -> None:

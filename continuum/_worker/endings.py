@@ -307,6 +307,7 @@ class Endings:
                     error=record.error.message if record.error else None,
                     created_at=record.created_at.timestamp(),
                     finished_at=(record.finished_at or record.updated_at).timestamp(),
+                    retries=record.counters.retries,
                 ),
             )
         if error is not None:

@@ -82,6 +82,7 @@ class Invocation:
                     turn=record.turn,
                     message=message.kind if message.reason != "start" else "start",
                     first=record.counters.invocations == 1,
+                    stack=self.records.stack,
                     **started_facts(claim),
                 ),
             )
@@ -89,9 +90,13 @@ class Invocation:
             try:
                 record.state = task.migrate(record.state, record.state_version, task_id=task.name)
             except MigrationError as exc:
-                return self.fail(error_info(exc, record))
+                return self._told_ended(self.fail(error_info(exc, record)))
             record.state_version = task.version
-        ended = self._end(self._turns(listing), message_id)
+        return self._told_ended(self._end(self._turns(listing), message_id))
+
+    def _told_ended(self, ended: Outcome) -> Outcome:
+        """Tell the observers the invocation's hold ended (``ended``); return it."""
+        claim, record = self.claim, self.claim.record
         run = claim.run
         if self.observers.wants("invocation_ended"):
             from continuum._define.events import InvocationEnded
@@ -205,4 +210,8 @@ def started_facts(claim: Claim) -> dict[str, Any]:
         "traceparent": record.traceparent,
         "parent_id": record.parent.task_id if record.parent is not None else None,
         "crashed": crashed,
+        "retries": record.counters.retries,
+        "first_started_at": next(
+            (r.started_at.timestamp() for r in history[:1] if r.number == 1), 0.0
+        ),
     }

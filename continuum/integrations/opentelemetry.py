@@ -2,26 +2,16 @@
 
 One trace per task across all its invocations, whatever process runs them: the trace id and
 the ids of the spans that outlive an invocation (the task's root, a step whose attempts span
-invocations, a wait) derive from the task id, so every invocation names them alike without
-talking to the others. Such a span is emitted once, when it ends, with its true start time
-(from the events, which read it from the record). A replayed step emits nothing.
+invocations, a wait, a child context) derive from the task's stack (bucket and prefix) and
+id, so every invocation names them alike without talking to the others. Such a span is sent
+once, when it ends, with its true start time (from the events, which read it from the record);
+a replayed step, wait or context sends nothing. What is still open when an invocation ends (a
+wait, a step whose retry waits) is sent as a span of that invocation with status UNSET.
 
-Spans (each with ``continuum.task.id`` and ``continuum.task.name``):
-
-- ``task <task name>``: the root, emitted when the task finishes; it starts when the task was
-  created; status ERROR when the task failed. A child task's root hangs under the span of
-  the wait that started it, in its parent's trace; a task started by ``client.start`` inside
-  a span links to that span.
-- ``invocation``: one per invocation, with ``continuum.invocation.first``,
-  ``continuum.invocation.number`` and ``continuum.invocation.outcome`` (suspended, waiting,
-  succeeded, failed, cancelled, or crashed: reported by the next invocation, which found it
-  dead at its claim).
-- ``<step name>``: one per live step execution, with ``continuum.step.key``, from its first
-  attempt to its last, even across invocations; ``<step name> attempt <n>``: one per
-  attempt, under its step and linked to the invocation it ran in.
-- ``wait <name>``: one per sleep, callback, signal or child-task wait, for its real duration.
-- ``<name>``: a child context, a ``parallel``/``map`` batch and each of its items; the steps
-  and waits inside one hang under it.
+Two vocabularies name the spans and their attributes (docs/tracing.md lists every one):
+``naming="continuum"`` (the default: ``task <name>``, ``invocation``, ``continuum.*``) and
+``naming="aws"`` (AWS Lambda durable functions' model: ``Workflow``, ``Invocation``,
+``durable.*``), for dashboards built on the latter.
 
 Example:
     >>> from opentelemetry.sdk.trace import TracerProvider  # doctest: +SKIP
@@ -33,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 try:
     from opentelemetry import trace
@@ -57,12 +47,16 @@ from continuum._define.events import (
     ContextEnded,
     InvocationEnded,
     InvocationStarted,
+    OperationEnded,
+    OperationStarted,
     StepEnded,
     StepStarted,
     TaskFinished,
     WaitEnded,
+    WaitStarted,
 )
 from continuum._define.observers import Observer
+from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, TracerProvider
@@ -70,50 +64,283 @@ if TYPE_CHECKING:
 __all__ = ["Tracing"]
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_OK = Status(StatusCode.OK)
 #: Outcomes of an invocation that end its span with status ERROR.
 _FAILED_OUTCOMES = ("failed", "crashed")
+Naming = Literal["continuum", "aws"]
 
 
 class _ChosenIds(IdGenerator):
     """The provider's id generator, except for the next span of this thread when the tracing
-    chose its ids (derived from the task id)."""
+    chose its ids (derived from the task)."""
 
     def __init__(self, fallback: IdGenerator) -> None:
         self.fallback = fallback
         self.chosen = threading.local()
 
     def generate_span_id(self) -> int:
-        span_id: int | None = getattr(self.chosen, "span_id", None)
+        chosen = self.chosen
+        span_id: int | None = getattr(chosen, "span_id", None)
         if span_id is None:
             return self.fallback.generate_span_id()
-        self.chosen.span_id = None
+        chosen.span_id = None
         return span_id
 
     def generate_trace_id(self) -> int:
-        trace_id: int | None = getattr(self.chosen, "trace_id", None)
+        chosen = self.chosen
+        trace_id: int | None = getattr(chosen, "trace_id", None)
         if trace_id is None:
             return self.fallback.generate_trace_id()
-        self.chosen.trace_id = None
+        chosen.trace_id = None
         return trace_id
+
+
+# -- the two vocabularies ----------------------------------------------------------------------
+
+#: AWS's operation type and subtype of each wait kind and context kind of continuum.
+_AWS_WAIT_TYPES = {
+    "sleep": ("WAIT", "Wait"),
+    "callback": ("CALLBACK", "Callback"),
+    "signal": ("CALLBACK", "Signal"),
+    "children": ("CHAINED_INVOKE", "ChainedInvoke"),
+    "condition": ("STEP", "WaitForCondition"),
+}
+_AWS_CONTEXT_TYPES = {"context": "RunInChildContext", "batch": "Parallel", "item": "Iteration"}
+#: AWS's status words for continuum's outcomes (of a task, an invocation, an operation).
+_AWS_STATUS = {
+    "succeeded": "SUCCEEDED",
+    "failed": "FAILED",
+    "cancelled": "STOPPED",
+    "suspended": "PENDING",
+    "waiting": "PENDING",
+    "crashed": "FAILED",
+    "ok": "SUCCEEDED",
+    "timeout": "TIMED_OUT",
+    "retry": "FAILED",
+    "paused": "STARTED",
+    "preempted": "STARTED",
+    "started": "STARTED",
+}
+
+
+class _Vocabulary:
+    """Names and attributes of continuum's own model."""
+
+    root_prefix = "task "
+    invocation = "invocation"
+
+    def common(self, stack: str, task_id: str, task_name: str) -> dict[str, Any]:
+        return {"continuum.task.id": task_id, "continuum.task.name": task_name}
+
+    def root_name(self, task_name: str) -> str:
+        return f"task {task_name}"
+
+    def root(self, status: str, retries: int) -> dict[str, Any]:
+        return {"continuum.task.status": status, "continuum.task.retries": retries}
+
+    def invocation_start(self, event: InvocationStarted) -> dict[str, Any]:
+        return {
+            "continuum.invocation.number": event.number,
+            "continuum.invocation.first": event.first,
+            "continuum.invocation.message": event.message,
+            "continuum.invocation.request_id": event.request_id or "",
+            "continuum.generation": event.generation,
+        }
+
+    def invocation_end(self, outcome: str, executed: int, replayed: int) -> dict[str, Any]:
+        return {
+            "continuum.invocation.outcome": outcome,
+            "continuum.steps.executed": executed,
+            "continuum.steps.replayed": replayed,
+        }
+
+    def crashed(self, number: int, request_id: str | None) -> dict[str, Any]:
+        return {
+            "continuum.invocation.number": number,
+            "continuum.invocation.first": number == 1,
+            "continuum.invocation.request_id": request_id or "",
+            "continuum.invocation.outcome": "crashed",
+        }
+
+    def link(self, request_id: str | None) -> dict[str, Any]:
+        return {"continuum.link": "invocation"}
+
+    def step(self, key: str, name: str, attempts: int, outcome: str) -> dict[str, Any]:
+        return {
+            "continuum.step.key": key,
+            "continuum.step.name": name,
+            "continuum.step.attempts": attempts,
+            "continuum.step.outcome": outcome,
+        }
+
+    def attempt(self, key: str, name: str, number: int, replay: bool) -> dict[str, Any]:
+        return {
+            "continuum.step.key": key,
+            "continuum.step.name": name,
+            "continuum.attempt.number": number,
+            "continuum.step.replay": replay,
+        }
+
+    def attempt_outcome(self, outcome: str) -> tuple[str, str]:
+        return "continuum.attempt.outcome", outcome
+
+    def wait_name(self, name: str) -> str:
+        return f"wait {name}"
+
+    def wait(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "continuum.wait.kind": kind,
+            "continuum.wait.key": key,
+            "continuum.wait.outcome": outcome,
+        }
+
+    def operation_name(self, kind: str, name: str) -> str:
+        return f"{kind} {name}"
+
+    def operation(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "continuum.operation.kind": kind,
+            "continuum.operation.key": key,
+            "continuum.operation.outcome": outcome,
+        }
+
+    def context(self, kind: str, path: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "continuum.context.kind": kind,
+            "continuum.context.path": path,
+            "continuum.context.outcome": outcome,
+        }
+
+
+class _AwsVocabulary(_Vocabulary):
+    """Names and attributes of AWS Lambda durable functions' OpenTelemetry model."""
+
+    invocation = "Invocation"
+
+    def common(self, stack: str, task_id: str, task_name: str) -> dict[str, Any]:
+        return {"durable.execution.arn": f"{stack}/{task_id}"}
+
+    def root_name(self, task_name: str) -> str:
+        return "Workflow"
+
+    def root(self, status: str, retries: int) -> dict[str, Any]:
+        return {"durable.execution.status": _AWS_STATUS.get(status, status.upper())}
+
+    def invocation_start(self, event: InvocationStarted) -> dict[str, Any]:
+        return {"durable.invocation.first": event.first}
+
+    def invocation_end(self, outcome: str, executed: int, replayed: int) -> dict[str, Any]:
+        return {"durable.invocation.status": _AWS_STATUS.get(outcome, outcome.upper())}
+
+    def crashed(self, number: int, request_id: str | None) -> dict[str, Any]:
+        return {"durable.invocation.first": number == 1, "durable.invocation.status": "FAILED"}
+
+    def link(self, request_id: str | None) -> dict[str, Any]:
+        return {"faas.invocation_id": request_id or ""}
+
+    def step(self, key: str, name: str, attempts: int, outcome: str) -> dict[str, Any]:
+        return {
+            "durable.operation.id": key,
+            "durable.operation.type": "STEP",
+            "durable.operation.subtype": "Step",
+            "durable.operation.name": name,
+            "durable.operation.status": _AWS_STATUS.get(outcome, outcome.upper()),
+            "durable.attempt.number": attempts,
+        }
+
+    def attempt(self, key: str, name: str, number: int, replay: bool) -> dict[str, Any]:
+        return {
+            "durable.operation.id": key,
+            "durable.operation.type": "STEP",
+            "durable.operation.subtype": "Step",
+            "durable.operation.name": name,
+            "durable.attempt.number": number,
+        }
+
+    def attempt_outcome(self, outcome: str) -> tuple[str, str]:
+        return "durable.attempt.outcome", _AWS_STATUS.get(outcome, outcome.upper())
+
+    def wait_name(self, name: str) -> str:
+        return name
+
+    def wait(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
+        kind_type, subtype = _AWS_WAIT_TYPES.get(kind, ("WAIT", kind))
+        return {
+            "durable.operation.id": key,
+            "durable.operation.type": kind_type,
+            "durable.operation.subtype": subtype,
+            "durable.operation.name": name,
+            "durable.operation.status": _AWS_STATUS.get(outcome, outcome.upper()),
+        }
+
+    def operation_name(self, kind: str, name: str) -> str:
+        return name
+
+    def operation(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "durable.operation.id": key,
+            "durable.operation.type": "CONTEXT",
+            "durable.operation.subtype": "WaitForCallback",
+            "durable.operation.name": name,
+            "durable.operation.status": _AWS_STATUS.get(outcome, outcome.upper()),
+        }
+
+    def context(self, kind: str, path: str, name: str, outcome: str) -> dict[str, Any]:
+        return {
+            "durable.operation.id": path.rstrip("/"),
+            "durable.operation.type": "CONTEXT",
+            "durable.operation.subtype": _AWS_CONTEXT_TYPES.get(kind, kind),
+            "durable.operation.name": name,
+            "durable.operation.status": _AWS_STATUS.get(outcome, outcome.upper()),
+        }
+
+
+_VOCABULARIES: dict[str, _Vocabulary] = {"continuum": _Vocabulary(), "aws": _AwsVocabulary()}
+
+
+# -- one task's trace in this process ----------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """An operation made of others (``wait_for_callback``) open in this invocation."""
+
+    span_id: int
+    started: OperationStarted
+    #: something ended inside it in this invocation (else it is a replay of one that ended)
+    touched: bool = False
 
 
 @dataclass
 class _TaskTrace:
     """What this process knows of one task's trace while an invocation of it runs here."""
 
+    stack: str
     task_id: str
-    task_name: str
     trace_id: int
-    #: the span the root hangs under (a child task's), and the span the root links to
+    #: the attributes every span of the task carries
+    common: dict[str, Any]
+    #: the root span's id in this run of the task, the span it hangs under (a child task's),
+    #: and what it links to (the caller's span, the root of the run a retry followed)
+    root: int
     root_parent: int | None
-    link: SpanContext | None
+    root_links: list[Link]
+    #: when the task was created (or its first invocation started, if earlier)
+    created_at: float
     invocation: Span | None = None
-    #: the root span's id, and the link to this invocation's span (made once)
-    root: int = 0
-    invocation_link: list[Link] = field(default_factory=list)
-    #: the step's first-attempt time and span id by (turn, path + key), and the open attempts
-    firsts: dict[tuple[int, str], tuple[float, int]] = field(default_factory=dict)
+    invocation_number: int = 0
+    invocation_links: list[Link] = field(default_factory=list)
+    #: the root's context, made once: the parent handed to the SDK
+    parents: dict[int, Context] = field(default_factory=dict)
+    #: the step's first-attempt time, span id and name by (turn, path + key), and open attempts
+    firsts: dict[tuple[int, str], tuple[float, int, str, int]] = field(default_factory=dict)
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
+    #: waits reached and not answered in this invocation, by (turn, key)
+    waits: dict[tuple[int, str], WaitStarted] = field(default_factory=dict)
+    #: operations made of others entered in this invocation, by (turn, their context's path)
+    groups: dict[tuple[int, str], _Group] = field(default_factory=dict)
+    #: the task finished in this invocation: its root, sent when the invocation ends
+    finished: TaskFinished | None = None
 
 
 def _ns(seconds: float) -> int:
@@ -136,25 +363,38 @@ class Tracing(Observer):
 
     Register it with ``app.observe(Tracing())``; the exporter is the provider's (OTLP, or
     AWS X-Ray through the ADOT Lambda layer). With an SDK ``TracerProvider`` the ids are
-    derived from the task id; another provider's tracer chooses its own ids (the spans of
-    one invocation still nest, but invocations do not join one trace).
+    derived from the task's stack and id; another provider's tracer chooses its own ids (the
+    spans of one invocation still nest, but invocations do not join one trace).
 
     Args:
         tracer_provider: the provider to trace with; None: the global one (looked up at the
             first event, so that it may be set after the app is built).
         logger: a Powertools ``Logger`` to give ``trace_id`` and ``span_id`` keys while a
             span is open; None: continuum's own (``service="continuum"``).
+        naming: ``"continuum"`` (continuum's span names and ``continuum.*`` attributes) or
+            ``"aws"`` (AWS durable functions' ``Workflow``, ``Invocation`` and ``durable.*``).
     """
 
     def __init__(
-        self, tracer_provider: TracerProvider | None = None, *, logger: Any = None
+        self,
+        tracer_provider: TracerProvider | None = None,
+        *,
+        logger: Any = None,
+        naming: Naming = "continuum",
     ) -> None:
+        if naming not in _VOCABULARIES:
+            raise ConfigurationError(
+                f"Tracing(naming={naming!r}) is not a naming: use 'continuum' or 'aws'"
+            )
         self._provider = tracer_provider
         self._tracer: Any = None
         self._ids: _ChosenIds | None = None
         self._tasks: dict[str, _TaskTrace] = {}
         self._lock = threading.Lock()
         self._logger = logger
+        self._words = _VOCABULARIES[naming]
+        #: the last trace id given to the logger, and its hex form
+        self._trace_hex: tuple[int, str] = (0, "")
 
     # -- the tracer and its spans ------------------------------------------------------------
 
@@ -169,6 +409,16 @@ class Tracing(Observer):
             self._tracer = tracer
         return self._tracer
 
+    def _parent(self, task: _TaskTrace, span_id: int) -> Context:
+        """The context of span ``span_id`` (the root's is kept: most spans hang under it)."""
+        context = task.parents.get(span_id)
+        if context is None:
+            above = SpanContext(task.trace_id, span_id, is_remote=True, trace_flags=_SAMPLED)
+            context = trace.set_span_in_context(trace.NonRecordingSpan(above), Context())
+            if span_id == task.root:
+                task.parents[span_id] = context
+        return context
+
     def _start(
         self,
         name: str,
@@ -177,37 +427,38 @@ class Tracing(Observer):
         start: float,
         parent: int | None,
         span_id: int | None = None,
-        attributes: dict[str, Any] | None = None,
+        attributes: dict[str, Any],
         links: list[Link] | None = None,
     ) -> Span:
         """Start a span of ``task``'s trace under span ``parent`` (None: the trace's root),
         with id ``span_id`` when given."""
-        tracer = self._get_tracer()
-        if parent is not None:
-            above = SpanContext(task.trace_id, parent, is_remote=True, trace_flags=_SAMPLED)
-            context = trace.set_span_in_context(trace.NonRecordingSpan(above), Context())
-        else:
-            context = Context()
+        tracer = self._tracer or self._get_tracer()
+        context = Context() if parent is None else self._parent(task, parent)
         ids = self._ids
-        if ids is not None:
-            ids.chosen.span_id = span_id
-            ids.chosen.trace_id = task.trace_id if parent is None else None
-        try:
+        if ids is None or (span_id is None and parent is not None):  # the SDK's own ids
             span: Span = tracer.start_span(
                 name,
                 context=context,
                 kind=SpanKind.INTERNAL,
-                attributes={
-                    "continuum.task.id": task.task_id,
-                    "continuum.task.name": task.task_name,
-                    **(attributes or {}),
-                },
+                attributes={**task.common, **attributes},
+                links=links or (),
+                start_time=_ns(start),
+            )
+            return span
+        chosen = ids.chosen
+        chosen.span_id = span_id
+        chosen.trace_id = task.trace_id if parent is None else None
+        try:
+            span = tracer.start_span(
+                name,
+                context=context,
+                kind=SpanKind.INTERNAL,
+                attributes={**task.common, **attributes},
                 links=links or (),
                 start_time=_ns(start),
             )
         finally:
-            if ids is not None:
-                ids.chosen.span_id = ids.chosen.trace_id = None
+            chosen.span_id = chosen.trace_id = None
         return span
 
     def _emit(
@@ -219,12 +470,11 @@ class Tracing(Observer):
         end: float,
         parent: int | None,
         span_id: int | None,
-        attributes: dict[str, Any] | None = None,
-        error: str | None = None,
-        ok: bool | None = None,
+        attributes: dict[str, Any],
+        status: Status | None = None,
         links: list[Link] | None = None,
     ) -> None:
-        """Emit a span that is over: it started at ``start`` and ends at ``end``."""
+        """Send a span that is over: it started at ``start`` and ends at ``end``."""
         span = self._start(
             name,
             task,
@@ -234,20 +484,25 @@ class Tracing(Observer):
             attributes=attributes,
             links=links,
         )
-        if error is not None:
-            span.set_status(Status(StatusCode.ERROR, error))
-        elif ok:
-            span.set_status(Status(StatusCode.OK))
+        if status is not None:
+            span.set_status(status)
         span.end(end_time=_ns(max(end, start)))
-
-    def _invocation_link(self, task: _TaskTrace) -> list[Link]:
-        return task.invocation_link
 
     def _context_span(self, task: _TaskTrace, turn: int, path: str) -> int:
         """The span of the child context at ``path`` (the root for the turn itself)."""
         if not path:
             return task.root
-        return derived_span_id(task.task_id, "context", turn, path)
+        return derived_span_id(task.stack, task.task_id, "context", turn, path)
+
+    def _holder_span(self, task: _TaskTrace, turn: int, path: str) -> int:
+        """The span that holds what ends now in the context at ``path``: the operation open
+        there (``wait_for_callback``), else the context's."""
+        if task.groups:
+            group = task.groups.get((turn, path))
+            if group is not None:
+                group.touched = True
+                return group.span_id
+        return self._context_span(task, turn, path)
 
     def _log_keys(self, span: Span | None) -> None:
         logger = self._logger
@@ -259,60 +514,64 @@ class Tracing(Observer):
             logger.remove_keys(["trace_id", "span_id"])
             return
         context = span.get_span_context()
-        logger.append_keys(trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}")
+        trace_hex = self._trace_hex
+        if trace_hex[0] != context.trace_id:
+            trace_hex = self._trace_hex = (context.trace_id, f"{context.trace_id:032x}")
+        logger.append_keys(trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
 
     # -- invocations -------------------------------------------------------------------------
 
     def invocation_started(self, event: InvocationStarted) -> None:
-        parent = parse_traceparent(event.traceparent) if event.parent_id else None
-        linked = parse_traceparent(event.traceparent) if not event.parent_id else None
-        link = None
-        if linked is not None:
-            link = SpanContext(linked[0], linked[1], is_remote=True, trace_flags=_SAMPLED)
+        words, stack = self._words, event.stack
+        is_child = event.parent_id is not None
+        above = parse_traceparent(event.traceparent)
+        trace_id = task_trace_id(stack, event.task_id, event.traceparent if is_child else None)
+        links = []
+        if above is not None and not is_child:
+            caller = SpanContext(above[0], above[1], is_remote=True, trace_flags=_SAMPLED)
+            links.append(Link(caller, {"continuum.link": "caller"}))
+        if event.retries:  # the root of the run this retry follows, in the same trace
+            before = root_span_id(stack, event.task_id, event.retries - 1)
+            run = SpanContext(trace_id, before, is_remote=True, trace_flags=_SAMPLED)
+            links.append(Link(run, {"continuum.link": "retry of"}))
+        created = event.created_at
+        if event.first_started_at:
+            created = min(created, event.first_started_at)
         task = _TaskTrace(
+            stack=stack,
             task_id=event.task_id,
-            task_name=event.task_name,
-            trace_id=task_trace_id(event.task_id, event.traceparent if event.parent_id else None),
-            root_parent=parent[1] if parent is not None else None,
-            link=link,
-            root=root_span_id(event.task_id),
+            trace_id=trace_id,
+            common=words.common(stack, event.task_id, event.task_name),
+            root=root_span_id(stack, event.task_id, event.retries),
+            root_parent=above[1] if above is not None and is_child else None,
+            root_links=links,
+            created_at=created,
+            invocation_number=event.number,
         )
         with self._lock:
             self._tasks[event.task_id] = task
-        root = task.root
         dead = event.crashed
         if dead is not None:
             self._emit(
-                "invocation",
+                words.invocation,
                 task,
                 start=dead.started_at,
                 end=dead.last_seen_at,
-                parent=root,
-                span_id=derived_span_id(event.task_id, "invocation", dead.number),
-                attributes={
-                    "continuum.invocation.number": dead.number,
-                    "continuum.invocation.first": dead.number == 1,
-                    "continuum.invocation.outcome": "crashed",
-                    "continuum.invocation.request_id": dead.request_id or "",
-                },
-                error="its worker died holding the task",
+                parent=task.root,
+                span_id=derived_span_id(stack, event.task_id, "invocation", dead.number),
+                attributes=words.crashed(dead.number, dead.request_id),
+                status=Status(StatusCode.ERROR, "its worker died holding the task"),
             )
         task.invocation = self._start(
-            "invocation",
+            words.invocation,
             task,
             start=event.started_at,
-            parent=root,
-            span_id=derived_span_id(event.task_id, "invocation", event.number),
-            attributes={
-                "continuum.invocation.number": event.number,
-                "continuum.invocation.first": event.first,
-                "continuum.invocation.message": event.message,
-                "continuum.invocation.request_id": event.request_id or "",
-                "continuum.generation": event.generation,
-            },
+            parent=task.root,
+            span_id=derived_span_id(stack, event.task_id, "invocation", event.number),
+            attributes=words.invocation_start(event),
         )
-        task.invocation_link = [
-            Link(task.invocation.get_span_context(), {"continuum.link": "invocation"})
+        task.invocation_links = [
+            Link(task.invocation.get_span_context(), words.link(event.request_id))
         ]
         self._log_keys(task.invocation)
 
@@ -321,39 +580,99 @@ class Tracing(Observer):
             task = self._tasks.pop(event.task_id, None)
         if task is None or task.invocation is None:
             return
+        ended = max(event.ended_at, event.started_at)
         for span in task.attempts.values():  # an attempt cut off by a control-flow unwind
-            span.end(end_time=_ns(event.ended_at))
+            span.end(end_time=_ns(ended))
+        self._send_open(task, ended)
         span = task.invocation
-        span.set_attribute("continuum.invocation.outcome", event.outcome)
-        span.set_attribute("continuum.steps.executed", event.steps_executed)
-        span.set_attribute("continuum.steps.replayed", event.steps_replayed)
+        for name, value in self._words.invocation_end(
+            event.outcome, event.steps_executed, event.steps_replayed
+        ).items():
+            span.set_attribute(name, value)
         if event.outcome in _FAILED_OUTCOMES:
             span.set_status(Status(StatusCode.ERROR, f"the invocation {event.outcome}"))
-        span.end(end_time=_ns(max(event.ended_at, event.started_at)))
+        else:
+            span.set_status(_OK)  # a suspension is this invocation's success
+        span.end(end_time=_ns(ended))
+        if task.finished is not None:
+            self._send_root(task, task.finished, ended)
         self._log_keys(None)
+
+    def _send_open(self, task: _TaskTrace, ended: float) -> None:
+        """Send what is open as the invocation ends (a wait, a step whose retry waits) as a
+        span of this invocation, status UNSET: its own span comes when it ends."""
+        words, invocation = self._words, task.invocation
+        assert invocation is not None
+        parent = invocation.get_span_context().span_id
+        for (turn, key), wait in task.waits.items():
+            self._emit(
+                words.wait_name(wait.name),
+                task,
+                start=wait.started_at,
+                end=ended,
+                parent=parent,
+                span_id=derived_span_id(
+                    task.stack, task.task_id, "open", turn, key, task.invocation_number
+                ),
+                attributes=words.wait(wait.kind, key, wait.name, "started"),
+            )
+        for group in task.groups.values():
+            started = group.started
+            self._emit(
+                words.operation_name(started.kind, started.name),
+                task,
+                start=started.started_at,
+                end=ended,
+                parent=parent,
+                span_id=derived_span_id(
+                    task.stack,
+                    task.task_id,
+                    "open",
+                    started.turn,
+                    started.key,
+                    task.invocation_number,
+                ),
+                attributes=words.operation(started.kind, started.key, started.name, "started"),
+            )
+        for (turn, key), (first, _, name, attempts) in task.firsts.items():
+            self._emit(
+                name,
+                task,
+                start=first,
+                end=ended,
+                parent=parent,
+                span_id=derived_span_id(
+                    task.stack, task.task_id, "open", turn, key, task.invocation_number
+                ),
+                attributes=words.step(key, name, attempts, "started"),
+            )
 
     def task_finished(self, event: TaskFinished) -> None:
         task = self._tasks.get(event.task_id)
-        if task is None:
-            return
+        if task is not None:
+            task.finished = event  # sent after its invocation's span: a parent holds its children
+
+    def _send_root(self, task: _TaskTrace, event: TaskFinished, ended: float) -> None:
         failed = event.status == "failed"
         self._emit(
-            f"task {event.task_name}",
+            self._words.root_name(event.task_name),
             task,
-            start=event.created_at,
-            end=event.finished_at,
+            start=min(task.created_at, event.finished_at),
+            end=max(event.finished_at, ended),
             parent=task.root_parent,
-            span_id=root_span_id(event.task_id),
-            attributes={"continuum.task.status": event.status},
-            error=f"{event.error_type}: {event.error}" if failed else None,
-            ok=event.status == "succeeded",
-            links=[Link(task.link, {"continuum.link": "caller"})] if task.link else None,
+            span_id=task.root,
+            attributes=self._words.root(event.status, event.retries),
+            status=(
+                Status(StatusCode.ERROR, f"{event.error_type}: {event.error}")
+                if failed
+                else _OK
+                if event.status == "succeeded"
+                else None
+            ),
+            links=task.root_links,
         )
 
     # -- steps -------------------------------------------------------------------------------
-
-    def _step_span_id(self, task_id: str, turn: int, key: str, first: float) -> int:
-        return derived_span_id(task_id, "step", turn, key, repr(first))
 
     def step_started(self, event: StepStarted) -> None:
         task = self._tasks.get(event.task_id)
@@ -361,22 +680,22 @@ class Tracing(Observer):
             return
         key = event.path + event.key
         first = event.first_started_at or event.started_at
-        step_span = self._step_span_id(event.task_id, event.turn, key, first)
-        task.firsts[event.turn, key] = first, step_span
+        slot = event.turn, key
+        known = task.firsts.get(slot)
+        if known is None:
+            step_span = derived_span_id(task.stack, task.task_id, "step", event.turn, key, first)
+        else:
+            step_span = known[1]
+        task.firsts[slot] = first, step_span, event.name, event.attempt
         span = self._start(
             f"{event.name} attempt {event.attempt}",
             task,
             start=event.started_at,
             parent=step_span,
-            attributes={
-                "continuum.step.key": key,
-                "continuum.step.name": event.name,
-                "continuum.attempt.number": event.attempt,
-                "continuum.step.replay": event.replay,
-            },
-            links=self._invocation_link(task),
+            attributes=self._words.attempt(key, event.name, event.attempt, event.replay),
+            links=task.invocation_links,
         )
-        task.attempts[event.turn, key] = span
+        task.attempts[slot] = span
         self._log_keys(span)
 
     def step_ended(self, event: StepEnded) -> None:
@@ -384,58 +703,62 @@ class Tracing(Observer):
         if task is None:
             return
         key = event.path + event.key
-        span = task.attempts.pop((event.turn, key), None)
-        first, step_span = task.firsts.get((event.turn, key), (event.started_at, None))
+        slot = event.turn, key
+        span = task.attempts.pop(slot, None)
+        outcome = event.outcome
         if span is not None:
-            span.set_attribute("continuum.attempt.outcome", event.outcome)
-            if event.outcome in ("failed", "retry"):
+            span.set_attribute(*self._words.attempt_outcome(outcome))
+            if outcome in ("failed", "retry"):
                 span.set_status(Status(StatusCode.ERROR, f"{event.error_type}: {event.error}"))
-            elif event.outcome == "ok":
-                span.set_status(Status(StatusCode.OK))
+            elif outcome == "ok":
+                span.set_status(_OK)
             span.end(end_time=_ns(event.ended_at))
             self._log_keys(task.invocation)
-        if event.outcome not in ("ok", "failed"):
-            return  # the step goes on: its span is emitted when it ends
-        task.firsts.pop((event.turn, key), None)
-        if step_span is None:
-            step_span = self._step_span_id(event.task_id, event.turn, key, first)
+        if outcome not in ("ok", "failed"):
+            return  # the step goes on: its span is sent when it ends
+        known = task.firsts.pop(slot, None)
+        if known is None:
+            first = event.started_at
+            step_span = derived_span_id(task.stack, task.task_id, "step", event.turn, key, first)
+        else:
+            first, step_span = known[0], known[1]
         self._emit(
             event.name,
             task,
             start=first,
             end=event.ended_at,
-            parent=self._context_span(task, event.turn, event.path),
+            parent=self._holder_span(task, event.turn, event.path),
             span_id=step_span,
-            attributes={
-                "continuum.step.key": key,
-                "continuum.step.name": event.name,
-                "continuum.step.attempts": event.attempt,
-                "continuum.step.outcome": event.outcome,
-            },
-            error=f"{event.error_type}: {event.error}" if event.outcome == "failed" else None,
-            ok=event.outcome == "ok",
-            links=self._invocation_link(task),
+            attributes=self._words.step(key, event.name, event.attempt, outcome),
+            status=_OK
+            if outcome == "ok"
+            else Status(StatusCode.ERROR, f"{event.error_type}: {event.error}"),
+            links=task.invocation_links,
         )
 
     # -- waits and child contexts ------------------------------------------------------------
+
+    def wait_started(self, event: WaitStarted) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is not None:
+            task.waits[event.turn, event.key] = event
 
     def wait_ended(self, event: WaitEnded) -> None:
         task = self._tasks.get(event.task_id)
         if task is None:
             return
+        task.waits.pop((event.turn, event.key), None)
+        ok = event.outcome == "ok"
         self._emit(
-            f"wait {event.name}",
+            self._words.wait_name(event.name),
             task,
             start=event.started_at,
             end=event.ended_at,
-            parent=self._context_span(task, event.turn, _holder_path(event.key)),
-            span_id=wait_span_id(event.task_id, event.turn, event.key, event.started_at),
-            attributes={
-                "continuum.wait.kind": event.kind,
-                "continuum.wait.key": event.key,
-                "continuum.wait.outcome": event.outcome,
-            },
-            error=event.error if event.outcome != "ok" else None,
+            parent=self._holder_span(task, event.turn, _holder_path(event.key)),
+            span_id=wait_span_id(task.stack, task.task_id, event.turn, event.key, event.started_at),
+            attributes=self._words.wait(event.kind, event.key, event.name, event.outcome),
+            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            links=task.invocation_links,
         )
 
     def context_ended(self, event: ContextEnded) -> None:
@@ -443,13 +766,44 @@ class Tracing(Observer):
         if task is None:
             return
         name = f"{event.name} {event.index}" if event.kind == "item" else event.name
+        ok = event.outcome == "ok"
         self._emit(
             name,
             task,
             start=event.started_at,
             end=event.ended_at,
-            parent=self._context_span(task, event.turn, _parent_path(event.path)),
+            parent=self._holder_span(task, event.turn, _parent_path(event.path)),
             span_id=self._context_span(task, event.turn, event.path),
-            attributes={"continuum.context.kind": event.kind, "continuum.context.path": event.path},
-            error=event.error if event.outcome != "ok" else None,
+            attributes=self._words.context(event.kind, event.path, event.name, event.outcome),
+            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            links=task.invocation_links,
+        )
+
+    # -- operations made of others -----------------------------------------------------------
+
+    def operation_started(self, event: OperationStarted) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            return
+        span_id = derived_span_id(task.stack, task.task_id, "operation", event.turn, event.key)
+        task.groups[event.turn, _holder_path(event.key)] = _Group(span_id, event)
+
+    def operation_ended(self, event: OperationEnded) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            return
+        group = task.groups.pop((event.turn, _holder_path(event.key)), None)
+        if group is None or not group.touched:
+            return  # replayed: nothing ended inside it here, so it ended before
+        ok = event.outcome == "ok"
+        self._emit(
+            self._words.operation_name(event.kind, event.name),
+            task,
+            start=event.started_at,
+            end=event.ended_at,
+            parent=self._holder_span(task, event.turn, _holder_path(event.key)),
+            span_id=group.span_id,
+            attributes=self._words.operation(event.kind, event.key, event.name, event.outcome),
+            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            links=task.invocation_links,
         )
