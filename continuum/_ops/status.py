@@ -95,8 +95,7 @@ def _shown(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> W
     token = (waiter.id or "").rpartition(".")[2]
     callback = record.callbacks.get(token) if waiter.kind == WaitKind.CALLBACK else None
     if callback is not None and links is not None and links.keys:
-        expires = callback.timeout_at.timestamp() if callback.timeout_at is not None else None
-        shown.url = links.url(record.task_id, token, expires)
+        shown.url = links.url(record.task_id, token)
     return shown
 
 
