@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.fresh import FRESH_TIMEOUT_S, fresh_program, succeeded
 
 #: The user's code: a task that waits for a signal, driven by a TaskRunner on the real clock,
@@ -60,9 +62,11 @@ def test_the_clients_calls_work_inside_a_users_freeze_time_in_a_plain_script() -
     assert succeeded(result).strip().splitlines()[-1] == repr(EXPECTED)
 
 
-def test_the_clients_calls_work_inside_a_users_freeze_time_in_pytest_without_the_plugin(
-    tmp_path: Path,
+@pytest.mark.parametrize("plugin", ["with the plugin", "without the plugin"])
+def test_the_clients_calls_work_inside_a_users_freeze_time_in_pytest(
+    tmp_path: Path, plugin: str
 ) -> None:
+    off = ["-p", "no:continuum"] if plugin == "without the plugin" else []
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_users.py").write_text(
         USERS_CODE
@@ -75,7 +79,7 @@ def test_the_clients_calls_work_inside_a_users_freeze_time_in_pytest_without_the
         )
     )
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:continuum"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *off],
         cwd=tmp_path, capture_output=True, text=True, timeout=FRESH_TIMEOUT_S, check=False,
     )  # fmt: skip
     assert "1 passed" in succeeded(result)
