@@ -214,6 +214,8 @@ class Worker:
             record, _ = self.records.load(task_id)
             if record.status == Status.PENDING and not record.counters.invocations:
                 self.records.inbox.put_start_refusal(task_id, str(exc.args[0]))
+        except RecordNotFoundError:
+            return  # no such task: nothing to note, and nothing is written for it
         except Exception as error:  # a note for the operator: the message is refused anyway
             logger.warning(f"could not note the refused start of task {task_id}: {error}")
 

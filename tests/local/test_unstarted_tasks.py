@@ -73,11 +73,14 @@ def test_a_start_the_worker_refused_says_why_and_how_to_mend_it():
     assert (ended.status, ended.hint) == (Status.SUCCEEDED, None)
 
 
-def test_a_refused_message_for_a_task_that_ran_leaves_its_inbox_alone():
+def test_a_refused_message_for_a_task_that_ran_or_never_was_writes_nothing():
     app = app_with_a_key()
     with TaskRunner(app) as runner:
         task = runner.run("ask", {})
-        unsigned_client(app).resume(task.task_id)  # refused, and the task is not pending
+        unsigned = unsigned_client(app)
+        unsigned.resume(task.task_id)  # refused, and the task is not pending
+        unsigned.continuations.send("no-such-task", generation=0, reason="start")
         runner.settle()
         assert app.records.inbox.start_refusal(task.task_id) is None
         assert task.status == Status.SUCCEEDED
+        assert list(app.records.store.list_keys(f"{app.records.prefix}/no-such-task/")) == []
