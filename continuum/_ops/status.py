@@ -113,7 +113,8 @@ def unstarted_hint(record: TaskRecord, inbox: Inbox) -> str | None:
             f"(continuum dev's export line carries its key), then send the start again: {resume}"
         )
     waited_s = (utcnow() - record.created_at).total_seconds()
-    if waited_s < UNTAKEN_START_S:
+    # A child task waits pending, with no message, until its batch has room: its parent starts it.
+    if waited_s < UNTAKEN_START_S or record.parent is not None:
         return None
     return (
         f"no worker has taken its start message in {waited_s:.0f} s: check that a worker runs "

@@ -84,3 +84,25 @@ def test_a_refused_message_for_a_task_that_ran_or_never_was_writes_nothing():
         assert app.records.inbox.start_refusal(task.task_id) is None
         assert task.status == Status.SUCCEEDED
         assert list(app.records.store.list_keys(f"{app.records.prefix}/no-such-task/")) == []
+
+
+def test_a_child_waiting_pending_for_room_in_its_batch_has_no_hint():
+    app = Continuum()
+
+    @app.task(state=Ask)
+    def held(ctx: TaskContext[Ask]) -> str:
+        ctx.wait_for_signal("go")
+        return ctx.state.title
+
+    @app.task(state=Ask)
+    def fan(ctx: TaskContext[Ask]) -> list[str]:
+        batch = ctx.map_tasks("held", [{"title": "a"}, {"title": "b"}], max_concurrency=1)
+        return batch.values()
+
+    with TaskRunner(app) as runner:
+        parent = runner.run("fan", {})
+        runner.advance(UNTAKEN_START_S * 2)
+        children = [t for t in runner.client.tasks() if t.parent == parent.task_id]
+        pending = [t for t in children if t.status == Status.PENDING]
+        assert len(pending) == 1  # the second, created for its turn after the first
+        assert runner.client.status(pending[0].task_id).hint is None
