@@ -44,7 +44,7 @@ class LinkError(Exception):
     """No POST of a race got an answer: each failed (the call is made again)."""
 
 
-def answer(client: Client, callback_id: str, deadline: float | None, result: Any) -> dict[str, Any]:
+def answer(client: Client, callback_id: str, result: Any) -> dict[str, Any]:
     """Race ``RACERS`` POSTs of ``result`` to the callback's link.
 
     Returns:
@@ -54,7 +54,7 @@ def answer(client: Client, callback_id: str, deadline: float | None, result: Any
         LinkError: every POST failed (an S3 or SQS fault, a sender death), naming the first.
     """
     task_id, _, token = callback_id.rpartition(".")
-    path = LINK_PATH + make_token(KEY, task_id, token, deadline)
+    path = LINK_PATH + make_token(KEY, task_id, token)  # as the task hands it out
     endpoint = LinkEndpoint(client.records, client.continuations, (KEY,))
     body = json.dumps(result).encode()
     statuses: list[int | str] = [""] * RACERS

@@ -166,9 +166,8 @@ class Script:
     done: bool = False
     #: rounds of retries made (a steered task's script).
     retries: int = 0
-    #: answered through the callback's link (``chaos.links``), and the link's expiry.
+    #: answered through the callback's link (``chaos.links``).
     link: bool = False
-    link_expires: float | None = None
 
     @classmethod
     def of(cls, task_id: str, kind: str, plan: dict[str, Any], started: float) -> Script:
@@ -195,7 +194,7 @@ class Script:
             self.calls.append(Call(n, "cancel", {"reason": reason}, at + n * self.plan["again"]))
 
     def arm_answers(self, callback_id: str, deadline: float | None, now: float) -> None:
-        self.callback_id, self.link_expires = callback_id, deadline
+        self.callback_id = callback_id
         late = self.plan["mode"] == "late" and deadline is not None
         base = deadline if late and deadline is not None else now
         if self.plan.get("oversized"):  # refused, before the answer the task takes
@@ -364,7 +363,7 @@ class Outside:
         try:
             if call.op == "complete" and script.link and OVERSIZED not in call.args:
                 callback_id, result = call.args["callback_id"], call.args["result"]
-                raced = links.answer(self.client, callback_id, script.link_expires, result)
+                raced = links.answer(self.client, callback_id, result)
                 call.outcome = raced["outcome"]
             elif call.op == "signal":
                 self.client.signal(script.task_id, **call.args)

@@ -6,6 +6,8 @@ modules behind it are private.
 
 from typing import TYPE_CHECKING, Any
 
+# First: it readies freezegun, if installed, before any model is built or any clock frozen.
+import continuum._base.frozen_clocks  # noqa: F401
 from continuum._app.app import Continuum
 from continuum._define.callbacks import Callback
 from continuum._define.observers import MessageHandled, Observer

@@ -1,15 +1,17 @@
 """Callback links: a signed token that names one callback, and the URL a person opens.
 
-A link is ``{callback_url}/cb/{token}``. The token binds the task id, the callback's token and
-the callback's expiry (its timeout; none when it has no timeout) with an HMAC-SHA256 made with
-the app's first signing key; a token that any of the keys verifies is accepted, so keys rotate
-as continuation messages' do. It is never a bare id: a changed byte makes it refused before
-anything is read. The MAC covers a purpose prefix, so a continuation's signature is never a
-link's.
+A link is ``{callback_url}/cb/{token}``. The token binds the task id and the callback's token
+with an HMAC-SHA256 made with the app's first signing key; a token that any of the keys
+verifies is accepted, so keys rotate as continuation messages' do. It is never a bare id: a
+changed byte makes it refused before anything is read. The MAC covers a purpose prefix, so a
+continuation's signature is never a link's. A link holds nothing else, the time least of all:
+a callback's link is the same in every run of the turn that made it (``check_replay_safe``
+compares a submitter's ``url``), and the endpoint reads the callback's timeout from its record.
+Links made before carried an expiry (``"e"``), which still holds for them.
 
 Example:
     >>> links = CallbackLinks("https://example.test/", ("k1",))
-    >>> url = links.url("t-1", "a" * 32, None)
+    >>> url = links.url("t-1", "a" * 32)
     >>> url.startswith("https://example.test/cb/")
     True
     >>> claim = read_token(url.rpartition("/")[2], ("k1",))
@@ -56,8 +58,9 @@ class LinkClaim(NamedTuple):
 
     task_id: str
     token: str
-    #: epoch seconds after which the link is dead (None: the callback has no timeout).
-    expires_at: int | None
+    #: epoch seconds after which the link is dead (None: as its callback's record says; only
+    #: links made by earlier versions carry one).
+    expires_at: int | None = None
 
     @property
     def callback_id(self) -> str:
@@ -73,8 +76,8 @@ class CallbackLinks(NamedTuple):
     base_url: str
     keys: tuple[str, ...]
 
-    def url(self, task_id: str, token: str, expires_at: float | None) -> str:
-        """The link of callback ``task_id.token`` that dies at ``expires_at`` (epoch s).
+    def url(self, task_id: str, token: str) -> str:
+        """The link of callback ``task_id.token`` (it answers until the callback's timeout).
 
         Raises:
             ConfigurationError: there is no signing key (a link must be signed).
@@ -85,17 +88,16 @@ class CallbackLinks(NamedTuple):
                 hint="set CONTINUUM_SIGNING_KEY (or its SSM parameter or secret), or unset "
                 f"{CALLBACK_URL_ENV} to answer callbacks by id only",
             )
-        return (
-            self.base_url.rstrip("/")
-            + LINK_PATH
-            + make_token(self.keys[0], task_id, token, expires_at)
-        )
+        return self.base_url.rstrip("/") + LINK_PATH + make_token(self.keys[0], task_id, token)
 
 
-def make_token(key: str, task_id: str, token: str, expires_at: float | None) -> str:
-    """A link token for callback ``task_id.token``, signed with ``key``."""
-    expires = None if expires_at is None else math.ceil(expires_at)
-    payload = json.dumps({"t": task_id, "c": token, "e": expires}, separators=(",", ":"))
+def make_token(key: str, task_id: str, token: str, *, expires_at: float | None = None) -> str:
+    """A link token for callback ``task_id.token``, signed with ``key``; ``expires_at`` makes
+    one as earlier versions did, with its expiry inside."""
+    fields: dict[str, object] = {"t": task_id, "c": token}
+    if expires_at is not None:
+        fields["e"] = math.ceil(expires_at)
+    payload = json.dumps(fields, separators=(",", ":"))
     body = _b64(payload.encode())
     return f"{_VERSION}.{body}.{_b64(_mac(key, body))}"
 
@@ -119,7 +121,7 @@ def read_token(text: str, keys: tuple[str, ...]) -> LinkClaim:
     if not any(hmac.compare_digest(given, _mac(key, body)) for key in keys):
         raise BadLinkToken("no signing key verifies this link")
     fields = json.loads(_unb64(body))  # signed by us: well formed
-    return LinkClaim(task_id=fields["t"], token=fields["c"], expires_at=fields["e"])
+    return LinkClaim(task_id=fields["t"], token=fields["c"], expires_at=fields.get("e"))
 
 
 def _mac(key: str, body: str) -> bytes:

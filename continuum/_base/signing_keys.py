@@ -32,6 +32,8 @@ from continuum.errors import ConfigurationError
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
 
+#: The variable that holds the key(s) themselves.
+SIGNING_KEY_ENV = "CONTINUUM_SIGNING_KEY"
 #: The keys read, by (source, name, revision): once per process, so once per cold start.
 _cache: dict[tuple[str, str, str], tuple[str, ...]] = {}
 
@@ -72,8 +74,8 @@ def load_signing_keys(
             key. The message names it and the variable that named it.
     """
     environ = os.environ if environ is None else environ
-    if plain := environ.get("CONTINUUM_SIGNING_KEY", "").strip():
-        return split_keys(plain, source="CONTINUUM_SIGNING_KEY")
+    if plain := environ.get(SIGNING_KEY_ENV, "").strip():
+        return split_keys(plain, source=SIGNING_KEY_ENV)
     revision = environ.get("CONTINUUM_SIGNING_KEY_REVISION", "")
     if name := environ.get("CONTINUUM_SIGNING_KEY_PARAMETER", "").strip():
         key = ("parameter", name, revision)

@@ -5,10 +5,12 @@ schedule group.
 whose visibility timeout is six budgets and which redrives to a dead-letter queue after
 ``max_receive_count`` receives, as ``infra/template.yaml`` creates them. Other processes
 reach it with :meth:`DevStack.environment` (the ``export`` line ``continuum dev`` prints),
-which names the schedule group, its role and the queue's ARN too, so the workers' apps get
-EventBridge Scheduler on moto. moto stores schedules and never fires them: while the stack
-runs, a thread of it fires every due schedule (one-time or recurring) into the continuation
-queue, every ``FIRE_EVERY_S`` in real time (``ScheduleFirer``).
+which carries the stack's signing key (the user's ``CONTINUUM_SIGNING_KEY``, else one made for
+this stack: callback links must be signed, and the workers refuse a start signed with no key,
+or another) and names the schedule group, its role and the queue's ARN too, so the workers'
+apps get EventBridge Scheduler on moto. moto stores schedules and never fires them: while the
+stack runs, a thread of it fires every due schedule (one-time or recurring) into the
+continuation queue, every ``FIRE_EVERY_S`` in real time (``ScheduleFirer``).
 
 moto's conditional PutObject checks ``If-Match`` / ``If-None-Match`` and then writes, without
 a lock, so two threads of the server can both pass the check; S3 itself is atomic there. The
@@ -28,6 +30,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import secrets
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
@@ -38,6 +42,7 @@ from continuum._app.backend_config import (
     SCHEDULE_GROUP_ENV,
     SCHEDULER_ROLE_ENV,
 )
+from continuum._base.signing_keys import SIGNING_KEY_ENV, split_keys
 from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -59,6 +64,8 @@ DEAD_LETTER_VISIBILITY_S = 360
 SCHEDULE_GROUP = "continuum-dev"
 SCHEDULER_ROLE_ARN = "arn:aws:iam::123456789012:role/continuum-dev-scheduler"
 FIRE_EVERY_S = 1.0
+#: Random bytes of the signing key a stack makes for itself (256 bits, as HMAC-SHA256's).
+SIGNING_KEY_BYTES = 32
 #: Stand-in credentials: moto accepts any, and boto3 needs some.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
@@ -73,6 +80,8 @@ class DevStack:
         port: the port; 0 picks a free one.
         budget_s: the workers' budget: the continuation queue's visibility timeout is 6 x it.
         max_receive_count: receives before a continuation goes to the dead-letter queue.
+        signing_key: the key(s) its tasks are signed with, comma-separated (default: the
+            ``CONTINUUM_SIGNING_KEY`` of this process's environment, else a new random key).
     """
 
     def __init__(
@@ -82,8 +91,14 @@ class DevStack:
         port: int = DEV_PORT,
         budget_s: float = 900.0,
         max_receive_count: int = MAX_RECEIVE_COUNT,
+        signing_key: str | None = None,
     ) -> None:
         self.host, self.port = host, port
+        self.signing_key = (
+            signing_key
+            or os.environ.get(SIGNING_KEY_ENV, "").strip()
+            or secrets.token_urlsafe(SIGNING_KEY_BYTES)
+        )
         self.budget_s = budget_s
         self.max_receive_count = max_receive_count
         self.endpoint = ""
@@ -164,7 +179,6 @@ class DevStack:
     def task_client(self, prefix: str | None = None) -> Client:
         """A client on this stack, with its own boto3 clients: the dev server's pages read the
         records and send callbacks, signals and cancels with it."""
-        from continuum._base.signing_keys import load_signing_keys
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
         from continuum._record.continuation import Continuations
@@ -172,7 +186,7 @@ class DevStack:
         from continuum.backends.s3 import S3RecordStore
         from continuum.backends.sqs import SQSContinuationQueue
 
-        keys = load_signing_keys()
+        keys = split_keys(self.signing_key, source="the dev stack's signing key")
         queue = SQSContinuationQueue(self.client("sqs"), self.queue_url)
         return Client(
             Records(S3RecordStore(self.client("s3"), BUCKET), prefix=prefix or DEFAULT_PREFIX),
@@ -188,6 +202,7 @@ class DevStack:
             **CREDENTIALS,
             "CONTINUUM_BUCKET": BUCKET,
             "CONTINUUM_QUEUE_URL": self.queue_url,
+            SIGNING_KEY_ENV: self.signing_key,
             SCHEDULE_GROUP_ENV: SCHEDULE_GROUP,
             SCHEDULER_ROLE_ENV: SCHEDULER_ROLE_ARN,
             QUEUE_ARN_ENV: self.queue_arn,

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from continuum._base import clock as now
+from continuum._base.frozen_clocks import give_fake_dates_their_schemas
 from continuum.backends.queue import ContinuationQueue, QueueMessage
 from continuum.errors import ConfigurationError
 
@@ -90,32 +91,6 @@ class RealTime:
 
     def wait_until(self, due: float, *, poll_s: float) -> None:
         time.sleep(max(0.0, min(poll_s, due - time.time())))
-
-
-def give_fake_dates_their_schemas() -> None:
-    """Let pydantic build schemas for freezegun's ``FakeDatetime`` and ``FakeDate``: the ones of
-    the classes they stand for.
-
-    While the clock runs, ``datetime.datetime`` and ``datetime.date`` are freezegun's subclasses,
-    in every loaded module. A schema built then resolves a ``datetime`` annotation to the fake:
-    a model module imported on first use, a TypeAdapter made on first use (pydantic-ai builds
-    its journal codec's so, from modules imported long before). pydantic >= 2.14 matches types
-    by identity and refuses the fake; older ones matched it by reading ``datetime.datetime``
-    while it was patched. This gives every schema built inside the clock, in continuum's modules,
-    in the user's and in libraries', the real class's validation and serialization.
-    """
-    from freezegun.api import FakeDate, FakeDatetime
-    from pydantic_core import core_schema
-
-    def datetime_schema(cls: type, source: Any, handler: Any) -> core_schema.CoreSchema:
-        return core_schema.datetime_schema()
-
-    def date_schema(cls: type, source: Any, handler: Any) -> core_schema.CoreSchema:
-        return core_schema.date_schema()
-
-    # Each class its own: FakeDatetime subclasses FakeDate, and would inherit the date's.
-    FakeDatetime.__get_pydantic_core_schema__ = classmethod(datetime_schema)  # type: ignore[attr-defined]
-    FakeDate.__get_pydantic_core_schema__ = classmethod(date_schema)  # type: ignore[attr-defined]
 
 
 class VirtualTime:

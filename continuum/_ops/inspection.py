@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from continuum._ops.prices import dollars
+from continuum._ops.status import unstarted_hint
 from continuum._record.codec import parse_record, unpack_blob
 from continuum._record.history import InvocationRun, RunOutcome, Usage
 from continuum._record.model import (
@@ -89,6 +90,8 @@ class TaskView(BaseModel):
     result: Any = None
     error: ErrorInfo | None = None
     waiting_for: list[Waiter] = Field(default_factory=list)
+    #: why a task that has never run is not running, and what to do (``TaskStatus.hint``).
+    hint: str | None = None
     state: Any = None
     counters: Counters
     usage: Usage
@@ -121,6 +124,7 @@ def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERS
         result=record.result,
         error=record.error,
         waiting_for=waiting_for(record),
+        hint=unstarted_hint(record, records.inbox),
         state=record.state,
         counters=record.counters,
         usage=record.usage,

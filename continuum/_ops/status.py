@@ -10,11 +10,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from continuum._base.callback_links import CallbackLinks
+from continuum._base.clock import utcnow
 from continuum._fanout.child_tasks import batch_counts
 from continuum._record.inbox import Inbox
 from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
 from continuum._record.waiting_for import Waiter, WaitKind
 from continuum._worker.wake import waiting_for
+
+#: A start message no worker has taken after this long is worth a word in the status: a worker
+#: on the queue takes one within seconds (an SQS event source polls all the time).
+UNTAKEN_START_S = 60.0
 
 
 class ChildrenSummary(BaseModel):
@@ -47,6 +52,8 @@ class TaskStatus(BaseModel):
     result: Any = None
     error: ErrorInfo | None = None
     suspend_reason: str | None = None
+    #: why a task that has never run is not running, and what to do (None: nothing to say).
+    hint: str | None = None
     counters: Counters
     #: what the task waits for now, and every callback it created and has not taken an
     #: answer for (with the id to answer it by).
@@ -87,7 +94,33 @@ def task_status(
     status.parent = record.parent.task_id if record.parent else None
     if record.children:
         status.children = children_summary(record, inbox)
+    status.hint = unstarted_hint(record, inbox)
     return status
+
+
+def unstarted_hint(record: TaskRecord, inbox: Inbox) -> str | None:
+    """Why a pending task that no worker has run is not running, and how to mend it: a worker
+    refused its start message (it said why beside the record), or none has taken it for
+    ``UNTAKEN_START_S``. None for any other task, or a start too recent to judge."""
+    if record.status != Status.PENDING or record.counters.invocations:
+        return None
+    resume = f"continuum resume {record.task_id}"
+    refusal = inbox.start_refusal(record.task_id)
+    if refusal is not None:
+        return (
+            f"a worker refused its start message at {refusal.at:%Y-%m-%d %H:%M:%S}Z: "
+            f"{refusal.reason}. Give what starts tasks the worker's CONTINUUM_SIGNING_KEY "
+            f"(continuum dev's export line carries its key), then send the start again: {resume}"
+        )
+    waited_s = (utcnow() - record.created_at).total_seconds()
+    # A child task waits pending, with no message, until its batch has room: its parent starts it.
+    if waited_s < UNTAKEN_START_S or record.parent is not None:
+        return None
+    return (
+        f"no worker has taken its start message in {waited_s:.0f} s: check that a worker runs "
+        "on this queue (continuum dev, continuum worker, or the stack's function) and that its "
+        f"logs show no 'rejected a message' (a signing key that differs); then: {resume}"
+    )
 
 
 def _shown(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> WaitingFor:
@@ -95,8 +128,7 @@ def _shown(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> W
     token = (waiter.id or "").rpartition(".")[2]
     callback = record.callbacks.get(token) if waiter.kind == WaitKind.CALLBACK else None
     if callback is not None and links is not None and links.keys:
-        expires = callback.timeout_at.timestamp() if callback.timeout_at is not None else None
-        shown.url = links.url(record.task_id, token, expires)
+        shown.url = links.url(record.task_id, token)
     return shown
 
 

@@ -9,6 +9,8 @@ Instead each callback answer, heartbeat, signal and cancel request is its own ob
     inbox/signals/{name}/{id}.json      one object per signal (If-None-Match: an id is sent once)
     inbox/cancel.json                   the first cancel request (If-None-Match: the first wins),
                                         or the finish's close: a request after it is refused
+    inbox/refused.json                  why a worker refused the start message of a task that
+                                        is still pending (the latest; ``client.status`` says it)
 
 The worker lists the inbox (one LIST) when a wait needs it, when a wake arrives, and every
 ``inbox_poll_s`` while the task runs, so that a cancel request is seen. No wake-up is lost:
@@ -35,7 +37,7 @@ from continuum.backends.store import (
 )
 
 if TYPE_CHECKING:
-    from continuum._record.inbox_items import CallbackAnswer, CancelRequest
+    from continuum._record.inbox_items import CallbackAnswer, CancelRequest, StartRefusal
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -126,6 +128,12 @@ class Inbox:
     def signal(self, task_id: str, relative: str) -> Signal | None:
         return self._read(task_id, relative, Signal)
 
+    def start_refusal(self, task_id: str) -> StartRefusal | None:
+        """Why a worker refused the task's start message, if one did."""
+        from continuum._record.inbox_items import StartRefusal
+
+        return self._read(task_id, "refused.json", StartRefusal)
+
     def oldest_signal(
         self, task_id: str, name: str, listing: Listing, taken: set[str]
     ) -> tuple[str, Signal] | None:
@@ -186,6 +194,13 @@ class Inbox:
             return None
         request = self.cancel(task_id)
         return request if request is not None and not request.closed else None
+
+    def put_start_refusal(self, task_id: str, reason: str) -> None:
+        """Say why a worker refused the task's start message (the latest refusal stays)."""
+        from continuum._record.inbox_items import StartRefusal
+
+        body = StartRefusal(reason=reason, at=utcnow()).model_dump_json().encode()
+        put_with_retries(self.store, self.key(task_id, "refused.json"), body)
 
     def put_child_report(self, task_id: str, child_id: str, status: str, report: BaseModel) -> bool:
         """Write a child's report to its parent; False if it was written before."""

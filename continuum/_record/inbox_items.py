@@ -27,6 +27,14 @@ class CallbackAnswer(IgnoresUnknownFields):
     timed_out: bool = False
 
 
+class StartRefusal(IgnoresUnknownFields):
+    """Why a worker refused a pending task's start message (``refused.json``): the worker
+    writes it, as the record's status cannot say it without a write from outside the fence."""
+
+    reason: str
+    at: datetime
+
+
 class Heartbeat(IgnoresUnknownFields):
     at: datetime
 

@@ -175,8 +175,12 @@ class LinkEndpoint:
             raise _closed(answer)
         if record.status.finished:
             raise _Refused(HTTPStatus.GONE, "This request is closed.")
-        if claim.token not in record.callbacks:
+        callback = record.callbacks.get(claim.token)
+        if callback is None:
             raise _Refused(HTTPStatus.NOT_FOUND, "There is no such request.")
+        # The link holds no expiry: the timeout is the record's, as the task that waits sees it.
+        if callback.timeout_at is not None and now_s() >= callback.timeout_at.timestamp():
+            raise _Refused(HTTPStatus.GONE, "This request has expired.")
         return record
 
     def _post(self, claim: LinkClaim, content_type: str, body: bytes) -> LinkResponse:

@@ -240,7 +240,7 @@ class WaitCaller:
         links = self.state.links
         if links is None:
             return None
-        return links.url(self.task_id, callback.token, callback.expires_at)
+        return links.url(self.task_id, callback.token)
 
     def _callback_result(self, callback: Callback) -> Any:
         name = f"{callback.name}.result"

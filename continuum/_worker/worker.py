@@ -186,6 +186,8 @@ class Worker:
         except (BadMessageError, InvalidTaskIdError) as exc:
             # Retrying cannot fix a malformed message: acknowledge and say why.
             logger.error(f"rejected a message: {exc}", extra={"message_id": delivery.message_id})
+            if isinstance(exc, BadMessageError) and exc.task_id is not None:
+                self._note_refused_start(exc.task_id, exc)
             return Outcome.REJECTED
         self._local.task_id = message.task_id
         log_keys(
@@ -203,6 +205,19 @@ class Worker:
                 logger.info("the record moved under this wake; looking again")
         logger.info("another worker moved the record; stopping")
         return Outcome.FENCED
+
+    def _note_refused_start(self, task_id: str, exc: BadMessageError) -> None:
+        """Leave why beside the record of a task that never ran (a start signed with another
+        key, or not signed), so that its status says so; a running or finished task's record
+        and inbox are left alone, whoever sent the message."""
+        try:
+            record, _ = self.records.load(task_id)
+            if record.status == Status.PENDING and not record.counters.invocations:
+                self.records.inbox.put_start_refusal(task_id, str(exc.args[0]))
+        except RecordNotFoundError:
+            return  # no such task: nothing to note, and nothing is written for it
+        except Exception as error:  # a note for the operator: the message is refused anyway
+            logger.warning(f"could not note the refused start of task {task_id}: {error}")
 
     def _process(
         self, message: Continuation, delivery: Delivery, context: LambdaContext

@@ -217,8 +217,10 @@ class Stack:
         """A client for status, resume and the like: it needs no app, only the stack.
 
         The queue is reached only by what sends a continuation, so ``status`` works without
-        one. Signing keys come from the environment, as on the functions.
+        one. Signing keys, and the link endpoint that the status shows callbacks' links on,
+        come from the environment, as on the functions.
         """
+        from continuum._base.callback_links import environment_url
         from continuum._base.signing_keys import load_signing_keys
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
@@ -236,7 +238,7 @@ class Stack:
         return Client(
             Records(store, prefix=self.prefix or DEFAULT_PREFIX),
             Continuations(queue, keys=keys),
-            settings=Settings(signing_keys=keys),
+            settings=Settings(signing_keys=keys, callback_url=environment_url()),
         )
 
 

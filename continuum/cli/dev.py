@@ -1,7 +1,9 @@
 """continuum dev: the local twin of the deployed stack, with workers that reload on changes.
 
 It starts a moto server with the stack's bucket and queues (``continuum._local.dev_stack``), prints
-the ``export`` line that points ``continuum start / status / resume`` (and boto3) at it, and
+the ``export`` line that points ``continuum start / status / resume`` (and boto3) at it, with
+the stack's signing key and its callback links' URL (so that a start from another terminal is
+signed as the workers expect, and its status shows the links), and
 runs ``continuum worker`` on its queues as a child process: the emulated Lambda. When a Python
 file of the app changes, the worker is stopped as ECS would stop it (SIGTERM: running tasks
 suspend at their next step) and started again on the new code, which continues them. Ctrl-C
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from continuum._base.signing_keys import SIGNING_KEY_ENV
 from continuum.cli.common import (
     CliError,
     add_app_argument,
@@ -116,12 +119,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     ui_port, stack_port = dev_ports(args.port, args.stack_port, ui=not args.no_ui)
     roots = [] if args.no_reload else source_roots(target)
     with DevStack(port=stack_port, budget_s=args.budget) as stack, _pages(stack, ui_port) as pages:
-        exports = {**stack.environment(), "CONTINUUM_APP": target}
-        links = _links_environment(pages)
+        exports = {**stack.environment(), **_links_environment(pages), "CONTINUUM_APP": target}
         _banner(args, target, stack, exports, roots, pages)
-        worker = _WorkerProcess(
-            _worker_command(args, target, stack), {**os.environ, **exports, **links}
-        )
+        worker = _WorkerProcess(_worker_command(args, target, stack), {**os.environ, **exports})
         shutdown = Shutdown()
         with stop_on_signals(shutdown, grace_s=args.grace, again=lambda _s: worker.kill()):
             worker.start()
@@ -181,9 +181,9 @@ def _pages(stack: Any, port: int | None) -> Iterator[Any]:
 
 
 def _links_environment(pages: Any) -> dict[str, str]:
-    """What gives the workers' callbacks links to these pages: with the pages and a signing
-    key (a link must be signed); else nothing, and callbacks are answered by id."""
-    if pages is None or not pages.links.keys:
+    """What gives callbacks links to these pages (the stack signs them): with the pages; else
+    nothing, and callbacks are answered by id."""
+    if pages is None:
         return {}
     from continuum._base.callback_links import CALLBACK_URL_ENV
 
@@ -229,12 +229,10 @@ def _banner(
     ]
     if pages is not None:
         lines.append(f"  timeline: {pages.url}  (tasks and their timelines; callbacks, signals)")
-        if pages.links.keys:
-            lines.append(
-                f"  callback links: {pages.url}cb/...  (cb.url, for a person or a webhook)"
-            )
-        else:
-            lines.append("  callback links: off (they must be signed: set CONTINUUM_SIGNING_KEY)")
+        lines.append(f"  callback links: {pages.url}cb/...  (cb.url, for a person or a webhook)")
+    given = os.environ.get(SIGNING_KEY_ENV, "").strip()
+    whose = "yours" if given and given == stack.signing_key else "made for this session"
+    lines.append(f"  signing key: {whose}, in the export line (a start must be signed with it)")
     lines += [
         "Point the other commands at it, in another terminal:",
         f"  export {line}",

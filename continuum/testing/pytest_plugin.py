@@ -1,10 +1,10 @@
 """continuum's pytest plugin: fixtures for testing tasks.
 
 pytest loads it through the ``pytest11`` entry point of an installed continuum (``-p
-no:continuum`` turns it off). Loading it registers an ini option and a marker, and gives
-freezegun's fake dates pydantic schemas (when freezegun is installed), so that a test freezing
-time itself can still build a model with a datetime field; it changes nothing else, and each
-fixture does its work only for a test that asks for it.
+no:continuum`` turns it off). Loading it registers an ini option and a marker; it changes
+nothing else, and each fixture does its work only for a test that asks for it. (A test that
+freezes time itself needs nothing of it: ``import continuum`` readies freezegun's fake dates
+for pydantic, ``continuum._base.frozen_clocks``.)
 
 Fixtures:
 
@@ -45,24 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _schemas_for_fake_dates()
     config.addinivalue_line(
         "markers",
         f"{MARKER}(**options): TaskRunner options for the continuum_runner fixture "
         '(backend="moto", budget_s=2, ...)',
     )
-
-
-def _schemas_for_fake_dates() -> None:
-    """A model built under the user's own ``freezegun.freeze_time`` sees ``datetime`` as
-    freezegun's ``FakeDatetime``, which pydantic >= 2.14 refuses without a schema of its own."""
-    try:
-        import freezegun  # noqa: F401
-    except ImportError:  # without the local extra nothing can freeze time
-        return
-    from continuum._local.virtual_time import give_fake_dates_their_schemas
-
-    give_fake_dates_their_schemas()
 
 
 @pytest.fixture

@@ -236,10 +236,14 @@ def test_the_pytest_plugin_lets_a_users_own_freeze_time_build_models(tmp_path: P
     assert "2 passed" in succeeded(pytest_in_a_project(tmp_path))
 
 
-def test_without_the_pytest_plugin_freeze_time_breaks_a_models_datetime(tmp_path: Path) -> None:
-    # What the plugin prevents, on the pydantic that refuses freezegun's fake datetime.
-    if pydantic_before_2_14():
-        pytest.skip("pydantic before 2.14 accepts freezegun's FakeDatetime")
-    result = pytest_in_a_project(tmp_path, "-p", "no:continuum")
-    assert result.returncode == 1, result.stdout[-2000:]
-    assert "2 failed" in result.stdout, result.stdout[-2000:]
+@pytest.mark.xfail(
+    pydantic_before_2_14(),
+    strict=True,
+    reason="on the oldest pydantic the range allows (2.7), a state model built under the "
+    "user's freeze_time fails in a TaskRunner with or without the plugin: not yet fixed",
+)
+def test_without_the_pytest_plugin_a_users_own_freeze_time_builds_models_too(
+    tmp_path: Path,
+) -> None:
+    # import continuum readies freezegun, not the plugin (PYTEST_DISABLE_PLUGIN_AUTOLOAD, too).
+    assert "2 passed" in succeeded(pytest_in_a_project(tmp_path, "-p", "no:continuum"))

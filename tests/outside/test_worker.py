@@ -35,7 +35,12 @@ def stack():
             s3_client=stack.client("s3"),
             sqs_client=stack.client("sqs"),
         )
-        yield stack, env
+        kept = app.settings.signing_keys
+        app.update_settings(signing_keys=(stack.signing_key,))  # as the stack's workers verify
+        try:
+            yield stack, env
+        finally:
+            app.update_settings(signing_keys=kept)
 
 
 def start(ledger: Path, task_id: str, step_s: float = 0.2) -> str:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from continuum import ConfigurationError, Continuum, NonDeterminismError, Status, TaskContext
 from continuum.testing import Failure, ReplayDivergence, check_replay_safe
 from tests.tally import TOTAL_STEPS, build
-from tests.testing.apps import Empty, shop
+from tests.testing.apps import Empty, Order, shop
 
 
 class Draws(BaseModel):
@@ -261,3 +261,33 @@ def test_a_task_that_differs_without_any_suspension_is_told_apart():
         check_replay_safe(app, "tagged", {})
     assert not caught.value.suspended  # its only step was its last: nothing to suspend
     assert "run again from the same start, with no suspension, it returned '1-" in str(caught.value)
+
+
+def test_a_deterministic_task_with_approval_links_is_replay_safe():
+    # A run suspended before the callback is made makes it a virtual second later than the
+    # uninterrupted run: its link, which the submitter gets, must not differ for that.
+    app = Continuum(callback_url="https://links.example.test", signing_key="k")
+    links: list[str | None] = []
+
+    @app.step
+    def reserve(item: str) -> str:
+        return f"{item} #1"
+
+    @app.step
+    def ask_manager(callback_id: str, url: str | None = None) -> None:
+        links.append(url)
+
+    @app.task(state=Order)
+    def approve(ctx: TaskContext[Order]) -> str:
+        reservation = reserve(ctx.state.item)
+        again = reserve(ctx.state.item)
+        answer = ctx.wait_for_callback(ask_manager, name="manager", timeout=3600)
+        return f"shipped {reservation} {again}" if answer["approved"] else "declined"
+
+    report = check_replay_safe(
+        app, "approve", {"item": "kayak"}, callbacks={"manager": {"approved": True}}
+    )
+    assert report.result == "shipped kayak #1 kayak #1"
+    (link,) = links  # the submitter ran once: every run called it with the same link
+    assert link is not None
+    assert link.startswith("https://links.example.test/cb/")

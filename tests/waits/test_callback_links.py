@@ -10,7 +10,6 @@ takes the ``url``. The token's own tests have no task.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pytest
@@ -103,7 +102,7 @@ def test_with_an_endpoint_each_callback_has_its_link(make_runtime, flavour):
         claim = read_token(waiter.url.rpartition("/")[2], ("old", "new"))
         assert claim.callback_id == waiter.id
         assert waiter.deadline is not None
-        assert claim.expires_at == math.ceil(waiter.deadline.timestamp())
+        assert claim.expires_at is None  # the endpoint reads the timeout from the record
     assert waiting.task_id not in (first.url or "")  # never a bare id
     raw = app.records.store.get(app.records.record_key(waiting.task_id)).body.decode()
     assert "/cb/" not in raw  # derived, not stored
@@ -175,8 +174,16 @@ def test_a_bad_request_is_a_clear_error_naming_the_task(make_runtime):
 # -- the token --------------------------------------------------------------------------------
 
 
-def test_a_token_is_bound_to_its_callback_and_expiry():
-    token = make_token("k", "task-1", "a" * 32, 1000.2)
+def test_a_token_is_bound_to_its_callback_and_holds_no_time():
+    token = make_token("k", "task-1", "a" * 32)
+    claim = read_token(token, ("k",))
+    assert (claim.task_id, claim.token, claim.expires_at) == ("task-1", "a" * 32, None)
+    assert not claim.expired(10**12)
+    assert make_token("k", "task-1", "a" * 32) == token  # the same link whenever it is made
+
+
+def test_a_link_an_earlier_version_made_with_its_expiry_still_expires():
+    token = make_token("k", "task-1", "a" * 32, expires_at=1000.2)
     claim = read_token(token, ("k",))
     assert (claim.task_id, claim.token, claim.expires_at) == ("task-1", "a" * 32, 1001)
     assert claim.expired(1001)
@@ -186,20 +193,20 @@ def test_a_token_is_bound_to_its_callback_and_expiry():
 @pytest.mark.parametrize("keys", [("other",), ()])
 def test_a_token_no_key_verifies_is_refused(keys):
     with pytest.raises(BadLinkToken):
-        read_token(make_token("k", "task-1", "a" * 32, None), keys)
+        read_token(make_token("k", "task-1", "a" * 32), keys)
 
 
 def test_rotation_the_first_key_signs_and_any_verifies():
     links = CallbackLinks(BASE, ("new", "old"))
-    token = links.url("t", "b" * 32, None).rpartition("/")[2]
+    token = links.url("t", "b" * 32).rpartition("/")[2]
     assert read_token(token, ("new",)).task_id == "t"
     with pytest.raises(BadLinkToken):
         read_token(token, ("old",))
-    assert read_token(make_token("old", "t", "b" * 32, None), ("new", "old")).task_id == "t"
+    assert read_token(make_token("old", "t", "b" * 32), ("new", "old")).task_id == "t"
 
 
 def test_every_changed_character_of_a_token_is_refused():
-    token = make_token("k", "task-1", "c" * 32, 5000)
+    token = make_token("k", "task-1", "c" * 32, expires_at=5000)
     for i, char in enumerate(token):
         for other in {"A", "b", "0", "-", ".", "é"} - {char}:
             tampered = token[:i] + other + token[i + 1 :]
@@ -212,5 +219,5 @@ def test_every_changed_character_of_a_token_is_refused():
 
 def test_a_link_needs_a_signing_key():
     with pytest.raises(ConfigurationError, match="need a signing key"):
-        CallbackLinks(BASE, ()).url("t", "d" * 32, None)
+        CallbackLinks(BASE, ()).url("t", "d" * 32)
     assert issubclass(ConfigurationError, ContinuumError)
