@@ -8,7 +8,8 @@ states each capability's promise for every shape:
 - ``fanout``: three ``fetch`` steps side by side (``asyncio.gather`` in an async task,
   ``ctx.map`` in a sync one), then a sleep;
 - ``child``: a child task ``helper`` (``ctx.invoke``) that runs a step ``assist`` and sleeps;
-- ``callback``: a callback with an approval link, whose submitter ``send_link`` mails the link;
+- ``callback``: a callback with an approval link, which the step ``send_link`` mails (in an
+  async task, as ``wait_for_callback_async``'s submitter);
 - ``agent``: a pydantic-ai agent (a scripted FunctionModel) that looks an order up and asks
   for the approval of a refund.
 
@@ -32,7 +33,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from continuum import Continuum, Status, TaskContext
+from continuum import Continuum, TaskContext
 from continuum.integrations.pydantic_ai import ContinuumDurability
 from continuum.testing import ReadyAnswer, TaskHandle
 from tests.flavours import FLAVOURS
@@ -276,7 +277,6 @@ def _callback(combo: Combo, pause_s: float) -> Middle:
     probe = combo.probe
     combo.result, combo.steps = "approved: fine", ["send_link"]
     combo.callbacks = {"approval": {"approved": True, "comment": "fine"}}
-    options: dict[str, Any] = {"name": "approval", "timeout": timedelta(days=3)}
 
     def send_link(callback_id: str, url: str | None) -> None:
         probe.live("send_link")
@@ -286,16 +286,22 @@ def _callback(combo: Combo, pause_s: float) -> Middle:
         return f"{'approved' if answer['approved'] else 'denied'}: {answer['comment']}"
 
     if combo.flavour == "sync":
+        mail = combo.app.step(name="send_link")(lambda url: send_link("", url))
 
         def middle(ctx: TaskContext[Job], x: int) -> str:
-            request = {"expense": f"${x}"}
-            return verdict(ctx.wait_for_callback(send_link, request=request, **options))
+            # As docs/approval-links.md writes it: the link sent by a step of the task's own.
+            cb = ctx.create_callback("approval", timeout=timedelta(days=3), request=f"${x}")
+            mail(cb.url)
+            return verdict(cb.result())
 
         return middle
 
     async def middle_async(ctx: TaskContext[Job], x: int) -> str:
-        request = {"expense": f"${x}"}
-        return verdict(await ctx.wait_for_callback_async(send_link, request=request, **options))
+        return verdict(
+            await ctx.wait_for_callback_async(
+                send_link, name="approval", timeout=timedelta(days=3), request=f"${x}"
+            )
+        )
 
     return middle_async
 
@@ -355,4 +361,3 @@ _MIDDLES: dict[str, Callable[[Combo, float], Middle]] = {
     "callback": _callback,
     "agent": _agent,
 }
-
