@@ -94,10 +94,6 @@ class Combo:
     #: the links the callback shape's submitter handed out.
     outbox: list[str] = field(default_factory=list)
 
-    @property
-    def waits_for_an_answer(self) -> bool:
-        return self.shape in ("callback", "agent")
-
     def answer(self, task: TaskHandle) -> TaskHandle:
         """Answer what the task waits for, as a person would, until it ends."""
         for _ in range(4):
