@@ -3,7 +3,7 @@ a person's answer and is forked while it waits, both answered from their links."
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -30,3 +30,16 @@ def test_scheduled_run_waiting_for_an_answer_forked_while_it_waits(combo: Combo,
     # The fork ran on from the wait: what the run did before it is not done again.
     before_the_wait = BEFORE_THE_WAIT[combo.shape]
     assert [combo.probe.ran.count(step) for step in before_the_wait] == [1] * len(before_the_wait)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("shape", ["plain"])
+def test_schedule_on_a_clock_started_at_a_given_time_fires_once_per_time(
+    combo: Combo, backend: str
+):
+    combo.app.schedule("daily", "job", every=timedelta(days=1), input=INPUT)
+    start = datetime(2027, 1, 15, 9, 0, tzinfo=UTC)
+    with TaskRunner(combo.app, backend=backend, start_at=start, timeout_s=10) as runner:
+        runner.advance(timedelta(days=1, minutes=2))  # created at 9:00: fires then and a day on
+        runs = sorted(run.task_id for run in runner.client.tasks(task_name="job"))
+    assert runs == ["daily-20270115T090000Z", "daily-20270116T090000Z"]
