@@ -74,12 +74,33 @@ oldest: $(OLDEST_VENV)/.installed $(OLDEST_AI_VENV)/.installed
 	$(OLDEST_AI_VENV)/bin/pytest -n $(WORKERS) --dist loadgroup -p no:cacheprovider \
 		$(OLDEST_AI_SUITES)
 
+# The other Pythons Lambda runs: the template deploys python3.12, and 3.13 is Lambda's newest
+# (the tests' venv is 3.11, the oldest requires-python allows). Each has a venv at the newest
+# versions, as a fresh install gets, where the key suites run, less those marked slow.
+PYTHONS ?= 3.12 3.13
+PYTHONS_SUITES := $(OLDEST_SUITES) tests/asyncio_tasks tests/integrations tests/combinations
+# The interpreter of version $(1): pyenv's newest of that minor when pyenv holds one (its
+# shims answer only for the versions it is told to use), else python$(1) from the PATH.
+python_of = $(or $(lastword $(sort $(wildcard $(shell pyenv root 2>/dev/null)/versions/$(1).*/bin/python$(1)))),python$(1))
+$(shell find .venv-py3.*/.installed -mmin +1440 -delete 2>/dev/null)
+.venv-py%/.installed: pyproject.toml
+	test -x $(@D)/bin/python || $(call python_of,$*) -m venv $(@D)
+	$(@D)/bin/python -m pip --disable-pip-version-check -q install --upgrade \
+		--upgrade-strategy eager -e '.[local,pydantic-ai,otel,test]'
+	touch $@
+
+.PHONY: pythons
+## pythons: the key suites on Python 3.12 and 3.13, at the newest versions (part of make test)
+pythons: $(foreach v,$(PYTHONS),.venv-py$(v)/.installed)
+	$(foreach v,$(PYTHONS),.venv-py$(v)/bin/python --version && .venv-py$(v)/bin/pytest \
+		-n $(WORKERS) --dist loadgroup -p no:cacheprovider -m 'not slow' $(PYTHONS_SUITES) &&) true
+
 ## demo: run the sample research agent locally on moto, with a 2.5 s invocation budget
 demo: $(STAMP_RUN)
 	$(BIN)/continuum run samples.research_agent:research --input '{"topic": "tides"}' --budget 2.5
 
-## test: lint, type-check, build the docs, the whole suite on the newest versions, key suites on the oldest (CI)
-test: lint typecheck docs pytest pytest-slow oldest
+## test: lint, type-check, build the docs, the whole suite on the newest versions, key suites on the oldest and on Python 3.12 and 3.13 (CI)
+test: lint typecheck docs pytest pytest-slow oldest pythons
 
 ## docs: build the docs site into site/, strictly (a warning fails), with no network
 docs: $(STAMP_DEV)
