@@ -6,7 +6,8 @@ A request (``ctx.create_callback(..., request=...)``) is JSON. One of this shape
 - ``title``: the page's heading (one line: "Refund order 1042");
 - ``summary``: a paragraph under it, what the person decides;
 - ``fields``: named values, shown as a list of labels and values (values may be lists or
-  objects, shown nested);
+  objects, shown nested): an object (the record keeps JSON objects with sorted keys, so its
+  labels show sorted) or a list of ``[label, value]`` pairs, shown in their order;
 - ``asked_by``: who asks, beside the task's name and id;
 - ``timezone``: an IANA zone ("Europe/Paris") the deadline is shown in, beside UTC.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import html
 from base64 import b64encode
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -110,7 +112,10 @@ def _due(deadline: datetime | None, now: datetime, timezone: Any) -> str:
     shown = _when(deadline.astimezone(UTC))
     zone = _zone(timezone)
     if zone is not None:
-        shown = f"{_when(deadline.astimezone(zone))} ({shown})"
+        local = deadline.astimezone(zone)
+        if local.date() == deadline.astimezone(UTC).date():
+            shown = f"{deadline.astimezone(UTC):%H:%M} UTC"
+        shown = f"{_when(local)} ({shown})"
     stamp = deadline.astimezone(UTC).isoformat()
     return (
         f'<p class="due">Answer by <time datetime="{_text(stamp)}">{_text(shown)}</time>, '
@@ -149,7 +154,9 @@ def _shaped(request: dict[str, Any]) -> str:
     fields = request.get("fields")
     parts = [] if summary in (None, "") else [f"<p>{_value(summary)}</p>"]
     if isinstance(fields, dict) and fields:
-        parts.append(_definitions(fields))
+        parts.append(_definitions(fields.items()))
+    elif isinstance(fields, list) and fields and all(_is_pair(f) for f in fields):
+        parts.append(_definitions(fields))  # [label, value] pairs keep their order
     elif fields not in (None, "", [], {}):
         parts.append(f"<p>{_value(fields)}</p>")
     return "".join(parts)
@@ -160,14 +167,18 @@ def _plain(request: Any) -> str:
         return ""
     if isinstance(request, dict):
         shown = {k: v for k, v in request.items() if k not in MACHINE_KEYS}
-        return _definitions(shown) if shown else ""
+        return _definitions(shown.items()) if shown else ""
     if isinstance(request, list):
         return _value(request)
     return f"<p>{_value(request)}</p>"
 
 
-def _definitions(values: dict[str, Any]) -> str:
-    rows = "".join(f"<dt>{_text(key)}</dt><dd>{_value(v)}</dd>" for key, v in values.items())
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+
+
+def _definitions(pairs: Iterable[Any]) -> str:
+    rows = "".join(f"<dt>{_text(key)}</dt><dd>{_value(v)}</dd>" for key, v in pairs)
     return f"<dl>{rows}</dl>"
 
 
@@ -177,7 +188,7 @@ def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict):
-        return _definitions(value)
+        return _definitions(value.items())
     if isinstance(value, list):
         return "<ul>" + "".join(f"<li>{_value(item)}</li>" for item in value) + "</ul>"
     return _text(value)

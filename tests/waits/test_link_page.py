@@ -70,6 +70,11 @@ def test_a_shaped_request_shows_title_summary_fields_who_asks_and_until_when(mak
     assert "{" not in body.split("</style>")[1]  # no JSON anywhere
 
 
+def test_fields_given_as_label_value_pairs_keep_their_order(make_runtime):
+    body = page_of(make_runtime, {"title": "Refund", "fields": [["Zeta", 1], ["Alpha", XSS]]})
+    assert "<dt>Zeta</dt><dd>1</dd><dt>Alpha</dt><dd>&lt;img" in body
+
+
 def test_the_deadline_shows_in_the_time_zone_the_request_names(make_runtime):
     body = page_of(make_runtime, {**SHAPED, "timezone": "Europe/Paris"})
     assert "CET" in body or "CEST" in body
