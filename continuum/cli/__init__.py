@@ -23,12 +23,33 @@ import signal
 import sys
 from types import ModuleType
 
-from continuum.cli import common, dev, project, run, schedule_commands, steer, tasks, waits, worker
+from continuum.cli import (
+    common,
+    dev,
+    project,
+    run,
+    schedule_commands,
+    steer,
+    tasks,
+    ui,
+    waits,
+    worker,
+)
 from continuum.cli.common import CliError, Parser, explain
 from continuum.errors import ContinuumError
 
 #: The command groups, in the order the help lists them: the registration point.
-GROUPS: tuple[ModuleType, ...] = (project, run, dev, tasks, waits, steer, schedule_commands, worker)
+GROUPS: tuple[ModuleType, ...] = (
+    project,
+    run,
+    dev,
+    tasks,
+    waits,
+    steer,
+    ui,
+    schedule_commands,
+    worker,
+)
 
 __all__ = ["GROUPS", "build_parser", "common", "main"]
 

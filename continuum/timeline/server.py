@@ -1,13 +1,14 @@
 """The dev server's pages: the task list, each task's timeline, and its buttons.
 
 ``continuum dev`` serves them on 127.0.0.1 (the standard library's ``http.server``, in a
-thread):
+thread), and ``continuum ui`` serves them against a deployed stack:
 
 - ``GET /``: the tasks, newest first (``client.tasks()``), and what the waiting ones wait for;
 - ``GET /tasks/ID``: the task's timeline (the page ``continuum inspect --html`` writes), with
   forms that complete a callback, send a signal and cancel the task;
 - ``POST /tasks/ID/callback`` (``callback_id``, ``result``: JSON), ``POST /tasks/ID/signal``
-  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``);
+  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``), ``POST
+  /tasks/ID/retry`` (a failed task);
 - ``GET`` and ``POST /cb/TOKEN``: callback links, as the stack's link function answers them
   (``continuum._ops.links``); their token is the link's own, not this server's.
 
@@ -49,6 +50,7 @@ DONE = {
     "callback": "Callback completed: the task wakes and takes the result.",
     "signal": "Signal sent: the task takes it at its next wait for that name.",
     "cancel": "Cancel requested: the task stops at its next step, wait or turn.",
+    "retry": "Retry started: the failed turn runs again from its last checkpoint.",
 }
 
 
@@ -76,8 +78,11 @@ class TimelineServer:
         port: int = 0,
         versions: int = DEFAULT_VERSIONS,
         links: LinkEndpoint | None = None,
+        name: str = "continuum dev",
     ) -> None:
         self.client, self.versions, self.links = client, versions, links
+        #: The command serving the pages, as their titles and logs say.
+        self.name = name
         self.host, self.port = host, port
         #: Sent back by every form of this server's pages, and by nothing else.
         self.token = secrets.token_urlsafe(24)
@@ -99,7 +104,7 @@ class TimelineServer:
         except OSError as exc:
             raise ConfigurationError(
                 f"the timeline pages cannot listen on {self.host}:{self.port}: {exc.strerror}",
-                hint="another continuum dev may be there; pass another --port (0: a free one)",
+                hint=f"another {self.name} may be there; pass another --port (0: a free one)",
             ) from None
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -167,6 +172,8 @@ class TimelineServer:
         elif action == "signal":
             payload = _json(form.get("payload", ""), "payload")
             self.client.signal(task_id, form.get("name", "").strip(), payload)
+        elif action == "retry":
+            self.client.retry(task_id)
         else:
             self.client.cancel(task_id, form.get("reason", "").strip() or None)
 
@@ -177,7 +184,7 @@ class TimelineServer:
             for t in tasks
             if t.status == Status.WAITING
         }
-        return Reply(HTTPStatus.OK, task_list_page(tasks, waits, title="continuum dev: tasks"))
+        return Reply(HTTPStatus.OK, task_list_page(tasks, waits, title=f"{self.name}: tasks"))
 
     def _task(
         self, task_id: str, notice: Notice | None, status: HTTPStatus = HTTPStatus.OK
@@ -285,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def log_error(self, format: str, *args: Any) -> None:
-        print("continuum dev: timeline: " + format % args, flush=True)
+        print(f"{self.server_pages.name}: timeline: " + format % args, flush=True)
 
 
 def _task_path(path: str) -> str | None:
@@ -309,9 +316,11 @@ def _json(text: str, what: str) -> Any:
 
 
 def _why(action: str, exc: Exception) -> str:
-    verb = {"callback": "complete the callback", "signal": "send the signal"}.get(
-        action, "cancel the task"
-    )
+    verb = {
+        "callback": "complete the callback",
+        "signal": "send the signal",
+        "retry": "retry the task",
+    }.get(action, "cancel the task")
     return f"Could not {verb}: {exc}"
 
 
