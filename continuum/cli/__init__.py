@@ -60,7 +60,7 @@ def build_parser() -> Parser:
         prog="continuum",
         description="Long-running tasks on AWS Lambda: start a project (init), run it "
         "locally (run, dev), operate its tasks (start, status, resume, signal, cancel, "
-        "callback), see and steer them (list, inspect, cost, retry, fork), keep its recurring "
+        "callback), see and steer them (list, inspect, cost, retry, fork, ui), keep its recurring "
         "schedules (schedules), or run its worker outside Lambda (worker).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
