@@ -5,8 +5,9 @@ forms that complete a callback, send a signal, cancel a task and retry a failed 
 127.0.0.1, reading the stack's bucket with the operator's own AWS credentials. Every action
 is a client call (``continuum._ops``), as the CLI's: an answer, a signal or a cancel request
 is written to the task's inbox, never to its record. The pages are
-``continuum.timeline.server``'s, with its guards: every POST carries the server's token, and a
-request with another ``Host`` or ``Origin`` is refused.
+``continuum.timeline.server``'s, private: every read as well as every POST needs the token
+made at start (the URL it prints carries it once; the browser then holds it in a cookie), and
+a request with another ``Host`` or ``Origin`` is refused.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
     client = stack.client()
     # A missing bucket or credentials fail here, in one line, not on the first page.
     stack.boto_client("s3").head_bucket(Bucket=stack.need_bucket())
-    with TimelineServer(client, port=port or 0, name="continuum ui") as pages:
+    with TimelineServer(client, port=port or 0, name="continuum ui", private=True) as pages:
         print(
-            f"continuum ui: the tasks of s3://{stack.need_bucket()} at {pages.url}\n"
+            f"continuum ui: the tasks of s3://{stack.need_bucket()} at {pages.open_url}\n"
             "  (tasks, their timelines and children; answer callbacks, signal, cancel, retry)\n"
             "Ctrl-C stops it.",
             flush=True,

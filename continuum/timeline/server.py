@@ -15,7 +15,10 @@ thread), and ``continuum ui`` serves them against a deployed stack:
 A page of another site could make the browser post to localhost (a cross-site request), so
 every POST must carry this server's token, which only its own pages hold (a page of another
 origin cannot read them), and a request whose ``Host`` is not this server's (DNS rebinding)
-or whose ``Origin`` is another site is refused before anything else. A POST that succeeds
+or whose ``Origin`` is another site is refused before anything else. Private pages
+(``continuum ui``'s, which show a deployed stack's tasks) also refuse every read without the
+token: the URL the command prints carries it once, and the server trades it for an
+``HttpOnly`` cookie that every later GET must carry. A POST that succeeds
 redirects to the task's page; bad input (not JSON, an unknown callback, a finished task)
 shows that page again with the error, and changes nothing.
 """
@@ -29,9 +32,10 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from continuum._ops.client import Client
 from continuum._ops.inspection import DEFAULT_VERSIONS, inspect_task
@@ -68,6 +72,8 @@ class TimelineServer:
         client: reads the records and sends what the forms send.
         versions: earlier record versions each task page reads.
         links: answers callback links on ``/cb/`` (None: not served).
+        private: every read needs the token too (a cookie that ``open_url`` sets), not only
+            every form; callback links keep their own token.
     """
 
     def __init__(
@@ -79,11 +85,12 @@ class TimelineServer:
         versions: int = DEFAULT_VERSIONS,
         links: LinkEndpoint | None = None,
         name: str = "continuum dev",
+        private: bool = False,
     ) -> None:
         self.client, self.versions, self.links = client, versions, links
         #: The command serving the pages, as their titles and logs say.
         self.name = name
-        self.host, self.port = host, port
+        self.host, self.port, self.private = host, port, private
         #: Sent back by every form of this server's pages, and by nothing else.
         self.token = secrets.token_urlsafe(24)
         self._server: ThreadingHTTPServer | None = None
@@ -92,6 +99,18 @@ class TimelineServer:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/"
+
+    @property
+    def open_url(self) -> str:
+        """The URL to open first: private pages' carries the token, which they trade for a
+        cookie."""
+        return f"{self.url}?token={self.token}" if self.private else self.url
+
+    @property
+    def cookie(self) -> str:
+        """The cookie that holds the token: one per port, since 127.0.0.1's ports share
+        cookies."""
+        return f"continuum_token_{self.port}"
 
     def __enter__(self) -> TimelineServer:
         pages = self
@@ -140,7 +159,7 @@ class TimelineServer:
         task_id = _task_path(task_id) or ""
         if action not in DONE or not task_id:
             return _message(HTTPStatus.NOT_FOUND, f"nothing to post to at {path}")
-        if not hmac.compare_digest(form.get("token", "").encode(), self.token.encode()):
+        if not self._holds_token(form.get("token", "")):
             return _message(
                 HTTPStatus.FORBIDDEN,
                 "this form does not carry this dev server's token (it restarted, or the "
@@ -198,6 +217,41 @@ class TimelineServer:
 
     # -- what every request must be --------------------------------------------------------------
 
+    def admission(self, path: str, query: dict[str, list[str]], headers: Any) -> Reply | None:
+        """For private pages, before a GET is read: the redirect that trades the URL's token
+        for the cookie, or the refusal of a read without them; None when it may be read."""
+        if not self.private:
+            return None
+        if "token" in query:
+            if not self._holds_token(query["token"][-1]):
+                return self._locked()
+            # Only this server's own pages, never a path such as //elsewhere (an open redirect).
+            task_id = _task_path(path)
+            where = f"/tasks/{quote(task_id, safe='')}" if task_id else "/"
+            rest = urlencode([(k, v) for k, vs in query.items() if k != "token" for v in vs])
+            cookie = f"{self.cookie}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+            location = where + (f"?{rest}" if rest else "")
+            return Reply(HTTPStatus.SEE_OTHER, headers={"Location": location, "Set-Cookie": cookie})
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(headers.get("Cookie", ""))
+        except CookieError:
+            return self._locked()
+        held = jar.get(self.cookie)
+        if held is None or not self._holds_token(held.value):
+            return self._locked()
+        return None
+
+    def _holds_token(self, sent: str) -> bool:
+        return hmac.compare_digest(sent.encode(), self.token.encode())
+
+    def _locked(self) -> Reply:
+        return _message(
+            HTTPStatus.FORBIDDEN,
+            f"these pages need the token {self.name} printed when it started: open the URL it "
+            f"printed ({self.url}?token=…) in this browser",
+        )
+
     def refusal(self, method: str, headers: Any) -> Reply | None:
         """Why a request is refused before it is read, or None."""
         hosts = {f"{self.host}:{self.port}", f"localhost:{self.port}"}
@@ -222,7 +276,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply is None and url.path.startswith(LINK_PATH):
             reply = self._safely(lambda: self.server_pages.link("GET", url.path, "", b""))
         elif reply is None:
-            reply = self._safely(lambda: self.server_pages.get(url.path, parse_qs(url.query)))
+            query = parse_qs(url.query)
+            reply = self.server_pages.admission(url.path, query, self.headers)
+            reply = reply or self._safely(lambda: self.server_pages.get(url.path, query))
         self._send(reply)
 
     def do_POST(self) -> None:

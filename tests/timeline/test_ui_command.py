@@ -2,7 +2,8 @@
 for AWS, the command runs in its own process with the stack's environment, and its pages are
 used in headless Chromium: the task list, a task's page, a callback answered, a failed task
 retried. Its guards hold: a POST without the server's token, another Host, another Origin
-are refused (403) and change nothing."""
+are refused (403) and change nothing; a read without the token the command printed (its
+cookie) is refused (403) and shows no task."""
 
 from __future__ import annotations
 
@@ -81,8 +82,9 @@ def run_worker_until(done: Callable[[], bool], env: dict[str, str], sqs: Any) ->
 
 
 @contextlib.contextmanager
-def continuum_ui(env: dict[str, str]) -> Iterator[str]:
-    """``continuum ui --port 0`` in its own process; the URL it prints."""
+def continuum_ui(env: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """``continuum ui --port 0`` in its own process; its pages' root, and the URL it prints
+    (the root with the token once)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "continuum.cli", "ui", "--port", "0"],
         cwd=ROOT,
@@ -94,9 +96,9 @@ def continuum_ui(env: dict[str, str]) -> Iterator[str]:
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+/", first)
+        found = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=[\w-]+", first)
         assert found, first + (process.stderr.read() if process.poll() is not None else "")
-        yield found.group(0)
+        yield found.group(1), found.group(0)
     finally:
         process.terminate()
         process.wait(10)
@@ -105,14 +107,27 @@ def continuum_ui(env: dict[str, str]) -> Iterator[str]:
                 pipe.close()
 
 
-def status_of(url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None) -> int:
+def answer_to(
+    url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, str, Any]:
+    """The status, body and headers of a request, without following a redirect."""
     request = urllib.request.Request(url, data=data, headers=headers or {})
+    opener = urllib.request.build_opener(NoRedirects)
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return int(answer.status)
+        with opener.open(request, timeout=10) as answer:
+            return int(answer.status), answer.read().decode(), answer.headers
     except urllib.error.HTTPError as refused:
-        refused.close()
-        return int(refused.code)
+        with refused:
+            return int(refused.code), refused.read().decode(), refused.headers
+
+
+def status_of(url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None) -> int:
+    return answer_to(url, data=data, headers=headers)[0]
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *_: Any) -> None:
+        return None
 
 
 def form(**fields: str) -> bytes:
@@ -146,9 +161,9 @@ def test_continuum_ui_serves_a_stacks_tasks_with_their_actions_and_guards(
 
         run_worker_until(waiting_and_failed, env, sqs)
         [child] = [t.task_id for t in client.tasks(task_name="needs_approval")]
-        with continuum_ui(env) as url:
+        with continuum_ui(env) as (url, printed):
             browser.open("about:blank")  # what the page before left reloading stops
-            browser.open(url)
+            browser.open(printed)
             listed = browser.evaluate("document.body.innerText")
             assert {parent, child, failing} <= set(listed.split())
             assert "continuum ui" in browser.evaluate("document.title")
@@ -188,3 +203,40 @@ def test_continuum_ui_serves_a_stacks_tasks_with_their_actions_and_guards(
         run_worker_until(finished, env, sqs)
         assert client.status(parent).result == {"approved": True}
     assert browser.violations() == []
+
+
+def test_continuum_ui_shows_tasks_only_to_whom_opened_the_url_it_printed(browser: Browser):
+    with stack() as (env, _):
+        task = app.client().start("review", {}, task_id="secret-task-1")
+        with continuum_ui(env) as (url, printed):
+            for page in (url, f"{url}tasks/{task}", f"{url}tasks/{task}?done=cancel"):
+                status, body, _ = answer_to(page)
+                assert status == 403, page
+                assert task not in body
+                assert "open the URL it printed" in body
+            status, body, _ = answer_to(f"{url}tasks/{task}?token=wrong")
+            assert status == 403
+            assert task not in body
+            port = url.rstrip("/").rpartition(":")[2]
+            forged = {"Cookie": f"continuum_token_{port}=wrong"}
+            assert status_of(url, headers=forged) == 403
+
+            status, _, headers = answer_to(printed)
+            assert (status, headers["Location"]) == (303, "/")  # the same page, without the token
+            token = printed.partition("?token=")[2]
+            cookie = f"continuum_token_{port}={token}; HttpOnly; SameSite=Strict; Path=/"
+            assert headers["Set-Cookie"] == cookie
+            deep = answer_to(f"{url}tasks/{task}?done=retry&token={token}")[2]
+            assert deep["Location"] == f"/tasks/{task}?done=retry"
+            elsewhere = answer_to(f"{url}/evil.example/?token={token}")[2]
+            assert elsewhere["Location"] == "/"  # its own pages only: no open redirect
+
+            browser.open("about:blank")
+            browser.open(printed)
+            assert browser.evaluate("location.href") == url  # the token left the address bar
+            assert task in browser.evaluate("document.body.innerText").split()
+            assert browser.evaluate("document.cookie") == ""  # HttpOnly: no script reads it
+            browser.open(f"{url}tasks/{task}")  # later pages need only the cookie
+            assert browser.evaluate("location.pathname") == f"/tasks/{task}"
+            assert task in browser.evaluate("document.title")
+            browser.open("about:blank")
