@@ -5,7 +5,8 @@ imports no more than a worker does. One module serves the Lambda function URL
 (``handlers/callback_link.py``) and ``continuum dev`` (the same routes, on its pages' port).
 A link is ``{callback_url}/cb/{token}`` (``continuum._base.callback_links``):
 
-- ``GET``: a page with the callback's request and Approve / Deny buttons with a comment. It
+- ``GET``: a page that says who asks (the task), what (the callback's request, as
+  ``link_page`` renders it), until when, with Approve / Reject buttons and a comment. It
   reads and never writes, however often it is fetched (mail and chat scanners fetch links);
 - ``POST`` of the page's form answers ``{"approved": true|false, "comment": "..."}``; a POST
   of JSON answers with its body (a webhook); the task is then woken as
@@ -14,15 +15,12 @@ A link is ``{callback_url}/cb/{token}`` (``continuum._base.callback_links``):
 Answers: 200 taken; 403 a token no signing key verifies (nothing is read); 404 a callback the
 task does not have; 409 answered before (the task keeps the first: the inbox's conditional
 write); 410 past its timeout, or its task finished; 413, 415, 422 bad input. The page shows
-nothing of the task but the request.
+of the task its name and id, and of the callback its request and deadline.
 """
 
 from __future__ import annotations
 
-import hashlib
-import html
 import json
-from base64 import b64encode
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Protocol
@@ -31,29 +29,22 @@ from urllib.parse import parse_qs
 from pydantic import TypeAdapter, ValidationError
 
 from continuum._base.callback_links import LINK_PATH, BadLinkToken, LinkClaim, read_token
-from continuum._base.clock import now_s
+from continuum._base.clock import now_s, utcnow
 from continuum._record.continuation import Continuations
 from continuum._record.inbox import MAX_INBOX_MESSAGE_CHARS, MAX_INBOX_VALUE_BYTES
 from continuum._record.inbox_items import CallbackAnswer
 from continuum._record.model import TaskRecord
 from continuum._record.persistence import Records
 from continuum._waits.answers import Mail
+from continuum._waits.link_page import STYLE_HASH, callback_page, message_page
 from continuum.errors import CallbackError, ContinuumError, RecordNotFoundError
 
 #: The largest POST body read (a JSON answer, or the form).
 MAX_BODY_BYTES = MAX_INBOX_VALUE_BYTES
 _ANY: TypeAdapter[Any] = TypeAdapter(Any)
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;"
-    "color:#222}pre{background:#f4f4f4;padding:1rem;overflow:auto;white-space:pre-wrap}"
-    "textarea{width:100%;box-sizing:border-box}button{font-size:1rem;margin:.5rem .5rem 0 0;"
-    "padding:.4rem 1.2rem}.approve{background:#1a7f37;color:#fff}"
-    ".deny{background:#cf222e;color:#fff}"
-)
-_STYLE_HASH = b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
 #: The page loads nothing, runs no script, and posts only to itself.
 CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; form-action 'self'; "
+    f"default-src 'none'; style-src 'sha256-{STYLE_HASH}'; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
 )
 SECURITY_HEADERS = {
@@ -141,12 +132,12 @@ class LinkEndpoint:
             if method == "POST":
                 return self._post(claim, content_type, body)
             record = self._open(claim)
-            return LinkResponse(HTTPStatus.OK, _page(record.callbacks[claim.token].request))
+            return LinkResponse(HTTPStatus.OK, _page(record, claim.token))
         except _Refused as refused:
             if wants_json:
                 text = json.dumps({"error": refused.message})
                 return LinkResponse(refused.status, text, "application/json")
-            return LinkResponse(refused.status, _message_page(refused.message))
+            return LinkResponse(refused.status, message_page(refused.message))
 
     # -- the steps of a request ------------------------------------------------------------------
 
@@ -217,7 +208,7 @@ class LinkEndpoint:
         if kind == "application/json":
             return LinkResponse(HTTPStatus.OK, '{"ok": true}', "application/json")
         said = "approved" if value["approved"] else "denied"
-        return LinkResponse(HTTPStatus.OK, _message_page(f"Thank you: you {said} this request."))
+        return LinkResponse(HTTPStatus.OK, message_page(f"Thank you: you {said} this request."))
 
 
 def _closed(answer: CallbackAnswer) -> _Refused:
@@ -244,38 +235,15 @@ def _decision(body: bytes, request: Any) -> dict[str, Any]:
     return {**base, **said} if isinstance(base, dict) else said
 
 
-def _shown(request: Any) -> str:
-    if isinstance(request, dict):  # the shape and ready answers are for machines
-        request = {k: v for k, v in request.items() if k not in ("expects", "answers")}
-    if isinstance(request, str):
-        return request
-    return json.dumps(request, indent=2, ensure_ascii=False)
-
-
-def _document(body: str) -> str:
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>A request for you</title><style>{_STYLE}</style></head><body>{body}</body></html>"
+def _page(record: TaskRecord, token: str) -> str:
+    callback = record.callbacks[token]
+    return callback_page(
+        callback.request,
+        task_name=record.task_name,
+        task_id=record.task_id,
+        deadline=callback.deadline(),
+        now=utcnow(),
     )
-
-
-def _page(request: Any) -> str:
-    shown = "" if request is None else f"<pre>{html.escape(_shown(request))}</pre>"
-    return _document(
-        "<h1>A request for you</h1>"
-        f"{shown}"
-        '<form method="post">'
-        '<label for="comment">Comment (optional)</label>'
-        '<textarea id="comment" name="comment" rows="3" maxlength="2000"></textarea>'
-        '<button class="approve" name="decision" value="approve">Approve</button>'
-        '<button class="deny" name="decision" value="deny">Deny</button>'
-        "</form>"
-    )
-
-
-def _message_page(text: str) -> str:
-    return _document(f"<p>{html.escape(text)}</p>")
 
 
 def function_url_response(response: LinkResponse, *, head: bool = False) -> dict[str, Any]:

@@ -23,12 +23,33 @@ import signal
 import sys
 from types import ModuleType
 
-from continuum.cli import common, dev, project, run, schedule_commands, steer, tasks, waits, worker
+from continuum.cli import (
+    common,
+    dev,
+    project,
+    run,
+    schedule_commands,
+    steer,
+    tasks,
+    ui,
+    waits,
+    worker,
+)
 from continuum.cli.common import CliError, Parser, explain
 from continuum.errors import ContinuumError
 
 #: The command groups, in the order the help lists them: the registration point.
-GROUPS: tuple[ModuleType, ...] = (project, run, dev, tasks, waits, steer, schedule_commands, worker)
+GROUPS: tuple[ModuleType, ...] = (
+    project,
+    run,
+    dev,
+    tasks,
+    waits,
+    steer,
+    ui,
+    schedule_commands,
+    worker,
+)
 
 __all__ = ["GROUPS", "build_parser", "common", "main"]
 
@@ -39,7 +60,7 @@ def build_parser() -> Parser:
         prog="continuum",
         description="Long-running tasks on AWS Lambda: start a project (init), run it "
         "locally (run, dev), operate its tasks (start, status, resume, signal, cancel, "
-        "callback), see and steer them (list, inspect, cost, retry, fork), keep its recurring "
+        "callback), see and steer them (list, inspect, cost, retry, fork, ui), keep its recurring "
         "schedules (schedules), or run its worker outside Lambda (worker).",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

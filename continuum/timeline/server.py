@@ -1,20 +1,24 @@
 """The dev server's pages: the task list, each task's timeline, and its buttons.
 
 ``continuum dev`` serves them on 127.0.0.1 (the standard library's ``http.server``, in a
-thread):
+thread), and ``continuum ui`` serves them against a deployed stack:
 
 - ``GET /``: the tasks, newest first (``client.tasks()``), and what the waiting ones wait for;
 - ``GET /tasks/ID``: the task's timeline (the page ``continuum inspect --html`` writes), with
   forms that complete a callback, send a signal and cancel the task;
 - ``POST /tasks/ID/callback`` (``callback_id``, ``result``: JSON), ``POST /tasks/ID/signal``
-  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``);
+  (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``), ``POST
+  /tasks/ID/retry`` (a failed task);
 - ``GET`` and ``POST /cb/TOKEN``: callback links, as the stack's link function answers them
   (``continuum._ops.links``); their token is the link's own, not this server's.
 
 A page of another site could make the browser post to localhost (a cross-site request), so
 every POST must carry this server's token, which only its own pages hold (a page of another
 origin cannot read them), and a request whose ``Host`` is not this server's (DNS rebinding)
-or whose ``Origin`` is another site is refused before anything else. A POST that succeeds
+or whose ``Origin`` is another site is refused before anything else. Private pages
+(``continuum ui``'s, which show a deployed stack's tasks) also refuse every read without the
+token: the URL the command prints carries it once, and the server trades it for an
+``HttpOnly`` cookie that every later GET must carry. A POST that succeeds
 redirects to the task's page; bad input (not JSON, an unknown callback, a finished task)
 shows that page again with the error, and changes nothing.
 """
@@ -28,9 +32,10 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from continuum._ops.client import Client
 from continuum._ops.inspection import DEFAULT_VERSIONS, inspect_task
@@ -49,6 +54,7 @@ DONE = {
     "callback": "Callback completed: the task wakes and takes the result.",
     "signal": "Signal sent: the task takes it at its next wait for that name.",
     "cancel": "Cancel requested: the task stops at its next step, wait or turn.",
+    "retry": "Retry started: the failed turn runs again from its last checkpoint.",
 }
 
 
@@ -66,6 +72,8 @@ class TimelineServer:
         client: reads the records and sends what the forms send.
         versions: earlier record versions each task page reads.
         links: answers callback links on ``/cb/`` (None: not served).
+        private: every read needs the token too (a cookie that ``open_url`` sets), not only
+            every form; callback links keep their own token.
     """
 
     def __init__(
@@ -76,9 +84,13 @@ class TimelineServer:
         port: int = 0,
         versions: int = DEFAULT_VERSIONS,
         links: LinkEndpoint | None = None,
+        name: str = "continuum dev",
+        private: bool = False,
     ) -> None:
         self.client, self.versions, self.links = client, versions, links
-        self.host, self.port = host, port
+        #: The command serving the pages, as their titles and logs say.
+        self.name = name
+        self.host, self.port, self.private = host, port, private
         #: Sent back by every form of this server's pages, and by nothing else.
         self.token = secrets.token_urlsafe(24)
         self._server: ThreadingHTTPServer | None = None
@@ -87,6 +99,18 @@ class TimelineServer:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/"
+
+    @property
+    def open_url(self) -> str:
+        """The URL to open first: private pages' carries the token, which they trade for a
+        cookie."""
+        return f"{self.url}?token={self.token}" if self.private else self.url
+
+    @property
+    def cookie(self) -> str:
+        """The cookie that holds the token: one per port, since 127.0.0.1's ports share
+        cookies."""
+        return f"continuum_token_{self.port}"
 
     def __enter__(self) -> TimelineServer:
         pages = self
@@ -99,7 +123,7 @@ class TimelineServer:
         except OSError as exc:
             raise ConfigurationError(
                 f"the timeline pages cannot listen on {self.host}:{self.port}: {exc.strerror}",
-                hint="another continuum dev may be there; pass another --port (0: a free one)",
+                hint=f"another {self.name} may be there; pass another --port (0: a free one)",
             ) from None
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -135,7 +159,7 @@ class TimelineServer:
         task_id = _task_path(task_id) or ""
         if action not in DONE or not task_id:
             return _message(HTTPStatus.NOT_FOUND, f"nothing to post to at {path}")
-        if not hmac.compare_digest(form.get("token", "").encode(), self.token.encode()):
+        if not self._holds_token(form.get("token", "")):
             return _message(
                 HTTPStatus.FORBIDDEN,
                 "this form does not carry this dev server's token (it restarted, or the "
@@ -167,6 +191,8 @@ class TimelineServer:
         elif action == "signal":
             payload = _json(form.get("payload", ""), "payload")
             self.client.signal(task_id, form.get("name", "").strip(), payload)
+        elif action == "retry":
+            self.client.retry(task_id)
         else:
             self.client.cancel(task_id, form.get("reason", "").strip() or None)
 
@@ -177,7 +203,7 @@ class TimelineServer:
             for t in tasks
             if t.status == Status.WAITING
         }
-        return Reply(HTTPStatus.OK, task_list_page(tasks, waits, title="continuum dev: tasks"))
+        return Reply(HTTPStatus.OK, task_list_page(tasks, waits, title=f"{self.name}: tasks"))
 
     def _task(
         self, task_id: str, notice: Notice | None, status: HTTPStatus = HTTPStatus.OK
@@ -190,6 +216,41 @@ class TimelineServer:
         return Reply(status, timeline_page(view, served=served, notice=notice))
 
     # -- what every request must be --------------------------------------------------------------
+
+    def admission(self, path: str, query: dict[str, list[str]], headers: Any) -> Reply | None:
+        """For private pages, before a GET is read: the redirect that trades the URL's token
+        for the cookie, or the refusal of a read without them; None when it may be read."""
+        if not self.private:
+            return None
+        if "token" in query:
+            if not self._holds_token(query["token"][-1]):
+                return self._locked()
+            # Only this server's own pages, never a path such as //elsewhere (an open redirect).
+            task_id = _task_path(path)
+            where = f"/tasks/{quote(task_id, safe='')}" if task_id else "/"
+            rest = urlencode([(k, v) for k, vs in query.items() if k != "token" for v in vs])
+            cookie = f"{self.cookie}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+            location = where + (f"?{rest}" if rest else "")
+            return Reply(HTTPStatus.SEE_OTHER, headers={"Location": location, "Set-Cookie": cookie})
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(headers.get("Cookie", ""))
+        except CookieError:
+            return self._locked()
+        held = jar.get(self.cookie)
+        if held is None or not self._holds_token(held.value):
+            return self._locked()
+        return None
+
+    def _holds_token(self, sent: str) -> bool:
+        return hmac.compare_digest(sent.encode(), self.token.encode())
+
+    def _locked(self) -> Reply:
+        return _message(
+            HTTPStatus.FORBIDDEN,
+            f"these pages need the token {self.name} printed when it started: open the URL it "
+            f"printed ({self.url}?token=…) in this browser",
+        )
 
     def refusal(self, method: str, headers: Any) -> Reply | None:
         """Why a request is refused before it is read, or None."""
@@ -215,7 +276,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply is None and url.path.startswith(LINK_PATH):
             reply = self._safely(lambda: self.server_pages.link("GET", url.path, "", b""))
         elif reply is None:
-            reply = self._safely(lambda: self.server_pages.get(url.path, parse_qs(url.query)))
+            query = parse_qs(url.query)
+            reply = self.server_pages.admission(url.path, query, self.headers)
+            reply = reply or self._safely(lambda: self.server_pages.get(url.path, query))
         self._send(reply)
 
     def do_POST(self) -> None:
@@ -285,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def log_error(self, format: str, *args: Any) -> None:
-        print("continuum dev: timeline: " + format % args, flush=True)
+        print(f"{self.server_pages.name}: timeline: " + format % args, flush=True)
 
 
 def _task_path(path: str) -> str | None:
@@ -309,9 +372,11 @@ def _json(text: str, what: str) -> Any:
 
 
 def _why(action: str, exc: Exception) -> str:
-    verb = {"callback": "complete the callback", "signal": "send the signal"}.get(
-        action, "cancel the task"
-    )
+    verb = {
+        "callback": "complete the callback",
+        "signal": "send the signal",
+        "retry": "retry the task",
+    }.get(action, "cancel the task")
     return f"Could not {verb}: {exc}"
 
 

@@ -188,6 +188,11 @@ function answerForms(w) {
 }
 
 function actionsBox() {
+  if (DATA.server && T.task.status === "failed") {
+    // Retry re-opens the failed turn from its last checkpoint (continuum retry TASK_ID).
+    return el("section", { id: "actions", class: "box" },
+      el("h2", {}, "Steer"), form("retry", "Retry task", [], "retry-task"));
+  }
   if (!DATA.server || ["succeeded", "failed", "cancelled"].includes(T.task.status)) return null;
   const signal = T.task.waiting_for.find((w) => w.kind === "signal");
   return el("section", { id: "actions", class: "box" },

@@ -50,6 +50,8 @@ NOT_RUN_BLOCKS = {
     "revisions",
     "continuum schedules sync": "needs a stack's schedule group (EventBridge Scheduler); "
     "tests/schedules/test_cli.py runs every schedules command as shown, on moto",
+    "continuum ui": "serves until Ctrl-C; tests/timeline/test_ui_command.py runs it against a "
+    "stack on a moto server and uses its pages in Chromium",
     "make bench": "minutes long, as make chaos above; benchmarks.versus checks out old revisions",
 }
 #: A command of a block run here that cannot run here itself, and why.

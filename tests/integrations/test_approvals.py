@@ -352,8 +352,12 @@ def test_an_approval_request_carries_its_link_and_a_person_answers_there(
         path = request.url.removeprefix("https://links.example.test")
         page = endpoint.handle("GET", path, "", b"")
         assert page.status == 200
-        assert "issue_refund" in page.body
-        assert "expects" not in page.body  # the shape and ready answers are for machines
+        assert "<h1>Issue refund</h1>" in page.body  # the tool, as a person reads it
+        assert "<dt>Order id</dt><dd>A1</dd>" in page.body
+        assert "<dt>Cents</dt><dd>1250</dd>" in page.body
+        assert refund.task_id in page.body
+        for machine in ("expects", "sha256:", request.digest, "tool_call_id", "{"):
+            assert machine not in page.body.split("</style>")[1], machine
         comment = "no receipt, no refund" if decision == "deny" else "ok"
         body = urlencode({"decision": decision, "comment": comment}).encode()
         answered = endpoint.handle("POST", path, "application/x-www-form-urlencoded", body)

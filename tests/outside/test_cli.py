@@ -56,7 +56,7 @@ def commands() -> dict[str, object]:
 def test_every_command_has_help_without_markup():
     assert set(commands()) == {
         "init", "run", "dev", "start", "status", "resume", "signal", "cancel", "callback",
-        "list", "inspect", "cost", "retry", "fork", "worker", "schedules",
+        "list", "inspect", "cost", "retry", "fork", "ui", "worker", "schedules",
     }  # fmt: skip
     for name, parser in commands().items():
         text = parser.format_help()

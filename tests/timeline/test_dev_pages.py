@@ -198,6 +198,17 @@ def test_cancel_from_the_page_cancels_the_task_with_the_reason(served):
     assert "changed my mind" in page
 
 
+def test_retry_of_a_task_that_did_not_fail_is_a_clear_error_and_changes_nothing(served):
+    before = served.lived.runtime.app.client().status("tally-1")
+    url = f"{served.server.url}tasks/tally-1/retry"
+    status, body, _ = post(url, {"token": served.server.token})
+    assert status == 400
+    assert "Could not retry the task" in body
+    assert "Traceback" not in body
+    assert post(url, {"token": "wrong"})[0] == 403
+    assert served.lived.runtime.app.client().status("tally-1") == before
+
+
 def test_a_finished_task_page_has_no_buttons(served, browser):
     browser.open(f"{served.server.url}tasks/tally-1")
     assert browser.evaluate("document.querySelectorAll('form').length") == 0

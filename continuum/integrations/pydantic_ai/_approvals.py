@@ -4,8 +4,9 @@ pydantic-ai defers a call to a tool registered with ``requires_approval=True`` (
 raises ``ApprovalRequired``) and asks the run's capabilities to decide it
 (``handle_deferred_tool_calls``). Inside a task, ContinuumDurability decides it this way:
 
-1. For each pending call, a callback ``approve.<tool>`` is created with its request (the tool,
-   its arguments, the digest, the two ready answers ``approve`` and ``deny``, and the shape an
+1. For each pending call, a callback ``approve.<tool>`` is created with its request (a title,
+   a summary and the arguments as fields for the link's page; the tool, its arguments, the
+   digest, the two ready answers ``approve`` and ``deny``, and the shape an
    answer must have), so ``continuum status``, ``inspect`` and the dev UI show what it asks,
    and ``client.complete_callback`` refuses an answer of another shape, or with another digest,
    before it is written. A step hands an :class:`ApprovalRequest` to ``notify``; it stays in
@@ -126,12 +127,18 @@ def callback_request(
     *,
     refused: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """What an approval callback asks, as its request: the call, the ready answers, and the
-    shape an answer must have (``continuum._base.json_shapes``), so a client refuses any other;
-    and why the answers to this call's earlier requests were refused, if any were."""
+    """What an approval callback asks, as its request: the call as a person reads it (the
+    link page's ``title``, ``summary`` and ``fields``), and for machines the call itself, the
+    ready answers and the shape an answer must have (``continuum._base.json_shapes``), so a
+    client refuses any other; and why the answers to this call's earlier requests were
+    refused, if any were."""
     digest = approval_digest(tool_name, args, callback_id)
     optional_text = {"type": ["string", "null"]}
     return {
+        "title": humanised(tool_name),
+        "summary": f"The agent asks to run {tool_name} with these arguments. Approve to let "
+        "it run once; reject to tell the agent no (it reads your comment).",
+        "fields": {humanised(name): value for name, value in args.items()},
         "tool": tool_name,
         "args": args,
         "tool_call_id": tool_call_id,
@@ -168,6 +175,13 @@ def callback_request(
             ]
         },
     }
+
+
+def humanised(name: str) -> str:
+    """A tool's or an argument's name as a label: ``issue_refund`` -> ``Issue refund``."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    text = " ".join(words.split())
+    return text[:1].upper() + text[1:].lower() if text else name
 
 
 def print_request(request: ApprovalRequest) -> None:
