@@ -1,7 +1,8 @@
 """The ground every layer stands on: the wall clock continuum reads (``clock``), the keys that
 sign continuation messages (``signing_keys``), calls side by side on threads that carry the
 caller's context (``threads``), values as JSON (``json_values``) and the shape a callback's
-request says a valid answer has (``json_shapes``).
+request says a valid answer has (``json_shapes``) and a failure's traceback as a record keeps
+it (``tracebacks``).
 
 May import: errors.
 """

@@ -226,6 +226,8 @@ def _head_lines(view: TaskView) -> list[str]:
         lines.append(
             f"  error {view.error.type}{where} in turn {view.error.turn}: {view.error.message}"
         )
+        if view.error.traceback:
+            lines.extend(f"    {line}" for line in view.error.traceback.splitlines())
     for waiter in view.waiting_for:
         until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
         ident = f" (id {waiter.id})" if waiter.id else ""
