@@ -21,6 +21,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from continuum.cli.common import (
+    JSON_SOURCES,
     CliError,
     Stack,
     add_stack_options,
@@ -65,7 +66,7 @@ def register(commands: Any) -> None:
         "names it. Ctrl-C prints the task id and exits 130.",
     )
     run.add_argument("target", metavar="MODULE:TASK", help="the task, e.g. tides:word_count")
-    run.add_argument("--input", default="{}", help="the task's input state, as JSON")
+    run.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
     budget_option(
         run, default=None, help="seconds per invocation in this process (default: "
         f"{DEFAULT_RUN_BUDGET_S:g}; on a server, its workers' budget applies)",
