@@ -68,6 +68,8 @@ class RunSummary:
     sqs_calls: int
     scheduler_calls: int
     aws_calls: dict[str, int] = field(default_factory=dict)
+    #: where the task's code raised, when it failed so.
+    traceback: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
@@ -148,6 +150,7 @@ def summary_of(
         sqs_calls=counter.total("sqs"),
         scheduler_calls=counter.total("scheduler"),
         aws_calls=dict(sorted(counter.calls.items())),
+        traceback=record.error.traceback if record.error else None,
     )
 
 

@@ -155,7 +155,7 @@ def _run_here(
         summary = runtime.summary(
             record, overruns=printer.overruns, seconds=time.monotonic() - started
         )
-    print_result(summary.status, summary.task_id, summary.result, summary.error)
+    print_result(summary.status, summary.task_id, summary.result, summary.error, summary.traceback)
     show_summary(summary, json_line=args.json)
     return 0 if summary.status == "succeeded" else 1
 
@@ -236,7 +236,8 @@ def _follow(
         )
         return 130
     error = status.error.message if status.error else None
-    print_result(status.status.value, task_id, status.result, error)
+    where = status.error.traceback if status.error else None
+    print_result(status.status.value, task_id, status.result, error, where)
     if args.json:
         print(followed_json(task_id, status, error, time.monotonic() - started), flush=True)
     return 0 if status.status == Status.SUCCEEDED else 1

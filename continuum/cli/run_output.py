@@ -98,11 +98,15 @@ def status_words(status: str, suspend_reason: str | None) -> str:
     return f"{status}: {suspend_reason}" if status in ("suspended", "waiting") else status
 
 
-def print_result(status: str, task_id: str, result: Any, error: str | None) -> None:
-    """How the task ended: its status, then its result or error."""
+def print_result(
+    status: str, task_id: str, result: Any, error: str | None, traceback: str | None = None
+) -> None:
+    """How the task ended: its status, then its result, or its error and where it raised."""
     print(f"\n{status} task {task_id}")
     if result is not None:
         print(result if isinstance(result, str) else json.dumps(result))
     if error:
         print(f"error: {error}")
+    if traceback:
+        print(traceback)
     sys.stdout.flush()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.outside.failing_app import app
-from tests.outside.processes import Command, cli, dev_stack, wait_until
+from tests.outside.processes import Command, base_env, cli, dev_stack, wait_until
 
 APP = "tests.outside.failing_app:app"
 
@@ -58,3 +58,10 @@ def test_a_record_written_before_tracebacks_were_kept_still_loads():
 
     old = ErrorInfo.model_validate({"type": "StepError", "message": "step raised X: y"})
     assert old.traceback is None
+
+
+def test_continuum_run_of_a_task_that_failed_prints_where_it_raised():
+    done = cli("run", "tests.outside.failing_app:titles", env=base_env())
+    assert done.returncode == 1, done.stderr
+    assert "error: step raised ValueError: no title on page 3" in done.stdout
+    assert 'raise ValueError(f"no title on page {page}")' in done.stdout
