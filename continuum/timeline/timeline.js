@@ -137,7 +137,7 @@ function errorBox() {
   return el("section", { id: "error", class: "box box-error" },
     el("h2", {}, `Failed: ${e.type}`, " ", el("small", {}, where.filter(Boolean).join(" "))),
     el("p", { class: "message" }, e.message),
-    e.traceback && el("details", { class: "traceback" }, el("summary", {}, "Traceback"),
+    e.traceback && el("details", { class: "traceback" }, el("summary", {}, "Where it raised"),
       el("pre", { class: "json" }, e.traceback)));
 }
 

@@ -18,8 +18,8 @@ def test_a_task_declared_without_a_state_says_it_needs_one_and_how():
     app = Continuum()
     with pytest.raises(ConfigurationError) as bare:
 
-        @app.task  # type: ignore[arg-type]
-        def research(ctx: TaskContext) -> str:  # type: ignore[type-arg]
+        @app.task
+        def research(ctx: TaskContext) -> str:
             return "done"
 
     assert "task 'research' has no state model" in str(bare.value)
@@ -27,7 +27,7 @@ def test_a_task_declared_without_a_state_says_it_needs_one_and_how():
     with pytest.raises(ConfigurationError, match="task 'summary' has no state model"):
 
         @app.task()
-        def summary(ctx: TaskContext) -> str:  # type: ignore[type-arg]
+        def summary(ctx: TaskContext) -> str:
             return "done"
 
 
@@ -37,7 +37,7 @@ def test_a_task_whose_state_is_not_a_pydantic_model_is_refused_where_it_is_decla
     with pytest.raises(ConfigurationError) as refused:
 
         @app.task(state=state, name="research")
-        def research(ctx: TaskContext) -> str:  # type: ignore[type-arg]
+        def research(ctx: TaskContext) -> str:
             return "done"
 
     assert f"task 'research' has state={state!r}, which is not a pydantic model class" in str(
