@@ -24,6 +24,7 @@ BENCHMARKS = (
     "aws_calls_per_continuation",
     "local_e2e",
     "cold_import",
+    "cli_start",
     "checkpoint",
     "wait_cost",
     "wake_latency",

@@ -1,25 +1,15 @@
 """continuum: long-running tasks on AWS Lambda that suspend before the deadline and continue.
 
 Everything public is imported from here (and test helpers from ``continuum.testing``); the
-modules behind it are private.
+modules behind it are private. Only the errors load with the package: the rest loads on first
+use, so that a command that needs a few names (``continuum status``) does not pay for all.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 # First: it readies freezegun, if installed, before any model is built or any clock frozen.
 import continuum._base.frozen_clocks  # noqa: F401
-from continuum._app.app import Continuum
-from continuum._define.callbacks import Callback
-from continuum._define.observers import MessageHandled, Observer
-from continuum._define.settings import Settings
-from continuum._define.steps import Step, StepOptions
-from continuum._record.model import Status, TaskRecord
-from continuum._record.waiting_for import Signal, Waiter, WaitKind
-from continuum._turn.context import TaskContext, current_context
-from continuum._turn.tasks import Task
-from continuum._worker.sqs_batch import LambdaContext
-from continuum.backends.queue import ContinuationQueue
-from continuum.backends.store import RecordStore
 from continuum.errors import (
     BadMessageError,
     BatchError,
@@ -122,6 +112,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from continuum._app.app import Continuum
+    from continuum._define.callbacks import Callback
     from continuum._define.completion import BatchResult, Completion, Item
     from continuum._define.events import (
         ContextEnded,
@@ -136,50 +128,76 @@ if TYPE_CHECKING:
         WaitEnded,
         WaitStarted,
     )
+    from continuum._define.observers import MessageHandled, Observer
+    from continuum._define.settings import Settings
+    from continuum._define.steps import Step, StepOptions
     from continuum._ops.client import Client
     from continuum._ops.schedule_sync import sync_schedules
     from continuum._ops.status import TaskStatus
+    from continuum._record.model import Status, TaskRecord
+    from continuum._record.waiting_for import Signal, Waiter, WaitKind
+    from continuum._turn.context import TaskContext, current_context
+    from continuum._turn.tasks import Task
+    from continuum._worker.sqs_batch import LambdaContext
+    from continuum.backends.queue import ContinuationQueue
+    from continuum.backends.store import RecordStore
 
 
-#: The observer events a worker builds only when an observer wants them (``_define.events``).
-_EVENTS = frozenset(
-    {
-        "ContextEnded",
-        "ContextStarted",
-        "CrashedInvocation",
-        "InvocationEnded",
-        "InvocationStarted",
-        "StepEnded",
-        "StepStarted",
-        "TaskFinished",
-        "TaskParked",
-        "WaitEnded",
-        "WaitStarted",
-    }
-)
+#: Where each public name that loads on first use lives.
+_HOMES = {
+    "Continuum": "continuum._app.app",
+    "Callback": "continuum._define.callbacks",
+    "BatchResult": "continuum._define.completion",
+    "Completion": "continuum._define.completion",
+    "Item": "continuum._define.completion",
+    **dict.fromkeys(
+        (
+            "ContextEnded",
+            "ContextStarted",
+            "CrashedInvocation",
+            "InvocationEnded",
+            "InvocationStarted",
+            "StepEnded",
+            "StepStarted",
+            "TaskFinished",
+            "TaskParked",
+            "WaitEnded",
+            "WaitStarted",
+        ),
+        "continuum._define.events",
+    ),
+    "MessageHandled": "continuum._define.observers",
+    "Observer": "continuum._define.observers",
+    "Settings": "continuum._define.settings",
+    "Step": "continuum._define.steps",
+    "StepOptions": "continuum._define.steps",
+    "Client": "continuum._ops.client",
+    "sync_schedules": "continuum._ops.schedule_sync",
+    "TaskStatus": "continuum._ops.status",
+    "Status": "continuum._record.model",
+    "TaskRecord": "continuum._record.model",
+    "Signal": "continuum._record.waiting_for",
+    "Waiter": "continuum._record.waiting_for",
+    "WaitKind": "continuum._record.waiting_for",
+    "TaskContext": "continuum._turn.context",
+    "current_context": "continuum._turn.context",
+    "Task": "continuum._turn.tasks",
+    "LambdaContext": "continuum._worker.sqs_batch",
+    "ContinuationQueue": "continuum.backends.queue",
+    "RecordStore": "continuum.backends.store",
+}
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, thread safely (an import holds its module's lock until it is
-    # done): a worker handling messages needs none of them.
-    if name == "TaskStatus":
-        from continuum._ops.status import TaskStatus
+    # done), and kept in the package's namespace so that the next use is a plain lookup.
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'continuum' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
 
-        return TaskStatus
-    if name == "Client":
-        from continuum._ops.client import Client
 
-        return Client
-    if name == "sync_schedules":
-        from continuum._ops.schedule_sync import sync_schedules
-
-        return sync_schedules
-    if name in ("BatchResult", "Completion", "Item"):
-        from continuum._define import completion
-
-        return getattr(completion, name)
-    if name in _EVENTS:
-        from continuum._define import events
-
-        return getattr(events, name)
-    raise AttributeError(f"module 'continuum' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -129,10 +129,19 @@ class StepError(ContinuumError):
 
     Attributes:
         error_type: the class name of the exception the step raised.
+        step_traceback: where the step raised (its last frames), when it was kept.
     """
 
-    def __init__(self, message: str, *, error_type: str, **facts: object) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str,
+        step_traceback: str | None = None,
+        **facts: object,
+    ) -> None:
         self.error_type = error_type
+        self.step_traceback = step_traceback
         super().__init__(message, **facts)  # type: ignore[arg-type]
 
 

@@ -202,6 +202,7 @@ def test_every_benchmark_runs_quick_checks_itself_and_prints_name_value_unit_lin
         "aws_calls.per_continuation.all",
         "local_e2e.ratio",
         "cold_import.continuum_own",
+        "cli_start.status.ratio",
         "wait_cost.usd_per_million_task_days.continuum",
         "task_cost.continuum.usd_per_million_tasks",
         "task_cost.step_functions_standard.usd_per_million_tasks",

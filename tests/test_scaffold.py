@@ -254,3 +254,15 @@ def test_init_without_an_installed_continuum_says_to_install_it(
         init_project(tmp_path / "p", "tides")
     assert "pip install" in str(caught.value)
     assert not (tmp_path / "p").exists()
+
+
+def test_the_readme_stands_alone_deploy_schedules_and_links_without_continuums_repository(
+    project: Path,
+) -> None:
+    readme = (project / "README.md").read_text()
+    for command in ("sam deploy --guided", "continuum schedules sync", "aws ssm put-parameter"):
+        assert command in readme, command
+    assert "CallbackLinks: true" in readme
+    assert "SigningKeyParameter" in readme
+    for pointer in ("continuum's README", "continuum's `", "docs/", "infra/", "DEPLOY.md"):
+        assert pointer not in readme, pointer

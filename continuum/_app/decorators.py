@@ -16,6 +16,7 @@ from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
 from continuum._define.steps import Step, StepOptions, make_step
 from continuum._turn.context import TaskContext
 from continuum._turn.tasks import Registry, Task
+from continuum.errors import ConfigurationError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -35,8 +36,10 @@ class Decorators:
 
     def task(
         self,
+        fn: Callable[..., Any] | None = None,
+        /,
         *,
-        state: type[S],
+        state: type[S] | None = None,
         name: str | None = None,
         version: int = 1,
         migrations: Mapping[int, Callable[[Any], Any]] | None = None,
@@ -56,13 +59,19 @@ class Decorators:
         migrate a state saved by an older version, in order, when its record is loaded
         (each takes and returns the state as JSON). A record newer than the code (a
         rollback) is left untouched for a newer worker.
+
+        Raises:
+            ConfigurationError: ``state`` is missing (``@app.task`` without it) or is not a
+                pydantic model class.
         """
+        if fn is not None:  # ``@app.task`` bare: the function came where the options go
+            _state_model(state, name or getattr(fn, "__name__", None))
 
         def register(fn: Callable[[TaskContext[S]], Any]) -> Task[S]:
             task = Task(
                 fn=fn,
                 name=name or fn.__name__,
-                state_model=state,
+                state_model=_state_model(state, name or fn.__name__),
                 version=version,
                 migrations=dict(migrations or {}),
                 max_continuations=max_continuations,
@@ -125,3 +134,19 @@ class Decorators:
         if fn is not None:
             return register(fn)
         return cast(StepDecorator, register)
+
+
+def _state_model(state: type[S] | None, task: str | None) -> type[S]:
+    """``state`` if it is a pydantic model class; else an error where the task is declared."""
+    named = f"task {task!r}" if task else "the task"
+    fix = (
+        "declare what the next worker must know as a pydantic model and name it: "
+        "class MyState(BaseModel): ...; @app.task(state=MyState)"
+    )
+    if state is None:
+        raise ConfigurationError(f"{named} has no state model", hint=fix)
+    if not (isinstance(state, type) and issubclass(state, BaseModel)):
+        raise ConfigurationError(
+            f"{named} has state={state!r}, which is not a pydantic model class", hint=fix
+        )
+    return state

@@ -368,6 +368,7 @@ def _error(error: ErrorInfo | None, task_id: str, key: str) -> ContinuumError:
     return StepError(
         f"child context raised {error.type}: {error.message}",
         error_type=error.type,
+        step_traceback=error.traceback,
         task_id=task_id,
         step=key,
     )

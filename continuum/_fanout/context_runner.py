@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from continuum._base.tracebacks import bounded_traceback
 from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, running, stable_name
 from continuum._record.model import ErrorInfo, JournalEntry
@@ -304,4 +305,14 @@ def error_info(exc: BaseException, turn: int) -> ErrorInfo:
     error_type = exc.error_type if isinstance(exc, StepError) else type(exc).__name__
     message = exc.message if isinstance(exc, ContinuumError) else str(exc)
     step = exc.step if isinstance(exc, ContinuumError) else None
-    return ErrorInfo(type=error_type, message=message, step=step, turn=turn)
+    return ErrorInfo(
+        type=error_type, message=message, step=step, turn=turn, traceback=_traceback_of(exc)
+    )
+
+
+def _traceback_of(exc: BaseException) -> str | None:
+    """Where the user's code raised: a step's own traceback, or the task code's; continuum's
+    own errors carry their facts instead."""
+    if isinstance(exc, StepError):
+        return exc.step_traceback
+    return None if isinstance(exc, ContinuumError) else bounded_traceback(exc)

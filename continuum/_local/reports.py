@@ -58,12 +58,18 @@ class RunSummary:
     continuations: int
     steps: int
     steps_replayed: int
+    #: the turns the task entered: the one that returned (or runs, or waits) included.
     turns: int
+    #: invocations that only moved a long wait's timer on (not among ``invocations``).
+    hops: int
     overruns: int
     seconds: float
     s3_calls: int
     sqs_calls: int
+    scheduler_calls: int
     aws_calls: dict[str, int] = field(default_factory=dict)
+    #: where the task's code raised, when it failed so.
+    traceback: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
@@ -136,13 +142,22 @@ def summary_of(
         continuations=record.counters.continuations,
         steps=record.counters.steps_executed,
         steps_replayed=record.counters.steps_replayed,
-        turns=record.counters.turns,
+        turns=turns_entered(record.turn),
+        hops=record.counters.hops,
         overruns=overruns,
         seconds=round(seconds, 3),
         s3_calls=counter.total("s3"),
         sqs_calls=counter.total("sqs"),
+        scheduler_calls=counter.total("scheduler"),
         aws_calls=dict(sorted(counter.calls.items())),
+        traceback=record.error.traceback if record.error else None,
     )
+
+
+def turns_entered(turn: int) -> int:
+    """How many turns a task in turn ``turn`` has entered: turns count from 0, and the
+    record's turn counter counts only the turns that ended in another (not the last)."""
+    return turn + 1
 
 
 #: What a task waits for that only the outside world can give.

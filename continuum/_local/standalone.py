@@ -35,24 +35,16 @@ from typing import Any
 
 from continuum._local.runtime import event_record
 from continuum._local.shutdown import InvocationContext, Shutdown
+from continuum._local.worker_defaults import DEFAULT_GRACE_S, POLL_WAIT_S
 from continuum._record.continuation import peek_task_id
 from continuum._worker.sqs_batch import LambdaContext, logger
 from continuum.backends.queue import ContinuationQueue, QueueError, QueueMessage
 
-#: SQS long-polls up to 20 s. An idle slot finishes its poll before the worker can exit (and
-#: makes what the poll brought visible again), so a shorter poll makes a stop quicker; 5 s
-#: costs about half a million empty receives per slot a month (about $0.20).
-POLL_WAIT_S = 5
 #: How often the supervising main thread looks at the slots and the parent process.
 TICK_S = 0.05
 #: After a failed receive, a slot waits this long, doubling up to the most, before the next.
 RECEIVE_BACKOFF_S = 0.5
 RECEIVE_BACKOFF_MAX_S = 20.0
-#: Default budget of one emulated invocation: the longest a Lambda function may run.
-DEFAULT_BUDGET_S = 900.0
-#: Default grace period after SIGTERM: ECS stops a container 30 s after it (its default
-#: stopTimeout), so 25 s leaves the process time to exit. Spot gives 120 s of notice.
-DEFAULT_GRACE_S = 25.0
 #: The dead-letter function's budget in the deployed stack (its Timeout).
 DEAD_LETTER_BUDGET_S = 60.0
 #: SQS error codes after which receiving again cannot help: the worker stops.

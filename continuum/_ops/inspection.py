@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from continuum._ops.agent_view import AgentEvent, agent_events
 from continuum._ops.prices import dollars
 from continuum._ops.status import unstarted_hint
 from continuum._record.codec import parse_record, unpack_blob
@@ -100,6 +101,9 @@ class TaskView(BaseModel):
     checkpoints: list[Checkpoint]
     parent: ParentView | None = None
     children: list[ChildView] = Field(default_factory=list)
+    #: an agent task's model requests, tool calls and approvals in its current turn, in order
+    #: (none: not an agent task).
+    agent: list[AgentEvent] = Field(default_factory=list)
 
 
 def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERSIONS) -> TaskView:
@@ -133,6 +137,7 @@ def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERS
         checkpoints=checkpoints,
         parent=_parent(record),
         children=_children(records, record),
+        agent=agent_events(record.journal, lambda digest: _blob(records, record.task_id, digest)),
     )
 
 

@@ -116,12 +116,14 @@ class Lease(KeepsUnknownFields):
 
 
 class ErrorInfo(KeepsUnknownFields):
-    """Why a task failed (or why a step did)."""
+    """Why a task failed (or why a step did). ``traceback``: where the user's code raised,
+    its last frames without locals (absent in records written before it was kept)."""
 
     type: str
     message: str
     step: str | None = None
     turn: int | None = None
+    traceback: str | None = None
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from continuum._base.clock import now_s
+from continuum._base.tracebacks import bounded_traceback
 from continuum._define.steps import Step
 from continuum._record.model import ErrorInfo, JournalEntry, StepStats
 from continuum._record.waiting_for import Waiter, WaitKind, epoch_to_datetime
@@ -49,6 +50,7 @@ def raised(
         message=str(exc)[:MAX_ERROR_CHARS],
         step=key,
         turn=state.record.turn,
+        traceback=bounded_traceback(exc),
     )
     retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
     outcome = "retry" if retrying else "failed"
@@ -224,6 +226,7 @@ def step_error(state: TurnState, error: ErrorInfo | None, key: str) -> StepError
         if error.type == "UnserializableValueError"
         else f"step raised {error.type}: {error.message}",
         error_type=error.type,
+        step_traceback=error.traceback,
         task_id=state.record.task_id,
         step=key,
     )

@@ -311,8 +311,9 @@ class Endings:
                 ),
             )
         if error is not None:
+            where = f"\n{error.traceback}" if error.traceback else ""
             logger.warning(
-                f"task {status.value}: {error.message}", extra={"error": error.model_dump()}
+                f"task {status.value}: {error.message}{where}", extra={"error": error.model_dump()}
             )
         else:
             logger.info(f"task {status.value}")

@@ -19,8 +19,10 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from continuum._app.backend_config import BUCKET_ENV, DEFAULT_PREFIX, PREFIX_ENV, QUEUE_URL_ENV
@@ -83,12 +85,28 @@ def count(text: str) -> int:
     return value
 
 
+#: What every JSON flag takes besides the JSON itself, for its help.
+JSON_SOURCES = "as JSON; @FILE reads it from a file, - from standard input"
+
+
 def parse_input(text: str, *, flag: str = "--input") -> Any:
-    """The value of a JSON flag (``--input`` by default), or a one-line error."""
+    """The value of a JSON flag (``--input`` by default), or a one-line error. ``@FILE`` reads
+    the JSON from a file and ``-`` from standard input, so that a large value need not pass
+    the shell's limit on one command line."""
+    source = flag
+    if text == "-":
+        text, source = sys.stdin.read(), f"{flag} - (standard input)"
+    elif text.startswith("@"):
+        path = text[1:]
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"{flag} {text}: cannot read {path}: {exc.strerror}") from None
+        source = f"{flag} @{path}"
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CliError(f"{flag} is not valid JSON: {exc}") from None
+        raise CliError(f"{source} is not valid JSON: {exc}") from None
 
 
 def need_local_runtime() -> None:

@@ -21,6 +21,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from continuum.cli.common import (
+    JSON_SOURCES,
     CliError,
     Stack,
     add_stack_options,
@@ -65,7 +66,7 @@ def register(commands: Any) -> None:
         "names it. Ctrl-C prints the task id and exits 130.",
     )
     run.add_argument("target", metavar="MODULE:TASK", help="the task, e.g. tides:word_count")
-    run.add_argument("--input", default="{}", help="the task's input state, as JSON")
+    run.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
     budget_option(
         run, default=None, help="seconds per invocation in this process (default: "
         f"{DEFAULT_RUN_BUDGET_S:g}; on a server, its workers' budget applies)",
@@ -154,7 +155,7 @@ def _run_here(
         summary = runtime.summary(
             record, overruns=printer.overruns, seconds=time.monotonic() - started
         )
-    print_result(summary.status, summary.task_id, summary.result, summary.error)
+    print_result(summary.status, summary.task_id, summary.result, summary.error, summary.traceback)
     show_summary(summary, json_line=args.json)
     return 0 if summary.status == "succeeded" else 1
 
@@ -235,7 +236,8 @@ def _follow(
         )
         return 130
     error = status.error.message if status.error else None
-    print_result(status.status.value, task_id, status.result, error)
+    where = status.error.traceback if status.error else None
+    print_result(status.status.value, task_id, status.result, error, where)
     if args.json:
         print(followed_json(task_id, status, error, time.monotonic() - started), flush=True)
     return 0 if status.status == Status.SUCCEEDED else 1

@@ -14,14 +14,16 @@ if TYPE_CHECKING:
 
 
 def show_summary(summary: RunSummary, *, json_line: bool) -> None:
-    """What the run took: invocations, turns, steps and AWS calls (and the JSON line)."""
+    """What the run took, each figure after its name: invocations, timer hops, turns, steps,
+    AWS calls and wall time (and the JSON line)."""
     calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
     print(
-        f"\ninvocations {summary.invocations}  continuations {summary.continuations}  "
-        f"turns {summary.turns}  steps executed {summary.steps}  "
-        f"steps replayed {summary.steps_replayed}  overruns {summary.overruns}\n"
-        f"S3 calls {summary.s3_calls}  SQS calls {summary.sqs_calls}  ({calls})  "
-        f"{summary.seconds:.1f}s"
+        f"\ninvocations {summary.invocations}  timer hops {summary.hops}  "
+        f"continuations {summary.continuations}  turns {summary.turns}  "
+        f"steps executed {summary.steps}  steps replayed {summary.steps_replayed}  "
+        f"overruns {summary.overruns}\n"
+        f"S3 calls {summary.s3_calls}  SQS calls {summary.sqs_calls}  "
+        f"scheduler calls {summary.scheduler_calls}  ({calls})  wall time {summary.seconds:.1f} s"
     )
     if json_line:
         print(summary.to_json(), flush=True)
@@ -61,6 +63,8 @@ class InvocationPrinter:
 
 def followed_json(task_id: str, status: TaskStatus, error: str | None, seconds: float) -> str:
     """The JSON summary line of a followed task (the fields a local run's summary shares)."""
+    from continuum._local.reports import turns_entered
+
     counters = status.counters
     summary = {
         "task_id": task_id,
@@ -71,7 +75,8 @@ def followed_json(task_id: str, status: TaskStatus, error: str | None, seconds: 
         "continuations": counters.continuations,
         "steps": counters.steps_executed,
         "steps_replayed": counters.steps_replayed,
-        "turns": counters.turns,
+        "turns": turns_entered(status.turn),
+        "hops": counters.hops,
         "seconds": round(seconds, 3),
     }
     return json.dumps(summary, sort_keys=True, default=str)
@@ -93,11 +98,15 @@ def status_words(status: str, suspend_reason: str | None) -> str:
     return f"{status}: {suspend_reason}" if status in ("suspended", "waiting") else status
 
 
-def print_result(status: str, task_id: str, result: Any, error: str | None) -> None:
-    """How the task ended: its status, then its result or error."""
+def print_result(
+    status: str, task_id: str, result: Any, error: str | None, traceback: str | None = None
+) -> None:
+    """How the task ended: its status, then its result, or its error and where it raised."""
     print(f"\n{status} task {task_id}")
     if result is not None:
         print(result if isinstance(result, str) else json.dumps(result))
     if error:
         print(f"error: {error}")
+    if traceback:
+        print(traceback)
     sys.stdout.flush()

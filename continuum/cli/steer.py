@@ -194,6 +194,7 @@ def _since(text: str) -> datetime:
 def render(view: TaskView) -> str:
     """``continuum inspect`` as text."""
     lines = [*_head_lines(view), "", *_invocation_lines(view), *_children_lines(view)]
+    lines.extend(_agent_lines(view))
     lines.append("")
     lines.append(f"checkpoints: {len(view.checkpoints)} stored versions of the record")
     lines.append(cost_text(view))
@@ -226,6 +227,8 @@ def _head_lines(view: TaskView) -> list[str]:
         lines.append(
             f"  error {view.error.type}{where} in turn {view.error.turn}: {view.error.message}"
         )
+        if view.error.traceback:
+            lines.extend(f"    {line}" for line in view.error.traceback.splitlines())
     if view.hint is not None:
         lines.append(f"  {view.hint}")
     for waiter in view.waiting_for:
@@ -257,6 +260,34 @@ def _invocation_lines(view: TaskView) -> list[str]:
         if run.steps_dropped:
             lines.append(f"        ... {run.steps_dropped} earlier steps (in older versions)")
     return lines
+
+
+def _agent_lines(view: TaskView) -> list[str]:
+    """An agent task's model requests, tool calls and approvals (none: no lines)."""
+    if not view.agent:
+        return []
+    lines = ["", f"agent (turn {view.turn}): {len(view.agent)} events"]
+    for event in view.agent:
+        failed = f"  failed: {event.error}" if event.error else ""
+        if event.kind == "model_request":
+            asks = ", ".join(f"{c['tool']}({_short(c['args'])})" for c in event.tool_calls)
+            said = f" says {_short(event.text)}" if event.text else ""
+            wants = f" asks for {asks}" if asks else ""
+            lines.append(f"  model {event.model or 'request'}:{said}{wants}{failed}")
+        elif event.kind == "tool_call":
+            lines.append(
+                f"  tool {event.tool}({_short(event.args)}) -> {_short(event.result)}{failed}"
+            )
+        else:
+            lines.append(f"  approval of {event.tool}({_short(event.args)}): {event.decision}")
+    return lines
+
+
+def _short(value: Any, most: int = 160) -> str:
+    """A value in one line of at most ``most`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _children_lines(view: TaskView) -> list[str]:

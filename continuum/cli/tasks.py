@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from continuum.cli.common import (
+    JSON_SOURCES,
     CliError,
     Stack,
     add_app_option,
@@ -31,7 +32,7 @@ def register(commands: Any) -> None:
         "nothing new.",
     )
     start.add_argument("task", metavar="TASK", help="the task's name")
-    start.add_argument("--input", default="{}", help="the task's input state, as JSON")
+    start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
     start.add_argument("--task-id", default=None, help="the id to give it (default: a new one)")
     add_app_option(start)
     add_stack_options(start)

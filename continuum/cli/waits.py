@@ -9,7 +9,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from continuum.cli.common import CliError, Stack, add_stack_options, parse_input
+from continuum.cli.common import (
+    JSON_SOURCES,
+    CliError,
+    Stack,
+    add_stack_options,
+    parse_input,
+)
 
 if TYPE_CHECKING:
     from continuum._ops.client import Client
@@ -26,7 +32,7 @@ def register(commands: Any) -> None:
     )
     signal.add_argument("task_id", metavar="TASK_ID")
     signal.add_argument("name", metavar="NAME")
-    signal.add_argument("--payload", default="null", help="the payload, as JSON")
+    signal.add_argument("--payload", default="null", help=f"the payload, {JSON_SOURCES}")
     signal.add_argument("--signal-id", default=None, help="an id that makes the send idempotent")
     add_stack_options(signal)
     signal.set_defaults(func=cmd_signal)
@@ -53,7 +59,7 @@ def register(commands: Any) -> None:
     complete = actions.add_parser("complete", help="complete it with a JSON result")
     complete.add_argument("callback_id", metavar="ID")
     given = complete.add_mutually_exclusive_group()
-    given.add_argument("--result", default="null", help="the result, as JSON")
+    given.add_argument("--result", default="null", help=f"the result, {JSON_SOURCES}")
     given.add_argument(
         "--answer",
         default=None,

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def register(commands: Any) -> None:
     """Add worker to the ``continuum`` command."""
-    from continuum._local.standalone import DEFAULT_BUDGET_S, DEFAULT_GRACE_S, POLL_WAIT_S
+    from continuum._local.worker_defaults import DEFAULT_BUDGET_S, DEFAULT_GRACE_S, POLL_WAIT_S
 
     worker = commands.add_parser(
         "worker",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from continuum._base.json_shapes import ready_answers
 from continuum._base.json_values import from_json
 from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
-from continuum._record.waiting_for import Waiter, WaitKind
+from continuum._record.waiting_for import WaitKind
 from continuum._worker.wake import waiting_for
 from continuum.errors import ContinuumError, TaskFailedError, TaskNotFinishedError
 from continuum.testing.observe import StepRun
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from continuum._app.app import Continuum
     from continuum._local.runtime import LocalRuntime
     from continuum._ops.client import Client
+    from continuum._ops.status import WaitingFor
     from continuum.testing.observe import StepLog
 
 
@@ -101,10 +102,11 @@ class TaskHandle:
         return self.record.error
 
     @property
-    def waiting_for(self) -> list[Waiter]:
+    def waiting_for(self) -> list[WaitingFor]:
         """What the task waits for now, then every callback it created and has not taken an
-        answer for (each with its kind, name, id and deadline)."""
-        return waiting_for(self.record)
+        answer for (each with its kind, name, id, deadline, request, and its link as
+        ``client.status`` gives it: ``url``, when the app has a link endpoint and a key)."""
+        return self.runner.client.status(self.task_id).waiting_for
 
     @property
     def counters(self) -> Counters:

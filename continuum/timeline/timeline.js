@@ -104,6 +104,21 @@ function childrenBox() {
     table(["#", "task id", "task", "status", "cost"], rows, "children"));
 }
 
+function agentBox() {
+  // An agent task: what the model asked, what each tool got and gave, what a person approved.
+  const events = T.task.agent || [];
+  if (!events.length) return null;
+  const text = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+  const rows = events.map((e) => e.kind === "model_request"
+    ? [`model ${e.model || ""}`, e.tool_calls.map((c) => `${c.tool}(${text(c.args)})`).join("\n"),
+      e.error || e.text || ""]
+    : e.kind === "tool_call" ? [`tool ${e.tool}`, text(e.args), e.error || text(e.result)]
+      : [`approval ${e.tool}`, text(e.args), e.decision]);
+  return el("section", { id: "agent", class: "box" },
+    el("h2", {}, `Agent (${events.length})`, " ", el("small", {}, `turn ${T.task.turn}`)),
+    table(["", "asked", "answer"], rows, "agent"));
+}
+
 function notice() {
   const n = DATA.notice;
   return n && el("p", { class: `notice notice-${n.kind}`, id: "notice", role: "status" }, n.text);
@@ -121,7 +136,9 @@ function errorBox() {
   }
   return el("section", { id: "error", class: "box box-error" },
     el("h2", {}, `Failed: ${e.type}`, " ", el("small", {}, where.filter(Boolean).join(" "))),
-    el("p", { class: "message" }, e.message));
+    el("p", { class: "message" }, e.message),
+    e.traceback && el("details", { class: "traceback" }, el("summary", {}, "Where it raised"),
+      el("pre", { class: "json" }, e.traceback)));
 }
 
 function resultBox() {
@@ -405,7 +422,7 @@ function select(what) {
 }
 
 document.getElementById("app").append(el("div", {},
-  header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(), childrenBox(),
+  header(), notice(), errorBox(), waitsBox(), actionsBox(), resultBox(), agentBox(), childrenBox(),
   el("div", { class: "columns" }, timeline(), el("aside", { id: "details" })), costBox()));
 select(T.checkpoints.length ? { checkpoint: T.checkpoints.length - 1 } : {});
 refill(DATA.notice);

@@ -66,7 +66,7 @@ def test_pytests_own_clock_stays_real_while_the_runner_moves_the_virtual_one(con
 
 
 def test_the_readme_fixture_example_runs_as_shown(tmp_path):
-    example, fixture_example = blocks("python")
+    example, *_, fixture_example = blocks("python")  # the first example, then the fixtures
     [settings] = blocks("toml")
     (tmp_path / "orders.py").write_text(example)
     (tmp_path / "pyproject.toml").write_text(settings)
