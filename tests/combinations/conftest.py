@@ -17,38 +17,9 @@ ANY = "*"
 #: Cells that fail on the current code, each with the known case it is; a fix removes its line.
 #: (cell, flavour, shape, backend); ANY matches every value.
 KNOWN: dict[tuple[str, str, str, str], str] = {
-    ("schedule_fire_starts_one_run_that_ends_as_a_started_one", ANY, ANY, "memory"): (
-        "known (b): TaskRunner(app) on the memory backend never fires the declared schedules"
-    ),
-    ("cancel_inside_each_step_stops_the_task_at_its_next_boundary", "async", "fanout", ANY): (
-        "known (a): an async gather runs its other steps after a cancel was seen"
-    ),
-    ("cancel_inside_each_step_stops_the_task_at_its_next_boundary", "async", "agent", ANY): (
-        "found here: a cancelled async agent task leaves pydantic-ai's "
-        "'_GraphIterator._run_tracked_task' coroutine never awaited (a RuntimeWarning, an "
-        "error under a user's -W error) - tests/combinations/test_findings.py"
-    ),
     ("freeze_time_of_the_users_own_around_client_calls", ANY, ANY, "moto"): (
         "found here: moto drops a continuation sent under a user's freeze_time more than the "
         "queue's retention (4 days) in the past: the task stays pending"
-    ),
-    ("scheduled_run_waiting_for_an_answer_forked_while_it_waits", ANY, ANY, "memory"): (
-        "known (b): TaskRunner(app) on the memory backend never fires the declared schedules"
-    ),
-    ("schedule_on_a_clock_started_at_a_given_time_fires_once_per_time", ANY, ANY, ANY): (
-        "known (b): on memory the declared schedules never fire; on moto, with start_at, they "
-        "fire at the real clock's time, or fire without end"
-    ),
-    ("fork_from_every_checkpoint_ends_as_the_original", ANY, "agent", ANY): (
-        "known (d): a fork of a pydantic-ai approval task from a checkpoint inside the agent's "
-        "run fails its replay (NonDeterminismError)"
-    ),
-    ("traced_run_is_one_trace_with_one_root_per_task", ANY, ANY, ANY): (
-        "known (e): the root span ends before its last invocation span; in an async task "
-        "the spans of its asyncio tasks' contexts are sent again by each invocation"
-    ),
-    ("traced_retry_stays_one_trace_with_one_root", ANY, ANY, ANY): (
-        "known (e): a retry emits the task's root span a second time"
     ),
 }
 
@@ -68,7 +39,7 @@ QUICK: set[tuple[str, str, str, str]] = {
     ("fork_from_every_checkpoint_ends_as_the_original", ANY, ANY, "memory"),
     ("replay_safe_wherever_it_is_suspended", ANY, ANY, "memory"),
     ("traced_run_is_one_trace_with_one_root_per_task", ANY, ANY, "memory"),
-    ("traced_retry_stays_one_trace_with_one_root", ANY, "child", "memory"),
+    ("traced_retry_stays_one_trace_with_one_root_per_run", ANY, "child", "memory"),
 }
 
 

@@ -15,10 +15,6 @@ from continuum.testing import TaskRunner
 from tests.combinations.shapes import INPUT, TASK_ID, build
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cancelled async agent task leaves pydantic-ai's graph coroutine never awaited",
-)
 def test_a_cancelled_async_agent_task_leaves_no_coroutine_unawaited(monkeypatch):
     unraisable: list[str] = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(repr(u.object)))
@@ -69,12 +65,6 @@ with TaskRunner(app, virtual_time=False) as runner, freeze_time("2026-12-01 09:0
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known (c): under a user's freeze_time, in a process where no model met a "
-    "FakeDatetime before (tests/conftest.py prepares this suite's), client calls fail to build "
-    "their pydantic models",
-)
 def test_a_users_freeze_time_around_client_calls_in_a_fresh_process():
     done = subprocess.run(
         [sys.executable, "-c", USERS_TEST], capture_output=True, text=True, timeout=120
