@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, Observer, StepError, TaskContext
+from continuum import Continuum, StepError, TaskContext
 from continuum._define.events import (
     ContextEnded,
     ContextStarted,
@@ -25,46 +25,13 @@ from continuum._define.events import (
     WaitStarted,
 )
 from tests.flavours import FLAVOURS
+from tests.observers.recorder import Recorder
 
 HOUR = 3600
 
 
 class Empty(BaseModel):
     pass
-
-
-class Recorder(Observer):
-    """Keeps every event of the kinds a trace is made of."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def invocation_started(self, event: InvocationStarted) -> None:
-        self.events.append(event)
-
-    def invocation_ended(self, event: InvocationEnded) -> None:
-        self.events.append(event)
-
-    def step_started(self, event: StepStarted) -> None:
-        self.events.append(event)
-
-    def step_ended(self, event: StepEnded) -> None:
-        self.events.append(event)
-
-    def wait_started(self, event: WaitStarted) -> None:
-        self.events.append(event)
-
-    def wait_ended(self, event: WaitEnded) -> None:
-        self.events.append(event)
-
-    def context_started(self, event: ContextStarted) -> None:
-        self.events.append(event)
-
-    def context_ended(self, event: ContextEnded) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 def trip_app(flavour: str) -> tuple[Continuum, Recorder]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, Observer, TaskContext
+from continuum import Continuum, TaskContext
 from continuum._define.events import (
     ContextEnded,
     ContextStarted,
@@ -27,45 +27,11 @@ from continuum._define.events import (
 )
 from continuum.testing import TaskRunner
 from tests.flavours import FLAVOURS
+from tests.observers.recorder import Recorder
 
 
 class Plan(BaseModel):
     items: list[int] = [1, 2, 3]
-
-
-class Recorder(Observer):
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def invocation_started(self, event: InvocationStarted) -> None:
-        self.events.append(event)
-
-    def invocation_ended(self, event: InvocationEnded) -> None:
-        self.events.append(event)
-
-    def step_started(self, event: StepStarted) -> None:
-        self.events.append(event)
-
-    def step_ended(self, event: StepEnded) -> None:
-        self.events.append(event)
-
-    def wait_started(self, event: WaitStarted) -> None:
-        self.events.append(event)
-
-    def wait_ended(self, event: WaitEnded) -> None:
-        self.events.append(event)
-
-    def context_started(self, event: ContextStarted) -> None:
-        self.events.append(event)
-
-    def context_ended(self, event: ContextEnded) -> None:
-        self.events.append(event)
-
-    def task_finished(self, event: TaskFinished) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 def test_waits_start_once_and_end_when_answered_with_their_real_duration():
