@@ -121,8 +121,8 @@ class _Axis:
     def breaks(self) -> list[tuple[float, str]]:
         out = []
         for t0, t1, x0, width in self.pieces:
-            if width == BREAK_PX:
-                out.append((x0 + width / 2, _duration((t1 - t0) / 1e9)))
+            if width == BREAK_PX and t1 - t0 >= 1e9:  # a wait, not the start-up before a claim
+                out.append((x0 + width / 2, "waited " + _duration((t1 - t0) / 1e9)))
         return out
 
 
