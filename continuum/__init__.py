@@ -200,4 +200,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # What is loaded, as a module's dir is: freezegun's start reads every name dir lists, and
+    # listing the lazy ones would import the whole package (and Powertools' parser models)
+    # inside a user's first freeze_time. __all__ names every public one.
+    return sorted(globals())

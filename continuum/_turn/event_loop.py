@@ -116,6 +116,9 @@ class InvocationLoop:
         if self.loop is None:
             self.loop = asyncio.new_event_loop()
             self.loop.set_task_factory(cast(Any, self._task))
+            # asyncio's timers on the real clock: a user's freeze_time stops time.monotonic,
+            # and an awaited asyncio.sleep would never end under it.
+            self.loop.time = real_monotonic  # type: ignore[method-assign]
         return self.loop
 
     def run_turn(self, runner: ContextRunner, fn: Callable[..., Any]) -> Any:

@@ -101,3 +101,43 @@ def test_freezing_the_clock_leaves_powertools_parser_models_unimported() -> None
         """
     )
     assert succeeded(result).strip() == "[]"
+
+
+#: An async task whose step awaits asyncio's own sleep, run under the user's frozen clock
+#: (freezegun freezes asyncio's loop clock too, unless told ``real_asyncio=True``).
+USERS_ASYNC_CODE = """
+import asyncio
+
+import freezegun
+from pydantic import BaseModel
+
+from continuum import Continuum, TaskContext
+from continuum.testing import TaskRunner
+
+app = Continuum()
+
+
+class Greeting(BaseModel):
+    name: str
+
+
+@app.step
+async def greet(name: str) -> str:
+    await asyncio.sleep(0.01)
+    return f"hi {name}"
+
+
+@app.task(state=Greeting)
+async def hello(ctx: TaskContext[Greeting]) -> str:
+    return await greet(ctx.state.name)
+
+
+with freezegun.freeze_time("2030-06-01 12:00:00"):
+    with TaskRunner(app, virtual_time=False, timeout_s=20) as runner:
+        print(runner.run("hello", {"name": "ada"}).result)
+"""
+
+
+def test_an_async_task_awaiting_asyncio_sleep_runs_inside_a_users_freeze_time() -> None:
+    result = fresh_program(USERS_ASYNC_CODE)
+    assert succeeded(result).strip().splitlines()[-1] == "hi ada"
