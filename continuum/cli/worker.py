@@ -102,6 +102,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     stack.configure(app)
     app.settings  # noqa: B018 - read the signing keys now: a bad one is an error at start
     if args.exit_with_parent:  # under continuum dev, whose firer fires the app's schedules
+        _serve_the_dev_stack(app)
         sync_local_schedules(app, memory=False)
     if args.log_level:
         logger.setLevel(args.log_level.upper())
@@ -134,6 +135,24 @@ def cmd_worker(args: argparse.Namespace) -> int:
         + (f"; {worker.error}" if worker.error else "")
     )  # fmt: skip
     return code
+
+
+def _serve_the_dev_stack(app: Any) -> None:
+    """Under ``continuum dev``: sign with the stack's key and link to its pages, whatever the
+    app's code gives. The second terminal's ``continuum start``, the pages' answers and the
+    links all use the stack's export line; an app's own key (kept for messages signed with it)
+    and callback URL are for the deployed stack."""
+    import os
+
+    from continuum._base.signing_keys import SIGNING_KEY_ENV, split_keys
+
+    stack_key = os.environ.get(SIGNING_KEY_ENV, "").strip()
+    if not stack_key:
+        return
+    ours = split_keys(stack_key, source=SIGNING_KEY_ENV)
+    theirs = tuple(key for key in app.settings.signing_keys if key not in ours)
+    links = os.environ.get("CONTINUUM_CALLBACK_URL") or app.settings.callback_url
+    app.update_settings(signing_keys=ours + theirs, callback_url=links)
 
 
 def _source(stack: Stack, sqs: Any, url: str, name: str) -> Any:
