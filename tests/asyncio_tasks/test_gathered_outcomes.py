@@ -143,6 +143,90 @@ def test_a_cancel_that_comes_while_gathered_steps_run_stops_each_at_its_next_ste
     assert sorted(ran) == ["clean 0", "clean 1", "clean 2", "first 0", "first 1"], ran
 
 
+@pytest.mark.parametrize("delivered", ["in an item", "beside the batch"])
+@pytest.mark.parametrize("inner", ["gathered", "awaited"])
+@pytest.mark.parametrize("batch", ["map_async", "parallel_async"])
+def test_a_cancel_that_comes_while_batch_items_run_reaches_each_of_their_steps_before_it_starts(
+    make_runtime, batch, inner, delivered
+):
+    app = Continuum(inbox_poll_s=0.5)
+    ran: list[str] = []
+    sent = asyncio.Event()
+    beside = delivered == "beside the batch"
+    bases = (10, 20) if beside else (0, 10)  # the cancel is sent by the step of branch 0
+    per_item = (0, 1) if inner == "gathered" else (0,)
+    # Every branch's first step runs when the cancel comes.
+    firsts = [base + k for base in bases for k in per_item] + ([0] if beside else [])
+
+    @app.step
+    async def first(i: int) -> int:
+        ran.append(f"first {i}")
+        if i == 0:
+            while not all(f"first {j}" in ran for j in firsts):
+                await asyncio.sleep(0.005)
+            app.client().cancel(box["task_id"], "stop")
+            runtime.time.advance(1)  # the inbox is due at the next step
+            sent.set()
+        else:
+            await sent.wait()
+        return i
+
+    @app.step
+    async def second(i: int) -> int:
+        ran.append(f"second {i}")
+        return i
+
+    @app.step
+    async def clean(i: int) -> int:
+        ran.append(f"clean {i}")
+        return i
+
+    async def branch(i: int) -> int:
+        await first(i)
+        return await second(i)
+
+    async def steps(base: int) -> list[int]:
+        return list(await asyncio.gather(*(branch(base + k) for k in per_item)))
+
+    async def item(c: TaskContext[Empty], base: int, index: int) -> list[int]:
+        if inner == "gathered":
+            return await steps(base)
+        return [await branch(base)]
+
+    async def low(c: TaskContext[Empty]) -> list[int]:
+        return await item(c, bases[0], 0)
+
+    async def high(c: TaskContext[Empty]) -> list[int]:
+        return await item(c, bases[1], 1)
+
+    @app.task(state=Empty)
+    async def work(ctx: TaskContext[Empty]) -> list[object]:
+        async def fan_out() -> list[object]:
+            if batch == "map_async":
+                return (await ctx.map_async(list(bases), item)).values()
+            return (await ctx.parallel_async([low, high])).values()
+
+        try:
+            if beside:
+                return list(await asyncio.gather(fan_out(), branch(0)))
+            return await fan_out()
+        except TaskCancelledError:
+            await clean(0)
+            await ctx.sleep_async(3600)  # the turn replays after it, cancels and all
+            await asyncio.gather(clean(1), clean(2))
+            raise
+
+    box: dict[str, str] = {}
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        box["task_id"] = task_id = app.client().start("work", {})
+        done = runtime.drive(task_id)
+    assert done.status == "cancelled", done.error
+    # Each step in each item saw the cancel at its next step, live and on the replay.
+    started = [f"first {i}" for i in firsts]
+    assert sorted(ran) == sorted(["clean 0", "clean 1", "clean 2", *started]), ran
+
+
 # -- a replay sees the failures in the order the live turn saw them -------------------------------
 
 
