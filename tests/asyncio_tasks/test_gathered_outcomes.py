@@ -269,6 +269,21 @@ def test_a_replay_raises_the_failure_the_live_gather_raised(make_runtime):
     assert "ValueError: fast" in done.result, done.result  # as live, after the sleep's replay
 
 
+def test_a_fork_at_a_checkpoint_replays_the_failure_the_live_gather_raised_there(make_runtime):
+    events: list[str] = []
+    app = racing_app(events)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("race", {})
+        runtime.invoke_once()
+        assert runtime.record(task_id).status == "waiting"  # the gather's endings are saved
+        app.client().fork(task_id, version="latest", new_id="what-if")
+        forked = runtime.drive("what-if")
+    assert forked.status == "succeeded", forked.error
+    assert events == ["start slow", "start fast", "end fast", "end slow"], events  # replayed
+    assert "ValueError: fast" in forked.result, forked.result
+
+
 def test_a_replay_that_gathers_fewer_steps_fails_as_non_determinism_without_waiting(
     make_runtime,
 ):
@@ -300,6 +315,51 @@ def test_a_replay_that_gathers_fewer_steps_fails_as_non_determinism_without_wait
         done = runtime.drive(task_id)
     assert done.status == "failed"
     assert "NonDeterminismError" in str(runtime.record(task_id).error), done.error
+
+
+def test_a_replay_after_a_retry_sees_the_asyncio_tasks_end_in_the_order_the_retried_turn_saw(
+    make_runtime,
+):
+    app = Continuum()
+    retried = {"on": False}
+    events: list[str] = []
+    seen: list[str] = []  # what each pass of the turn saw end first
+
+    @app.step
+    async def slow() -> str:
+        if not retried["on"]:
+            await asyncio.Event().wait()  # the failed run: still running when "fast" fails
+        events.append("end slow")
+        return "slow"
+
+    @app.step
+    async def fast() -> str:
+        if not retried["on"]:
+            raise ValueError("fast is down")  # the failed run: it ends first, failing
+        await ended(events, "slow")  # the retried run: it ends last
+        return "fast"
+
+    @app.task(state=Empty)
+    async def race(ctx: TaskContext[Empty]) -> str:
+        tasks = [asyncio.create_task(slow()), asyncio.create_task(fast())]
+        first = await next(asyncio.as_completed(tasks))
+        seen.append(first)
+        await asyncio.gather(*tasks)
+        await ctx.sleep_async(3600)  # the turn replays after it
+        return first
+
+    runtime = make_runtime(app, budget_s=1.0)  # the failed turn's end waits out "slow"
+    with runtime.time.running():
+        task_id = app.client().start("race", {})
+        assert runtime.drive(task_id).status == "failed"
+        retried["on"] = True
+        app.client().retry(task_id)
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    # The retried turn saw "slow" end first, and so did every replay of it after the sleep.
+    assert len(seen) >= 2, seen
+    assert set(seen) == {"slow"}, seen
+    assert done.result == "slow"
 
 
 def without_ended(entries: list[dict]) -> list[dict]:
