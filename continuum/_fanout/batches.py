@@ -65,7 +65,10 @@ def run_batch(
             return _rebuilt(entry.result, adapters)
     assert entry.children is not None
     batch = _Batch(runner, entry, key, branches, adapters, limit, completion)
-    return batch.run()
+    try:
+        return batch.run()
+    finally:
+        batch.halt.detach()
 
 
 async def run_batch_async(
@@ -87,7 +90,10 @@ async def run_batch_async(
             return _rebuilt(entry.result, adapters)
     assert entry.children is not None
     batch = _Batch(runner, entry, key, branches, adapters, limit, completion)
-    return await batch.run_async()
+    try:
+        return await batch.run_async()
+    finally:
+        batch.halt.detach()
 
 
 class _Batch:
@@ -106,7 +112,8 @@ class _Batch:
         self.runner, self.entry, self.key = runner, entry, key
         self.branches, self.adapters = branches, adapters
         self.limit, self.completion = limit, completion
-        self.halt = Halt()
+        # A cancel delivered under it reaches the asyncio tasks of the turn too, and back.
+        self.halt = Halt(outer=runner.state.halt)
         self.state_before = state_of(runner)
         assert entry.children is not None
         self.children = {int(c.key): c for c in entry.children}
@@ -183,6 +190,9 @@ class _Batch:
 
     async def _item_task(self, index: int) -> Ended:
         child, branch = self._item_runner(index), self.branches[index]
+        task = asyncio.current_task()
+        assert task is not None
+        self.halt.tasks[task] = child.state
         try:
             value = await child.run_awaited(awaitable(branch.fn(child.context, *branch.args)))
         except (ControlFlow, Exception) as exc:

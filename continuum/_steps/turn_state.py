@@ -39,12 +39,21 @@ StepWrapper = Callable[["Step[Any, Any]", "StepScope"], "Step[Any, Any]"]
 
 
 class Halt(threading.Event):
-    """Tells the branches of a batch to stop at their next boundary, and why."""
+    """Tells the branches of a batch to stop at their next boundary, and why; and every asyncio
+    task of the turn that a cancel delivered to one of them is theirs to see too: those under
+    this halt (``tasks``), under the halts of the batches it holds (``inner``), and under the
+    ``outer`` halt it runs in."""
 
-    def __init__(self) -> None:
+    def __init__(self, outer: Halt | None = None) -> None:
         super().__init__()
         self.reason = ""
         self.cancelled = False
+        self.outer = outer
+        #: the state of each asyncio task that runs under this halt (an async batch's items).
+        self.tasks: dict[asyncio.Future[Any], TurnState] = {}
+        self.inner: list[Halt] = []
+        if outer is not None:
+            outer.inner.append(self)
 
     def stop(self, reason: str, *, cancelled: bool = False) -> None:
         if not self.is_set():
@@ -54,8 +63,30 @@ class Halt(threading.Event):
     def signal(self) -> ControlFlow:
         return Suspend(f"another branch stopped the batch: {self.reason}")
 
+    def detach(self) -> None:
+        """The batch of this halt ended: the halt it ran in forgets it."""
+        if self.outer is not None and self in self.outer.inner:
+            self.outer.inner.remove(self)
+
+    def running(self) -> Iterator[tuple[asyncio.Future[Any], TurnState]]:
+        """Each asyncio task under this halt, with its state."""
+        yield from list(self.tasks.items())
+
     def cancel_reached(self, state: TurnState) -> None:
-        """A cancel was delivered to ``state``: a batch's branches stop by this halt."""
+        """Owe the cancel delivered to ``state`` to every asyncio task of the turn that runs
+        now, wherever its halt is, but ``state``'s and those it runs in (they hear of it by
+        awaiting it, as from a gather)."""
+        if self.outer is not None:
+            self.outer.cancel_reached(state)
+        else:
+            self._owe(state)
+
+    def _owe(self, state: TurnState) -> None:
+        for task, other in self.running():
+            if not (task.done() or other.cancel_seen or state.path.startswith(other.path)):
+                other.cancel_owed = True
+        for halt in list(self.inner):
+            halt._owe(state)
 
 
 class TurnState:

@@ -26,7 +26,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, cast
 
 from continuum._base.clock import real_monotonic
@@ -78,13 +78,10 @@ class TurnHalt(Halt):
     def signal(self) -> ControlFlow:
         return Suspend(f"the turn is ending: {self.reason}")
 
-    def cancel_reached(self, state: TurnState) -> None:
-        """Owe the cancel to every asyncio task of the turn that runs now, but ``state``'s and
-        those it runs in (they hear of it by awaiting it, as from a gather)."""
-        for task, runner in self.runners.items():
-            other = runner.state
-            if not (task.done() or other.cancel_seen or state.path.startswith(other.path)):
-                other.cancel_owed = True
+    def running(self) -> Iterator[tuple[asyncio.Future[Any], TurnState]]:
+        """Each asyncio task the turn journals, with its state."""
+        for task, runner in list(self.runners.items()):
+            yield task, runner.state
 
 
 class AsyncTurn:

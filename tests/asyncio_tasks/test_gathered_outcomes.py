@@ -143,6 +143,90 @@ def test_a_cancel_that_comes_while_gathered_steps_run_stops_each_at_its_next_ste
     assert sorted(ran) == ["clean 0", "clean 1", "clean 2", "first 0", "first 1"], ran
 
 
+@pytest.mark.parametrize("delivered", ["in an item", "beside the batch"])
+@pytest.mark.parametrize("inner", ["gathered", "awaited"])
+@pytest.mark.parametrize("batch", ["map_async", "parallel_async"])
+def test_a_cancel_that_comes_while_batch_items_run_reaches_each_of_their_steps_before_it_starts(
+    make_runtime, batch, inner, delivered
+):
+    app = Continuum(inbox_poll_s=0.5)
+    ran: list[str] = []
+    sent = asyncio.Event()
+    beside = delivered == "beside the batch"
+    bases = (10, 20) if beside else (0, 10)  # the cancel is sent by the step of branch 0
+    per_item = (0, 1) if inner == "gathered" else (0,)
+    # Every branch's first step runs when the cancel comes.
+    firsts = [base + k for base in bases for k in per_item] + ([0] if beside else [])
+
+    @app.step
+    async def first(i: int) -> int:
+        ran.append(f"first {i}")
+        if i == 0:
+            while not all(f"first {j}" in ran for j in firsts):
+                await asyncio.sleep(0.005)
+            app.client().cancel(box["task_id"], "stop")
+            runtime.time.advance(1)  # the inbox is due at the next step
+            sent.set()
+        else:
+            await sent.wait()
+        return i
+
+    @app.step
+    async def second(i: int) -> int:
+        ran.append(f"second {i}")
+        return i
+
+    @app.step
+    async def clean(i: int) -> int:
+        ran.append(f"clean {i}")
+        return i
+
+    async def branch(i: int) -> int:
+        await first(i)
+        return await second(i)
+
+    async def steps(base: int) -> list[int]:
+        return list(await asyncio.gather(*(branch(base + k) for k in per_item)))
+
+    async def item(c: TaskContext[Empty], base: int, index: int) -> list[int]:
+        if inner == "gathered":
+            return await steps(base)
+        return [await branch(base)]
+
+    async def low(c: TaskContext[Empty]) -> list[int]:
+        return await item(c, bases[0], 0)
+
+    async def high(c: TaskContext[Empty]) -> list[int]:
+        return await item(c, bases[1], 1)
+
+    @app.task(state=Empty)
+    async def work(ctx: TaskContext[Empty]) -> list[object]:
+        async def fan_out() -> list[object]:
+            if batch == "map_async":
+                return (await ctx.map_async(list(bases), item)).values()
+            return (await ctx.parallel_async([low, high])).values()
+
+        try:
+            if beside:
+                return list(await asyncio.gather(fan_out(), branch(0)))
+            return await fan_out()
+        except TaskCancelledError:
+            await clean(0)
+            await ctx.sleep_async(3600)  # the turn replays after it, cancels and all
+            await asyncio.gather(clean(1), clean(2))
+            raise
+
+    box: dict[str, str] = {}
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        box["task_id"] = task_id = app.client().start("work", {})
+        done = runtime.drive(task_id)
+    assert done.status == "cancelled", done.error
+    # Each step in each item saw the cancel at its next step, live and on the replay.
+    started = [f"first {i}" for i in firsts]
+    assert sorted(ran) == sorted(["clean 0", "clean 1", "clean 2", *started]), ran
+
+
 # -- a replay sees the failures in the order the live turn saw them -------------------------------
 
 
@@ -185,6 +269,21 @@ def test_a_replay_raises_the_failure_the_live_gather_raised(make_runtime):
     assert "ValueError: fast" in done.result, done.result  # as live, after the sleep's replay
 
 
+def test_a_fork_at_a_checkpoint_replays_the_failure_the_live_gather_raised_there(make_runtime):
+    events: list[str] = []
+    app = racing_app(events)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("race", {})
+        runtime.invoke_once()
+        assert runtime.record(task_id).status == "waiting"  # the gather's endings are saved
+        app.client().fork(task_id, version="latest", new_id="what-if")
+        forked = runtime.drive("what-if")
+    assert forked.status == "succeeded", forked.error
+    assert events == ["start slow", "start fast", "end fast", "end slow"], events  # replayed
+    assert "ValueError: fast" in forked.result, forked.result
+
+
 def test_a_replay_that_gathers_fewer_steps_fails_as_non_determinism_without_waiting(
     make_runtime,
 ):
@@ -216,6 +315,51 @@ def test_a_replay_that_gathers_fewer_steps_fails_as_non_determinism_without_wait
         done = runtime.drive(task_id)
     assert done.status == "failed"
     assert "NonDeterminismError" in str(runtime.record(task_id).error), done.error
+
+
+def test_a_replay_after_a_retry_sees_the_asyncio_tasks_end_in_the_order_the_retried_turn_saw(
+    make_runtime,
+):
+    app = Continuum()
+    retried = {"on": False}
+    events: list[str] = []
+    seen: list[str] = []  # what each pass of the turn saw end first
+
+    @app.step
+    async def slow() -> str:
+        if not retried["on"]:
+            await asyncio.Event().wait()  # the failed run: still running when "fast" fails
+        events.append("end slow")
+        return "slow"
+
+    @app.step
+    async def fast() -> str:
+        if not retried["on"]:
+            raise ValueError("fast is down")  # the failed run: it ends first, failing
+        await ended(events, "slow")  # the retried run: it ends last
+        return "fast"
+
+    @app.task(state=Empty)
+    async def race(ctx: TaskContext[Empty]) -> str:
+        tasks = [asyncio.create_task(slow()), asyncio.create_task(fast())]
+        first = await next(asyncio.as_completed(tasks))
+        seen.append(first)
+        await asyncio.gather(*tasks)
+        await ctx.sleep_async(3600)  # the turn replays after it
+        return first
+
+    runtime = make_runtime(app, budget_s=1.0)  # the failed turn's end waits out "slow"
+    with runtime.time.running():
+        task_id = app.client().start("race", {})
+        assert runtime.drive(task_id).status == "failed"
+        retried["on"] = True
+        app.client().retry(task_id)
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    # The retried turn saw "slow" end first, and so did every replay of it after the sleep.
+    assert len(seen) >= 2, seen
+    assert set(seen) == {"slow"}, seen
+    assert done.result == "slow"
 
 
 def without_ended(entries: list[dict]) -> list[dict]:
