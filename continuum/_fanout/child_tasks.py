@@ -301,8 +301,8 @@ def unstarted_predecessor(records: Records, record: TaskRecord) -> str | None:
             sibling, _ = records.load(sibling_id)
         except RecordNotFoundError:
             sibling = None
-        if sibling is not None and names_slot(sibling.parent, link.model_copy(update={"index": index})):
+        slot = link.model_copy(update={"index": index})
+        if sibling is not None and names_slot(sibling.parent, slot):
             return None if sibling.status.finished else sibling_id
         index -= link.max_concurrency  # a taken slot: the chain passes over it
     return None
-

@@ -260,4 +260,3 @@ def _refuse_a_child_waiting_for_room(records: Records, record: TaskRecord) -> No
         task_id=record.task_id,
         hint=f"wait for task {before}, or cancel task {link.task_id} to stop the batch",
     )
-
