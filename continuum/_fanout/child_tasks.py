@@ -284,3 +284,25 @@ def _pending(records: Records, task_id: str) -> bool:
         return records.load(task_id)[0].status == Status.PENDING
     except RecordNotFoundError:
         return False
+
+
+def unstarted_predecessor(records: Records, record: TaskRecord) -> str | None:
+    """For a batch child that never ran: the sibling whose finish starts it, while that one
+    has not finished (until then the child's start is its batch's to send, so that no more
+    than ``max_concurrency`` run at once); None for any other task."""
+    link = record.parent
+    never_ran = record.status == Status.PENDING and not record.counters.invocations
+    if link is None or not never_ran or not link.max_concurrency:
+        return None
+    index = link.index - link.max_concurrency
+    while index >= 0:
+        sibling_id = f"{link.batch}.{index}"
+        try:
+            sibling, _ = records.load(sibling_id)
+        except RecordNotFoundError:
+            sibling = None
+        slot = link.model_copy(update={"index": index})
+        if sibling is not None and names_slot(sibling.parent, slot):
+            return None if sibling.status.finished else sibling_id
+        index -= link.max_concurrency  # a taken slot: the chain passes over it
+    return None

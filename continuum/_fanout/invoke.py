@@ -318,6 +318,7 @@ def _create_children(
             successor=successor,
             count=n,
             completion=policy,
+            max_concurrency=limit,
         )
 
     while created < n:

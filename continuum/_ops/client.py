@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from continuum._base.clock import utcnow
 from continuum._base.json_values import dump_json, model_to_json
 from continuum._define.settings import Settings
-from continuum._fanout.child_tasks import ChildIdTakenError, names_slot
+from continuum._fanout.child_tasks import ChildIdTakenError, names_slot, unstarted_predecessor
 from continuum._ops.steering import Steering
 from continuum._record.continuation import Continuations
 from continuum._record.model import Status, TaskRecord, check_task_id
@@ -163,8 +163,12 @@ class Client(Mail, Steering):
         For an operator: after restoring a record by hand (bucket versioning keeps every
         checkpoint), or whenever a task seems stuck. Always safe: the record fences the
         message like any duplicate, so a task that is running or finished is not disturbed.
+
+        Raises:
+            ContinuumError: the task is a batch child waiting for room (its batch starts it).
         """
         record, _ = self.records.load(check_task_id(task_id))
+        _refuse_a_child_waiting_for_room(self.records, record)
         if not record.status.finished:
             self.continuations.send(task_id, generation=record.generation, reason="resume")
         return record.generation
@@ -183,7 +187,9 @@ class Client(Mail, Steering):
                 record, _ = self.records.load(task_id)
             except ContinuumError:
                 continue
-            if record.status == Status.PENDING and record.created_at < cutoff:
+            if record.status != Status.PENDING or record.created_at >= cutoff:
+                continue
+            if unstarted_predecessor(self.records, record) is None:  # else its batch starts it
                 self.continuations.send(task_id, generation=record.generation, reason="sweep")
                 resumed.append(task_id)
         return resumed
@@ -237,3 +243,20 @@ def caller_traceparent() -> str | None:
     if not context.is_valid:
         return None
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def _refuse_a_child_waiting_for_room(records: Records, record: TaskRecord) -> None:
+    """A batch child not started yet is its batch's to start: a start from outside would run
+    more children at once than the batch's ``max_concurrency``."""
+    before = unstarted_predecessor(records, record)
+    if before is None or record.parent is None:
+        return
+    link = record.parent
+    raise ContinuumError(
+        f"task {record.task_id} is child {link.index} of batch {link.batch} of task "
+        f"{link.task_id} (max_concurrency={link.max_concurrency}) and has not started: its "
+        f"parent's batch starts it when a slot frees (when task {before} finishes), so a "
+        "resume now would run more children of the batch at once than it allows",
+        task_id=record.task_id,
+        hint=f"wait for task {before}, or cancel task {link.task_id} to stop the batch",
+    )

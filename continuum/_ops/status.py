@@ -99,27 +99,33 @@ def task_status(
 
 
 def unstarted_hint(record: TaskRecord, inbox: Inbox) -> str | None:
-    """Why a pending task that no worker has run is not running, and how to mend it: a worker
-    refused its start message (it said why beside the record), or none has taken it for
-    ``UNTAKEN_START_S``. None for any other task, or a start too recent to judge."""
-    if record.status != Status.PENDING or record.counters.invocations:
+    """Why a pending task that no worker has run may not be running, and how to mend it: a
+    worker refused a message naming it (it said why beside the record), or none has started it
+    in ``UNTAKEN_START_S``. Each is evidence, not proof (anyone may send a message naming a
+    task, and a signed start may still be queued), so the hint says what it saw and what to
+    check. None for a child (its parent starts it, signed, when its batch has room), any other
+    task, or a start too recent to judge."""
+    if record.status != Status.PENDING or record.counters.invocations or record.parent:
         return None
     resume = f"continuum resume {record.task_id}"
     refusal = inbox.start_refusal(record.task_id)
     if refusal is not None:
         return (
-            f"a worker refused its start message at {refusal.at:%Y-%m-%d %H:%M:%S}Z: "
-            f"{refusal.reason}. Give what starts tasks the worker's CONTINUUM_SIGNING_KEY "
-            f"(continuum dev's export line carries its key), then send the start again: {resume}"
+            f"a message naming this task was refused at {refusal.at:%Y-%m-%d %H:%M:%S}Z: "
+            f"{refusal.reason}. If this task was started by something without the worker's "
+            "signing key, give it the worker's CONTINUUM_SIGNING_KEY, then send the start "
+            f"again, signed (harmless if a signed start is on its way): {resume}"
         )
     waited_s = (utcnow() - record.created_at).total_seconds()
-    # A child task waits pending, with no message, until its batch has room: its parent starts it.
-    if waited_s < UNTAKEN_START_S or record.parent is not None:
+    if waited_s < UNTAKEN_START_S:
         return None
     return (
-        f"no worker has taken its start message in {waited_s:.0f} s: check that a worker runs "
-        "on this queue (continuum dev, continuum worker, or the stack's function) and that its "
-        f"logs show no 'rejected a message' (a signing key that differs); then: {resume}"
+        f"no worker has started this task in the {waited_s:.0f} s since it was created: its "
+        "start message may still wait in the queue behind others, or no worker reads this "
+        "queue, or a worker rejected it, or its sender died before sending it. Check that a "
+        "worker runs on this queue (continuum dev, continuum worker, or the stack's function) "
+        "and that its logs show no 'rejected a message' (a signing key that differs); then "
+        f"send the start again (a duplicate of a start still queued is harmless): {resume}"
     )
 
 

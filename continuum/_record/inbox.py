@@ -9,8 +9,9 @@ Instead each callback answer, heartbeat, signal and cancel request is its own ob
     inbox/signals/{name}/{id}.json      one object per signal (If-None-Match: an id is sent once)
     inbox/cancel.json                   the first cancel request (If-None-Match: the first wins),
                                         or the finish's close: a request after it is refused
-    inbox/refused.json                  why a worker refused the start message of a task that
-                                        is still pending (the latest; ``client.status`` says it)
+    inbox/refused.json                  why a worker refused a message naming a task that never
+                                        ran (If-None-Match: the first, written once however
+                                        many come; ``client.status`` says it)
 
 The worker lists the inbox (one LIST) when a wait needs it, when a wake arrives, and every
 ``inbox_poll_s`` while the task runs, so that a cancel request is seen. No wake-up is lost:
@@ -195,12 +196,14 @@ class Inbox:
         request = self.cancel(task_id)
         return request if request is not None and not request.closed else None
 
-    def put_start_refusal(self, task_id: str, reason: str) -> None:
-        """Say why a worker refused the task's start message (the latest refusal stays)."""
+    def put_start_refusal(self, task_id: str, reason: str) -> bool:
+        """Say why a worker refused a message naming the task; False if one said so before
+        (nothing written: each forged message must not cost a write, the first stays)."""
         from continuum._record.inbox_items import StartRefusal
 
-        body = StartRefusal(reason=reason, at=utcnow()).model_dump_json().encode()
-        put_with_retries(self.store, self.key(task_id, "refused.json"), body)
+        if self.start_refusal(task_id) is not None:
+            return False  # a GET is cheaper than a PUT refused by its precondition
+        return self._create(task_id, "refused.json", StartRefusal(reason=reason, at=utcnow()))
 
     def put_child_report(self, task_id: str, child_id: str, status: str, report: BaseModel) -> bool:
         """Write a child's report to its parent; False if it was written before."""

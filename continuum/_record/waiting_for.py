@@ -114,6 +114,8 @@ class ParentLink(KeepsUnknownFields):
     #: the batch's size and completion policy (the hint its wakes carry).
     count: int = 1
     completion: dict[str, Any] | None = None
+    #: the batch's ``max_concurrency``: child ``index - max_concurrency`` starts this one.
+    max_concurrency: int | None = None
 
 
 class ChildBatch(KeepsUnknownFields):

@@ -208,11 +208,12 @@ class Worker:
 
     def _note_refused_start(self, task_id: str, exc: BadMessageError) -> None:
         """Leave why beside the record of a task that never ran (a start signed with another
-        key, or not signed), so that its status says so; a running or finished task's record
-        and inbox are left alone, whoever sent the message."""
+        key, or not signed), once, so that its status says so. A running or finished task,
+        and a child (its parent starts it, signed), are left alone, whoever sent the message."""
         try:
             record, _ = self.records.load(task_id)
-            if record.status == Status.PENDING and not record.counters.invocations:
+            never_ran = record.status == Status.PENDING and not record.counters.invocations
+            if never_ran and record.parent is None:
                 self.records.inbox.put_start_refusal(task_id, str(exc.args[0]))
         except RecordNotFoundError:
             return  # no such task: nothing to note, and nothing is written for it

@@ -222,7 +222,11 @@ def _banner(
         if roots
         else "not reloading"
     )
-    line = " ".join(f"{name}={shlex.quote(value)}" for name, value in exports.items())
+    given = os.environ.get(SIGNING_KEY_ENV, "").strip()
+    yours = bool(given) and given == stack.signing_key
+    # The user's own key may be a real one: never into scrollback or logs (a throwaway may).
+    shown = {k: v for k, v in exports.items() if not (yours and k == SIGNING_KEY_ENV)}
+    line = " ".join(f"{name}={shlex.quote(value)}" for name, value in shown.items())
     lines = [
         f"continuum dev: {target} on a local stack at {stack.endpoint} (moto)",
         f"  workers: {args.concurrency} at a time, {args.budget:g}s per invocation; {watching}",
@@ -230,9 +234,17 @@ def _banner(
     if pages is not None:
         lines.append(f"  timeline: {pages.url}  (tasks and their timelines; callbacks, signals)")
         lines.append(f"  callback links: {pages.url}cb/...  (cb.url, for a person or a webhook)")
-    given = os.environ.get(SIGNING_KEY_ENV, "").strip()
-    whose = "yours" if given and given == stack.signing_key else "made for this session"
-    lines.append(f"  signing key: {whose}, in the export line (a start must be signed with it)")
+    if yours:
+        lines.append(
+            f"  signing key: yours, from {SIGNING_KEY_ENV} (not printed): set the same "
+            f"{SIGNING_KEY_ENV} in the other terminal too, from where you keep it (a start "
+            "must be signed with it)"
+        )
+    else:
+        lines.append(
+            "  signing key: made for this session, in the export line (a start must be "
+            "signed with it)"
+        )
     lines += [
         "Point the other commands at it, in another terminal:",
         f"  export {line}",
