@@ -9,14 +9,19 @@ pydantic >= 2.14 refuses. And freezegun's start reads every attribute of every l
 Powertools' parser, which continuum's batch utilities import, then imports its lazy ``models``
 package, whose event models are built under the fake.
 
-Importing this module (``import continuum`` does, first of all) calls
-:func:`prepare_for_frozen_clocks`, so that neither happens in a plain script, in a pytest run
-without continuum's plugin, or under continuum's own clock.
+Importing this module (``import continuum`` does, first of all) readies freezegun for both,
+in a plain script, in a pytest run without continuum's plugin, or under continuum's own clock:
+at once if freezegun is loaded, else as soon as it loads (no clock freezes before). A process
+that never imports freezegun, a Lambda function's, imports nothing for it.
 """
 
 from __future__ import annotations
 
-from importlib.util import find_spec
+import sys
+from collections.abc import Callable, Sequence
+from importlib.abc import Loader, MetaPathFinder
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any
 
 #: Modules that freezegun's start leaves alone: Powertools' parser, whose lazy ``models``
@@ -25,15 +30,56 @@ UNFROZEN_MODULES = ("aws_lambda_powertools.utilities.parser",)
 
 
 def prepare_for_frozen_clocks() -> None:
-    """When freezegun is installed: give its fake dates pydantic schemas, and keep its start
-    out of :data:`UNFROZEN_MODULES` (both idempotent). Without freezegun nothing can freeze
-    the clock, and nothing is imported."""
-    if find_spec("freezegun") is None:
-        return
-    import freezegun
+    """Give freezegun's fake dates pydantic schemas, and keep its start out of
+    :data:`UNFROZEN_MODULES` (both idempotent): now if freezegun is loaded, else when it loads."""
+    if "freezegun.api" in sys.modules:
+        _prepare_freezegun()
+    elif not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport("freezegun.api", _prepare_freezegun))
+
+
+def _prepare_freezegun() -> None:
+    from freezegun import config
 
     give_fake_dates_their_schemas()
-    freezegun.configure(extend_ignore_list=list(UNFROZEN_MODULES))
+    config.configure(extend_ignore_list=list(UNFROZEN_MODULES))
+
+
+class _AfterImport(MetaPathFinder):
+    """Runs ``then`` once the module ``name`` has loaded, wherever it is found."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # once: the next import of it is a plain one
+        for finder in sys.meta_path:
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _Then(spec.loader, self.then)
+                return spec
+        return None
+
+
+class _Then(Loader):
+    """A module's own loader, then ``then``."""
+
+    def __init__(self, loader: Loader, then: Callable[[], None]) -> None:
+        self.loader, self.then = loader, then
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        self.then()
+
+    def __getattr__(self, name: str) -> Any:  # the rest (get_source, ...) is the loader's
+        return getattr(self.loader, name)
 
 
 def give_fake_dates_their_schemas() -> None:
