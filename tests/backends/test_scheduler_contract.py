@@ -229,6 +229,17 @@ def test_a_schedule_paused_and_resumed_between_two_firings_fires_none_of_its_pau
     assert [f.scheduled_time for f in h.fire()] == [first + timedelta(hours=8)]
 
 
+def test_a_schedule_paused_and_resumed_before_any_firing_fires_from_its_resume_on(h):
+    h.scheduler.put_recurring(name="hourly", expression="rate(1 hour)", message_body=STARTS)
+    first = h.scheduler.get("hourly").created_at.replace(microsecond=0)
+    h.scheduler.pause("hourly")
+    h.advance(5 * 3600 + 60)
+    h.scheduler.resume("hourly")
+    assert h.fire() == []
+    h.advance(3600)
+    assert [f.scheduled_time for f in h.fire()] == [first + timedelta(hours=6)]
+
+
 def test_a_firer_started_over_existing_schedules_fires_nothing_that_fell_due_before_it_started(h):
     h.scheduler.put_recurring(name="hourly", expression="rate(1 hour)", message_body=STARTS)
     first = h.scheduler.get("hourly").created_at.replace(microsecond=0)

@@ -189,8 +189,10 @@ class ScheduleFirer:
     """Fires a scheduler's due schedules into the queue, as EventBridge Scheduler would.
 
     Each recurring schedule's times are delivered once each, in order; a disabled schedule's
-    times pass undelivered; a schedule whose expression or time zone changed fires from the
-    change on, as EventBridge Scheduler does (never the new expression's past times). Where
+    times pass undelivered; as EventBridge Scheduler, a schedule fires from its last
+    modification on (``updated_at``: its creation, a change, a pause or a resume), whether or
+    not a firing saw it paused. A time that fell due before the firer was made (its clock's now
+    then) is not delivered: nothing ran to deliver it, as after a restart. Where
     the clock jumps past several times of one schedule (a virtual clock), ``catch_up`` keeps
     only that many of the latest (None: all of them).
 
