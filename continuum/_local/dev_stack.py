@@ -125,6 +125,7 @@ class DevStack:
             self._server.stop()
             raise
         self._stop_firing.clear()
+        self._make_firer()  # now: a schedule synced from here on fires from its creation
         self._firing = threading.Thread(
             target=self._fire_until_stopped, name="continuum-dev-scheduler", daemon=True
         )
@@ -140,21 +141,23 @@ class DevStack:
     def fire_schedules(self) -> int:
         """Send every due schedule's body to the continuation queue, as EventBridge Scheduler
         would; return how many fired."""
-        if self._firer is None:
-            from continuum.backends.eventbridge import EventBridgeScheduler
-            from continuum.backends.memory.scheduler import ScheduleFirer
-            from continuum.backends.sqs import SQSContinuationQueue
-
-            scheduler = EventBridgeScheduler(
-                self.client("scheduler"),
-                group=SCHEDULE_GROUP,
-                target_arn=self.queue_arn,
-                role_arn=SCHEDULER_ROLE_ARN,
-            )
-            queue = SQSContinuationQueue(self.client("sqs"), self.queue_url)
-            self._firer = (ScheduleFirer(scheduler), queue)
-        firer, queue = self._firer
+        firer, queue = self._firer or self._make_firer()
         return len(firer.fire_due(queue))
+
+    def _make_firer(self) -> tuple[Any, Any]:
+        from continuum.backends.eventbridge import EventBridgeScheduler
+        from continuum.backends.memory.scheduler import ScheduleFirer
+        from continuum.backends.sqs import SQSContinuationQueue
+
+        scheduler = EventBridgeScheduler(
+            self.client("scheduler"),
+            group=SCHEDULE_GROUP,
+            target_arn=self.queue_arn,
+            role_arn=SCHEDULER_ROLE_ARN,
+        )
+        made = (ScheduleFirer(scheduler), SQSContinuationQueue(self.client("sqs"), self.queue_url))
+        self._firer = made
+        return made
 
     def _fire_until_stopped(self) -> None:
         log = logging.getLogger("continuum._local.dev_stack")

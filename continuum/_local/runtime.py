@@ -173,7 +173,8 @@ class LocalRuntime:
         else:
             self._setup_moto(endpoint_url)
         if scheduler:
-            self._setup_scheduler(endpoint_url)
+            with self.time.running():  # the firer starts at the clock's time, not the real now
+                self._setup_scheduler(endpoint_url)
         self.observer = Records(self.observer_store, prefix=app.records.prefix)
         self.handled = handled_on(app)
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run

@@ -106,7 +106,7 @@ def on_moto(clients: MotoClients) -> SchedulerHarness:
     aws = EventBridgeScheduler(
         clients.scheduler, group=group, target_arn=queue_arn, role_arn=ROLE_ARN
     )
-    clock = new_clock()
-    return SchedulerHarness(
-        aws, ScheduleFirer(aws, clock=clock), SQSContinuationQueue(clients.sqs, queue_url), clock
-    )
+    clock = ManualClock(time.time())
+    firer = ScheduleFirer(aws, clock=clock)  # started before moto dates any schedule
+    clock.advance(2)  # as new_clock's
+    return SchedulerHarness(aws, firer, SQSContinuationQueue(clients.sqs, queue_url), clock)

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import boto3
 import pytest
 from botocore.stub import Stubber
+from moto.scheduler import models as moto_scheduler
 
 from continuum.backends.eventbridge import EventBridgeScheduler
 from continuum.backends.memory.clock import ManualClock
@@ -62,7 +63,12 @@ def h(backend: str, request: pytest.FixtureRequest) -> SchedulerHarness:
     """The scheduler under test: in memory, or on moto (in a group and queue of its own)."""
     if backend == "memory":
         return in_memory()
-    return on_moto(request.getfixturevalue("clients"))
+    harness = on_moto(request.getfixturevalue("clients"))
+    # moto dates a schedule's creation and changes by the real clock: by the harness's here, as
+    # AWS and `continuum dev` date them by the one clock their firing follows.
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(moto_scheduler, "unix_time", lambda *_: harness.clock.now)
+    return harness
 
 
 # -- one-time schedules ----------------------------------------------------------------------------
@@ -208,6 +214,42 @@ def test_a_paused_schedule_does_not_fire_and_a_resumed_one_fires_from_then_on(h)
     h.advance(3600)
     times = [f.scheduled_time for f in h.fire()]
     assert times == [first + timedelta(hours=6)]  # the paused hours are not caught up
+
+
+def test_a_schedule_paused_and_resumed_between_two_firings_fires_none_of_its_paused_times(h):
+    h.scheduler.put_recurring(name="hourly", expression="rate(1 hour)", message_body=STARTS)
+    first = h.scheduler.get("hourly").created_at.replace(microsecond=0)
+    h.advance(2 * 3600 + 60)
+    assert len(h.fire()) == 3
+    h.scheduler.pause("hourly")
+    h.advance(5 * 3600)  # no firing while paused: the firer never saw it paused
+    h.scheduler.resume("hourly")
+    assert h.fire() == []
+    h.advance(3600)
+    assert [f.scheduled_time for f in h.fire()] == [first + timedelta(hours=8)]
+
+
+def test_a_schedule_paused_and_resumed_before_any_firing_fires_from_its_resume_on(h):
+    h.scheduler.put_recurring(name="hourly", expression="rate(1 hour)", message_body=STARTS)
+    first = h.scheduler.get("hourly").created_at.replace(microsecond=0)
+    h.scheduler.pause("hourly")
+    h.advance(5 * 3600 + 60)
+    h.scheduler.resume("hourly")
+    assert h.fire() == []
+    h.advance(3600)
+    assert [f.scheduled_time for f in h.fire()] == [first + timedelta(hours=6)]
+
+
+def test_a_firer_started_over_existing_schedules_fires_nothing_that_fell_due_before_it_started(h):
+    h.scheduler.put_recurring(name="hourly", expression="rate(1 hour)", message_body=STARTS)
+    first = h.scheduler.get("hourly").created_at.replace(microsecond=0)
+    h.advance(2 * 3600 + 60)
+    assert len(h.fire()) == 3
+    h.advance(5 * 3600)  # nothing ran meanwhile (`continuum dev` stopped, then started again)
+    restarted = ScheduleFirer(h.scheduler, clock=h.clock)
+    assert restarted.fire_due(h.queue) == []
+    h.advance(3600)
+    assert [f.scheduled_time for f in restarted.fire_due(h.queue)] == [first + timedelta(hours=8)]
 
 
 def test_a_paused_one_time_schedule_does_not_fire_until_resumed_and_keeps_its_time(h):

@@ -179,18 +179,20 @@ class InMemoryScheduler:
 class _Cursor:
     """Where a recurring schedule's firing stands: its times up to ``after`` were delivered."""
 
-    identity: tuple[str, str, datetime]
+    created: datetime
+    #: the schedule's last modification (EventBridge's LastModificationDate) when last looked at.
+    modified: datetime
     after: datetime
-    #: whether the schedule was enabled when last looked at.
-    enabled: bool = True
 
 
 class ScheduleFirer:
     """Fires a scheduler's due schedules into the queue, as EventBridge Scheduler would.
 
     Each recurring schedule's times are delivered once each, in order; a disabled schedule's
-    times pass undelivered; a schedule whose expression or time zone changed fires from the
-    change on, as EventBridge Scheduler does (never the new expression's past times). Where
+    times pass undelivered; as EventBridge Scheduler, a schedule fires from its last
+    modification on (``updated_at``: its creation, a change, a pause or a resume), whether or
+    not a firing saw it paused. A time that fell due before the firer was made (its clock's now
+    then) is not delivered: nothing ran to deliver it, as after a restart. Where
     the clock jumps past several times of one schedule (a virtual clock), ``catch_up`` keeps
     only that many of the latest (None: all of them).
 
@@ -215,6 +217,8 @@ class ScheduleFirer:
         self.scheduler = scheduler
         self.clock = clock or wall_clock
         self.catch_up = catch_up
+        #: a time that fell due before this firer started was missed: nothing ran to fire it.
+        self.started = _utc(self.clock())
         self._cursors: dict[str, _Cursor] = {}
         self._lock = threading.Lock()
 
@@ -248,8 +252,6 @@ class ScheduleFirer:
             soonest: datetime | None = None
             for schedule in self.scheduler.schedules():
                 if schedule.state is not ScheduleState.ENABLED:
-                    if not schedule.one_time:
-                        self._cursor(schedule)  # seen paused: its resume fires no paused time
                     continue
                 if schedule.one_time:
                     upcoming = schedule.at
@@ -281,20 +283,22 @@ class ScheduleFirer:
         return due, recurring
 
     def _cursor(self, schedule: Schedule) -> _Cursor:
-        identity = (schedule.expression, schedule.timezone, schedule.created_at)
+        created = schedule.created_at.astimezone(UTC)
+        modified = schedule.updated_at.astimezone(UTC)
         cursor = self._cursors.get(schedule.name)
-        if cursor is None or cursor.identity[2] != schedule.created_at:  # new, or made again
-            cursor = _Cursor(identity, _anchor(schedule) - _BEFORE)
+        if cursor is None or cursor.created != created:  # new to this firer, or made again
+            after = _anchor(schedule) - _BEFORE
+            if modified > created:  # changed before this firer first saw it
+                after = max(after, modified)
+            if created < self.started:  # what fell due while no firer ran is not fired
+                after = max(after, self.started - _BEFORE)
+            cursor = _Cursor(created, modified, after)
             self._cursors[schedule.name] = cursor
-        elif cursor.identity != identity:
-            # Changed: EventBridge Scheduler fires its next time after the change, no past one.
-            after = max(cursor.after, schedule.updated_at.astimezone(UTC))
-            cursor = _Cursor(identity, after)
-            self._cursors[schedule.name] = cursor
-        enabled = schedule.state is ScheduleState.ENABLED
-        if enabled and not cursor.enabled:  # resumed: from its next time on, as EventBridge
-            cursor.after = max(cursor.after, schedule.updated_at.astimezone(UTC))
-        cursor.enabled = enabled
+        elif cursor.modified != modified:
+            # Changed, paused or resumed since the last look, seen or not: EventBridge Scheduler
+            # fires from its last modification on, never a time before it.
+            cursor.after = max(cursor.after, modified)
+            cursor.modified = modified
         return cursor
 
 
