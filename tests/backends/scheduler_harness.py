@@ -47,6 +47,12 @@ class SchedulerHarness:
     def advance(self, seconds: float) -> None:
         self.clock.advance(seconds)
 
+    def advance_to_minute(self, minute: int) -> None:
+        """On to the next ``minute`` past an hour (the clock starts at the real now, so a
+        test whose next minute must not cross a given one first moves clear of it)."""
+        now = self.now
+        self.advance(((minute - now.minute) % 60 or 60) * 60 - now.second - now.microsecond / 1e6)
+
     def fire(self) -> list[Fire]:
         """Fire what is due now."""
         return self.firer.fire_due(self.queue)
