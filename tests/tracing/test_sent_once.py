@@ -284,3 +284,39 @@ def test_a_fork_of_a_waiting_task_sends_its_spans_under_ids_of_its_own(
     assert doubled(spans) == []
     assert len({s.context.trace_id for s in spans}) == 2, "a fork is a task of its own"
     assert len(named(spans, "booking")) == 2
+
+
+@pytest.mark.parametrize("within", ["the turn", "a virtual context"])
+def test_a_gathered_virtual_context_that_waited_is_sent_once_whatever_replays_it(
+    traced, exporter, naming, within, aws
+):
+    app = traced(naming)
+
+    @app.step
+    async def look(part: str) -> str:
+        return part
+
+    async def inner(c: TaskContext[Plan]) -> str:
+        await c.sleep_async(60, name="rest")
+        return await look("in")
+
+    async def gathered(c: TaskContext[Plan]) -> str:
+        a, b = await asyncio.gather(
+            look("a"), c.child_context_async(inner, name="inner", virtual=True)
+        )
+        await c.sleep_async(30, name="after")  # a replay of it all, after the context ended
+        return a + b
+
+    @app.task(state=Plan)
+    async def trip(ctx: TaskContext[Plan]) -> str:
+        if within == "the turn":
+            return await gathered(ctx)
+        return await ctx.child_context_async(gathered, name="outer", virtual=True)
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("trip", {}, task_id="trip-gathered"))
+    record = runtime.record("trip-gathered")
+    assert record.status == Status.SUCCEEDED, record.error
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    assert len(named(spans, "inner")) == 1
