@@ -31,17 +31,27 @@ def derived_span_id(stack: str, task_id: str, *names: object) -> int:
     return int.from_bytes(_digest("continuum.span", stack, task_id, *names)[:8], "big") or 1
 
 
+def run_span_id(stack: str, task_id: str, retries: int, *names: object) -> int:
+    """The id of the span ``names`` name in a task's run after ``retries`` retries: a retry
+    runs the failed turn again, and each span of the new run is a span of its own (the first
+    run's ids name no run, as they did before retries had runs)."""
+    if retries == 0:
+        return derived_span_id(stack, task_id, *names)
+    return derived_span_id(stack, task_id, *names, retries)
+
+
 def root_span_id(stack: str, task_id: str, retries: int = 0) -> int:
     """The id of a task's root span in its run after ``retries`` retries (one root a run)."""
-    if retries == 0:
-        return derived_span_id(stack, task_id, "task")
-    return derived_span_id(stack, task_id, "task", retries)
+    return run_span_id(stack, task_id, retries, "task")
 
 
-def wait_span_id(stack: str, task_id: str, turn: int, key: str, since: float | None) -> int:
+def wait_span_id(
+    stack: str, task_id: str, turn: int, key: str, since: float | None, retries: int = 0
+) -> int:
     """The id of the span of the wait at ``key`` (its path and key) in turn ``turn``, first
-    reached at ``since`` (a wait reached again after a crash is another span)."""
-    return derived_span_id(stack, task_id, "wait", turn, key, since)
+    reached at ``since`` (a wait reached again after a crash is another span), in the run
+    after ``retries`` retries."""
+    return run_span_id(stack, task_id, retries, "wait", turn, key, since)
 
 
 def traceparent(trace_id: int, span_id: int) -> str:

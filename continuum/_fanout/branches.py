@@ -249,18 +249,20 @@ class Group:
             self.replayed = not state.journal.live
             self.child = runner.virtual_child(f"{state.path}{key}/")
             self.start: StartFirst | None = None
-            if state.observers is not None and not self.replayed:
+            if state.observers is not None:
                 from continuum._define.events import ContextStarted
 
-                event = ContextStarted(
-                    state.record.task_id,
-                    EntryKind.CONTEXT.value,
-                    label,
-                    self.child.state.path,
-                    state.turn,
-                    self.entry.since or 0.0,
-                    virtual=True,
-                )
+                event = None
+                if not self.replayed:
+                    event = ContextStarted(
+                        state.record.task_id,
+                        EntryKind.CONTEXT.value,
+                        label,
+                        self.child.state.path,
+                        state.turn,
+                        self.entry.since or 0.0,
+                        virtual=True,
+                    )
                 self.start = StartFirst(state.observers, event)
                 self.child.state.observers = self.start
 
@@ -268,11 +270,13 @@ class Group:
         self.state.progress = self.state.progress or self.child.state.progress
 
     def ended(self, exc: Exception | None) -> None:
-        state = self.state
-        if state.observers is None or not state.journal.live:
+        state, start = self.state, self.start
+        if state.observers is None or start is None:
             return
-        if self.start is not None:
-            self.start.flush()
+        # A journal live at its end says nothing: an asyncio task's own journal ends with it.
+        if self.replayed and not start.told:
+            return  # nothing inside ran live here: it ended, and was told, before
+        start.flush()
         failure = None if exc is None else ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
         path = self.child.state.path
         context_ended(
@@ -281,12 +285,13 @@ class Group:
 
 
 class StartFirst(Observers):
-    """The observers of a virtual context's code: its start is told before the first event
-    inside it, or before its end."""
+    """The observers of a virtual context's code: its start (None: told before) is told
+    before the first event inside it, or before its end; ``told``: an event inside it was."""
 
     def __init__(self, then: Observers, started: Any) -> None:
         super().__init__(then=then)
         self.started: Any = started
+        self.told = False
 
     def flush(self) -> None:
         started, self.started = self.started, None
@@ -294,6 +299,7 @@ class StartFirst(Observers):
             super().emit("context_started", started)
 
     def emit(self, event_name: str, event: Any) -> None:
+        self.told = True
         self.flush()
         super().emit(event_name, event)
 

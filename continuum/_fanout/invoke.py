@@ -120,7 +120,9 @@ def _traceparent(state: TurnState, key: str, since: float | None) -> str:
     in the parent's trace."""
     record, stack = state.record, state.inbox.stack
     trace = task_trace_id(stack, record.task_id, record.traceparent if record.parent else None)
-    span = wait_span_id(stack, record.task_id, record.turn, state.path + key, since)
+    span = wait_span_id(
+        stack, record.task_id, record.turn, state.path + key, since, record.counters.retries
+    )
     return traceparent(trace, span)
 
 

@@ -37,9 +37,9 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from exc
 
 from continuum._base.trace_ids import (
-    derived_span_id,
     parse_traceparent,
     root_span_id,
+    run_span_id,
     task_trace_id,
     wait_span_id,
 )
@@ -341,6 +341,12 @@ class _TaskTrace:
     groups: dict[tuple[int, str], _Group] = field(default_factory=dict)
     #: the task finished in this invocation: its root, sent when the invocation ends
     finished: TaskFinished | None = None
+    #: times ``client.retry`` ran the task again: every span id names its run
+    retries: int = 0
+
+    def span_id(self, *names: object) -> int:
+        """The id of the span ``names`` name in this run of the task."""
+        return run_span_id(self.stack, self.task_id, self.retries, *names)
 
 
 def _ns(seconds: float) -> int:
@@ -492,7 +498,7 @@ class Tracing(Observer):
         """The span of the child context at ``path`` (the root for the turn itself)."""
         if not path:
             return task.root
-        return derived_span_id(task.stack, task.task_id, "context", turn, path)
+        return task.span_id("context", turn, path)
 
     def _holder_span(self, task: _TaskTrace, turn: int, path: str) -> int:
         """The span that holds what ends now in the context at ``path``: the operation open
@@ -547,6 +553,7 @@ class Tracing(Observer):
             root_links=links,
             created_at=created,
             invocation_number=event.number,
+            retries=event.retries,
         )
         with self._lock:
             self._tasks[event.task_id] = task
@@ -558,7 +565,7 @@ class Tracing(Observer):
                 start=dead.started_at,
                 end=dead.last_seen_at,
                 parent=task.root,
-                span_id=derived_span_id(stack, event.task_id, "invocation", dead.number),
+                span_id=task.span_id("invocation", dead.number),
                 attributes=words.crashed(dead.number, dead.request_id),
                 status=Status(StatusCode.ERROR, "its worker died holding the task"),
             )
@@ -567,7 +574,7 @@ class Tracing(Observer):
             task,
             start=event.started_at,
             parent=task.root,
-            span_id=derived_span_id(stack, event.task_id, "invocation", event.number),
+            span_id=task.span_id("invocation", event.number),
             attributes=words.invocation_start(event),
         )
         task.invocation_links = [
@@ -611,9 +618,7 @@ class Tracing(Observer):
                 start=wait.started_at,
                 end=ended,
                 parent=parent,
-                span_id=derived_span_id(
-                    task.stack, task.task_id, "open", turn, key, task.invocation_number
-                ),
+                span_id=task.span_id("open", turn, key, task.invocation_number),
                 attributes=words.wait(wait.kind, key, wait.name, "started"),
             )
         for group in task.groups.values():
@@ -624,9 +629,7 @@ class Tracing(Observer):
                 start=started.started_at,
                 end=ended,
                 parent=parent,
-                span_id=derived_span_id(
-                    task.stack,
-                    task.task_id,
+                span_id=task.span_id(
                     "open",
                     started.turn,
                     started.key,
@@ -641,9 +644,7 @@ class Tracing(Observer):
                 start=first,
                 end=ended,
                 parent=parent,
-                span_id=derived_span_id(
-                    task.stack, task.task_id, "open", turn, key, task.invocation_number
-                ),
+                span_id=task.span_id("open", turn, key, task.invocation_number),
                 attributes=words.step(key, name, attempts, "started"),
             )
 
@@ -682,10 +683,7 @@ class Tracing(Observer):
         first = event.first_started_at or event.started_at
         slot = event.turn, key
         known = task.firsts.get(slot)
-        if known is None:
-            step_span = derived_span_id(task.stack, task.task_id, "step", event.turn, key, first)
-        else:
-            step_span = known[1]
+        step_span = task.span_id("step", event.turn, key, first) if known is None else known[1]
         task.firsts[slot] = first, step_span, event.name, event.attempt
         span = self._start(
             f"{event.name} attempt {event.attempt}",
@@ -719,7 +717,7 @@ class Tracing(Observer):
         known = task.firsts.pop(slot, None)
         if known is None:
             first = event.started_at
-            step_span = derived_span_id(task.stack, task.task_id, "step", event.turn, key, first)
+            step_span = task.span_id("step", event.turn, key, first)
         else:
             first, step_span = known[0], known[1]
         self._emit(
@@ -755,7 +753,14 @@ class Tracing(Observer):
             start=event.started_at,
             end=event.ended_at,
             parent=self._holder_span(task, event.turn, _holder_path(event.key)),
-            span_id=wait_span_id(task.stack, task.task_id, event.turn, event.key, event.started_at),
+            span_id=wait_span_id(
+                task.stack,
+                task.task_id,
+                event.turn,
+                event.key,
+                event.started_at,
+                task.retries,
+            ),
             attributes=self._words.wait(event.kind, event.key, event.name, event.outcome),
             status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
             links=task.invocation_links,
@@ -785,7 +790,7 @@ class Tracing(Observer):
         task = self._tasks.get(event.task_id)
         if task is None:
             return
-        span_id = derived_span_id(task.stack, task.task_id, "operation", event.turn, event.key)
+        span_id = task.span_id("operation", event.turn, event.key)
         task.groups[event.turn, _holder_path(event.key)] = _Group(span_id, event)
 
     def operation_ended(self, event: OperationEnded) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
@@ -184,3 +185,138 @@ def test_a_crashed_invocation_is_sent_once_by_the_next_with_status_error(
     statuses = sorted(s.status.status_code.name for s in invocations)
     assert statuses == ["ERROR", "OK"]
     assert len(named(spans, "fragile")) == 1  # the dead attempt was never reported
+
+
+RETRIED_SHAPES = ("asyncio task", "child context", "async child context", "wait_for_callback")
+
+
+@pytest.mark.parametrize("shape", RETRIED_SHAPES)
+def test_a_retried_run_sends_its_contexts_and_operations_under_ids_of_its_own(
+    traced, exporter, naming, shape, aws
+):
+    app = traced(naming)
+    calls: list[str] = []
+
+    def booked(city: str) -> str:
+        calls.append("book")
+        if calls.count("book") == 1:
+            raise ConnectionError("the booking site is down")
+        return f"booked {city}"
+
+    @app.step
+    def book(city: str) -> str:
+        return booked(city)
+
+    @app.step
+    async def book_async(city: str) -> str:
+        return booked(city)
+
+    @app.step
+    async def look(city: str) -> str:
+        return city
+
+    async def block(c: TaskContext[Plan]) -> str:
+        return await book_async(c.state.city)
+
+    async def submit(callback_id: str) -> None:
+        calls.append("submit")
+        if calls.count("submit") == 1:
+            raise ConnectionError("the approval desk is down")
+
+    if shape == "child context":
+
+        @app.task(state=Plan)
+        def trip(ctx: TaskContext[Plan]) -> str:
+            return ctx.child_context(lambda c: book(c.state.city), name="booking")
+
+    else:
+
+        @app.task(state=Plan)
+        async def trip(ctx: TaskContext[Plan]) -> str:
+            if shape == "asyncio task":
+                _, booked = await asyncio.gather(look(ctx.state.city), block(ctx))
+                return booked
+            if shape == "async child context":
+                return await ctx.child_context_async(block, name="booking")
+            return str(await ctx.wait_for_callback_async(submit, name="approve", timeout=3600))
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("trip", {}, task_id="trip-retried"))
+    assert runtime.record("trip-retried").status == Status.FAILED
+    app.client().retry("trip-retried")
+    if shape == "wait_for_callback":
+        runtime.invoke_once()
+        for token in runtime.record("trip-retried").callbacks:
+            app.client().complete_callback(f"trip-retried.{token}", "yes")
+    runtime.drive("trip-retried")
+    record = runtime.record("trip-retried")
+    assert record.status == Status.SUCCEEDED, record.error
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    roots = sorted((s for s in spans if s.parent is None), key=lambda s: s.start_time or 0)
+    assert len(roots) == 2, "one root a run"
+
+
+def test_a_fork_of_a_waiting_task_sends_its_spans_under_ids_of_its_own(
+    traced, exporter, naming, aws
+):
+    app = traced(naming)
+
+    @app.step
+    def book(city: str) -> str:
+        return f"booked {city}"
+
+    @app.task(state=Plan)
+    def trip(ctx: TaskContext[Plan]) -> str:
+        ctx.sleep(60, name="think")
+        return ctx.child_context(lambda c: book(c.state.city), name="booking")
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    app.client().start("trip", {}, task_id="trip-1")
+    runtime.invoke_once()
+    assert runtime.record("trip-1").status == Status.WAITING
+    app.client().fork("trip-1", version="latest", new_id="trip-forked")
+    runtime.drive("trip-1")
+    runtime.drive("trip-forked")
+    assert runtime.record("trip-1").status == Status.SUCCEEDED
+    assert runtime.record("trip-forked").status == Status.SUCCEEDED
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    assert len({s.context.trace_id for s in spans}) == 2, "a fork is a task of its own"
+    assert len(named(spans, "booking")) == 2
+
+
+@pytest.mark.parametrize("within", ["the turn", "a virtual context"])
+def test_a_gathered_virtual_context_that_waited_is_sent_once_whatever_replays_it(
+    traced, exporter, naming, within, aws
+):
+    app = traced(naming)
+
+    @app.step
+    async def look(part: str) -> str:
+        return part
+
+    async def inner(c: TaskContext[Plan]) -> str:
+        await c.sleep_async(60, name="rest")
+        return await look("in")
+
+    async def gathered(c: TaskContext[Plan]) -> str:
+        a, b = await asyncio.gather(
+            look("a"), c.child_context_async(inner, name="inner", virtual=True)
+        )
+        await c.sleep_async(30, name="after")  # a replay of it all, after the context ended
+        return a + b
+
+    @app.task(state=Plan)
+    async def trip(ctx: TaskContext[Plan]) -> str:
+        if within == "the turn":
+            return await gathered(ctx)
+        return await ctx.child_context_async(gathered, name="outer", virtual=True)
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("trip", {}, task_id="trip-gathered"))
+    record = runtime.record("trip-gathered")
+    assert record.status == Status.SUCCEEDED, record.error
+    spans = spans_of(exporter)
+    assert doubled(spans) == []
+    assert len(named(spans, "inner")) == 1
