@@ -88,12 +88,12 @@ def test_the_error_the_state_and_the_cost_are_on_the_page(report, shown):
 
 
 def test_clicking_a_checkpoint_shows_the_state_and_journal_saved_there(report, browser, shown):
-    # The checkpoint that ended the first suspended invocation.
-    first = next(r for r in report.view.invocations if r.outcome == "suspended")
+    # The first checkpoint a suspension wrote with some pages done: under load an invocation
+    # may suspend before its first step, and its checkpoint holds none.
     index = next(
         i
         for i, c in enumerate(report.view.checkpoints)
-        if c.status == "suspended" and c.generation == first.generation + 1
+        if c.status == "suspended" and 0 < len(c.state["pages"]) < 12
     )
     checkpoint = report.view.checkpoints[index]
     browser.evaluate(f"document.querySelector('.cp[data-index=\"{index}\"]').click()")
