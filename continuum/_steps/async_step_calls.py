@@ -105,7 +105,7 @@ class AsyncStepCaller:
         if replaying:
             state.replay_cancel()
         name = step.options.name
-        key = journal.key_for(name, key)
+        key = journal.key_for(name, key, state.path)
         entry = journal.replay(name, key) if replaying else None
         if entry is not None and not entry.partial:
             state.record.counters.steps_replayed += 1

@@ -27,23 +27,26 @@ class Journal:
         self.position = 0
         self._explicit: set[str] = set()
 
-    def key_for(self, name: str, key: str | None) -> str:
+    def key_for(self, name: str, key: str | None, path: str = "") -> str:
         """The key of the next step call: the given one, or ``name#ordinal``.
 
+        ``path``: the calling context's (a virtual child context journals here under its
+        own path, so a given key is its own under that path, as in a child context's journal).
+
         Raises:
-            ContinuumError: the given key was already used in this turn; two calls would
-                share one idempotency key and one recorded result.
+            ContinuumError: the given key was already used under ``path`` in this turn; two
+                calls would share one idempotency key.
         """
         if key is None:
             return f"{name}#{self.position}"
-        if key in self._explicit:
+        if path + key in self._explicit:
             raise ContinuumError(
-                f"turn {self.turn} called a step with key {key!r} twice",
+                f"turn {self.turn} called a step with key {path + key!r} twice",
                 task_id=self.task_id,
-                step=key,
+                step=path + key,
                 hint="give each step call in a turn its own key (or none: name#ordinal)",
             )
-        self._explicit.add(key)
+        self._explicit.add(path + key)
         return key
 
     def replay(self, name: str, key: str) -> JournalEntry | None:
