@@ -49,10 +49,39 @@ def _reopened(
     """``reopen_failed``, or None if nothing changed."""
     if not journal:
         return None
+    last = journal[-1]
+    if (
+        _in_progress(last)
+        and not _holds_error(last, error)
+        and _failing_tasks(journal, failed_step, singles, error)
+    ):
+        # An asyncio task still running (it resumes as it is) whose failure, if any, the
+        # task caught: what failed the turn is in one of the tasks that ended.
+        return _reopened_asyncio_task(journal, failed_step, singles, error)
     retried = _reopened_end(journal, failed_step, singles, error)
     if retried is None:
         retried = _reopened_asyncio_task(journal, failed_step, singles, error)
     return retried
+
+
+def _in_progress(entry: JournalEntry) -> bool:
+    """Whether ``entry`` is a child context still in progress: a block, or an asyncio task's."""
+    return entry.kind == EntryKind.CONTEXT and entry.partial and entry.ended is None
+
+
+def _failing_tasks(
+    journal: list[JournalEntry],
+    failed_step: str | None,
+    singles: set[str],
+    error: ErrorInfo | None,
+) -> list[JournalEntry]:
+    """The contexts of the asyncio tasks that ended holding a failure a retry would reopen."""
+    return [
+        entry
+        for entry in journal
+        if _ended_task(entry)
+        and _reopened(copy.deepcopy(entry.children or []), failed_step, singles, error) is not None
+    ]
 
 
 def _reopened_asyncio_task(
@@ -63,12 +92,7 @@ def _reopened_asyncio_task(
 ) -> list[str] | None:
     """Reopen the context of the asyncio task (one that ended) whose failure failed the turn:
     the one whose failure is the task's error, else the first to end failing ``failed_step``."""
-    failing = [
-        entry
-        for entry in journal
-        if _ended_task(entry)
-        and _reopened(copy.deepcopy(entry.children or []), failed_step, singles, error) is not None
-    ]
+    failing = _failing_tasks(journal, failed_step, singles, error)
     if not failing:
         return None
     matching = [entry for entry in failing if _holds_error(entry, error)]

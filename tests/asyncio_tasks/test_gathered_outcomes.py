@@ -427,6 +427,48 @@ def test_a_retry_leaves_the_failure_the_task_caught_and_runs_again_the_one_it_di
     assert runs.count("caught") == 1  # its recorded failure replayed, caught again
 
 
+def test_a_retry_resumes_a_gathered_task_still_running_though_it_caught_a_failure(make_runtime):
+    app = Continuum()
+    retried = {"on": False}
+    runs: list[str] = []
+
+    @app.step
+    async def flaky(name: str) -> str:
+        runs.append(name)
+        if not retried["on"] or name == "caught":
+            raise ValueError(f"{name} is down")
+        return name
+
+    async def fails(caught: asyncio.Event) -> str:
+        if not retried["on"]:
+            await caught.wait()  # the failed run: it fails after the other caught its failure
+        return await flaky("fails")
+
+    async def catches(caught: asyncio.Event) -> str:
+        with contextlib.suppress(StepError):
+            await flaky("caught")
+        caught.set()
+        if not retried["on"]:
+            await asyncio.Event().wait()  # the failed run: still running when the turn fails
+        return "caught"
+
+    @app.task(state=Empty)
+    async def pair(ctx: TaskContext[Empty]) -> list[str]:
+        caught = asyncio.Event()
+        return list(await asyncio.gather(fails(caught), catches(caught)))
+
+    runtime = make_runtime(app, budget_s=1.0)
+    with runtime.time.running():
+        task_id = app.client().start("pair", {})
+        assert runtime.drive(task_id).status == "failed"
+        retried["on"] = True
+        app.client().retry(task_id)
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    assert done.result == ["fails", "caught"]
+    assert runs.count("caught") == 1  # its recorded failure replayed, caught again
+
+
 def without_ended(entries: list[dict]) -> list[dict]:
     return [
         {k: without_ended(v) if k == "children" and v else v for k, v in e.items() if k != "ended"}
