@@ -8,41 +8,137 @@ results; a failed block runs again from its start; a finished call of child task
 reopened, and its failed children are named, for the retry to retry them first: the parent
 then takes each child's latest outcome. An asyncio task's context that holds what runs again
 loses its place in the order the turn's asyncio tasks ended in: it ends again, after them all.
+
+An async turn's failure need not be at the end: its asyncio tasks each journal in a context of
+their own, in the order they were made. Where the end holds no failure (or is an asyncio task
+that ended), what failed is in the context of an asyncio task that ended failing the step
+the task's error names (the one whose failure is the task's error, else the first to end):
+only it is reopened; those still running resume, and those whose failure the task caught
+(another error, or ended later) replay it.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from continuum._record.model import EntryKind, JournalEntry
+from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, walk
 
 _WAITS = (EntryKind.STEP, EntryKind.SLEEP, EntryKind.CALLBACK_RESULT, EntryKind.SIGNAL)
 
 
 def reopen_failed(
-    journal: list[JournalEntry], failed_step: str | None, singles: set[str]
+    journal: list[JournalEntry],
+    failed_step: str | None,
+    singles: set[str],
+    error: ErrorInfo | None = None,
 ) -> list[str]:
     """Change ``journal`` so that what failed runs again; return the ids of the failed
     children to retry (``singles``: the ids of ``ctx.invoke`` children, whose entries hold
-    the child's result, where a batch's hold a batch result). Nothing changes if the
-    journal's end is not a failure."""
-    return _reopened(journal, failed_step, singles) or []
+    the child's result, where a batch's hold a batch result; ``error``: the task's). Nothing
+    changes if no failure of the turn is found."""
+    return _reopened(journal, failed_step, singles, error) or []
 
 
 def _reopened(
-    journal: list[JournalEntry], failed_step: str | None, singles: set[str]
+    journal: list[JournalEntry],
+    failed_step: str | None,
+    singles: set[str],
+    error: ErrorInfo | None = None,
 ) -> list[str] | None:
     """``reopen_failed``, or None if nothing changed."""
     if not journal:
         return None
     last = journal[-1]
+    if (
+        _in_progress(last)
+        and not _holds_error(last, error)
+        and _failing_tasks(journal, failed_step, singles, error)
+    ):
+        # An asyncio task still running (it resumes as it is) whose failure, if any, the
+        # task caught: what failed the turn is in one of the tasks that ended.
+        return _reopened_asyncio_task(journal, failed_step, singles, error)
+    retried = _reopened_end(journal, failed_step, singles, error)
+    if retried is None:
+        retried = _reopened_asyncio_task(journal, failed_step, singles, error)
+    return retried
+
+
+def _in_progress(entry: JournalEntry) -> bool:
+    """Whether ``entry`` is a child context still in progress: a block, or an asyncio task's."""
+    return entry.kind == EntryKind.CONTEXT and entry.partial and entry.ended is None
+
+
+def _failing_tasks(
+    journal: list[JournalEntry],
+    failed_step: str | None,
+    singles: set[str],
+    error: ErrorInfo | None,
+) -> list[JournalEntry]:
+    """The contexts of the asyncio tasks that ended holding a failure a retry would reopen."""
+    return [
+        entry
+        for entry in journal
+        if _ended_task(entry)
+        and _reopened(copy.deepcopy(entry.children or []), failed_step, singles, error) is not None
+    ]
+
+
+def _reopened_asyncio_task(
+    journal: list[JournalEntry],
+    failed_step: str | None,
+    singles: set[str],
+    error: ErrorInfo | None,
+) -> list[str] | None:
+    """Reopen the context of the asyncio task (one that ended) whose failure failed the turn:
+    the one whose failure is the task's error, else the first to end failing ``failed_step``."""
+    failing = _failing_tasks(journal, failed_step, singles, error)
+    if not failing:
+        return None
+    matching = [entry for entry in failing if _holds_error(entry, error)]
+    chosen = min(matching or failing, key=lambda entry: entry.ended or 0)
+    assert chosen.children is not None
+    retried = _reopened(chosen.children, failed_step, singles, error)
+    # It ends again, after every ending recorded: the retried run numbers it afresh.
+    chosen.ended = None
+    return retried
+
+
+def _ended_task(entry: JournalEntry) -> bool:
+    """Whether ``entry`` is the context of an asyncio task that ended (with a value or not)."""
+    return entry.kind == EntryKind.CONTEXT and entry.partial and entry.ended is not None
+
+
+def _holds_error(entry: JournalEntry, error: ErrorInfo | None) -> bool:
+    """Whether a failure in ``entry``'s context is ``error`` (the task's, which says it too)."""
+    if error is None:
+        return False
+    return any(
+        held.error is not None and held.error.type == error.type and _says(error, held.error)
+        for held in walk(entry.children or [])
+        if not held.ok
+    )
+
+
+def _says(error: ErrorInfo, held: ErrorInfo) -> bool:
+    """Whether the task's ``error`` is ``held`` raised through the task (its message cut)."""
+    raised = f"{held.type}: {held.message}"
+    forms = (held.message, f"step raised {raised}", f"child context raised {raised}")
+    return any(form.startswith(error.message) for form in forms)
+
+
+def _reopened_end(
+    journal: list[JournalEntry],
+    failed_step: str | None,
+    singles: set[str],
+    error: ErrorInfo | None,
+) -> list[str] | None:
+    """Reopen what failed at the journal's end (not an asyncio task that ended), or None."""
+    last = journal[-1]
     if last.partial and last.children is not None:
-        retried = _reopened(last.children, failed_step, singles)
-        if retried is not None:
-            # What it holds runs again, so it ends after every ending recorded: the retried
-            # run numbers it afresh, as it ends there.
-            last.ended = None
-        return retried
+        if _ended_task(last):
+            return None  # which of the asyncio tasks that ended failed the turn is chosen apart
+        return _reopened(last.children, failed_step, singles, error)
     if last.partial:
         return None
     if last.kind in _WAITS:

@@ -115,7 +115,7 @@ class Steering:
             )
         failed = record.error.step if record.error else None
         singles = {batch.prefix for batch in record.children if batch.single}
-        children = reopen_failed(record.journal, failed, singles)
+        children = reopen_failed(record.journal, failed, singles, record.error)
         # Its failed children first: the parent, running again, then waits for their ends.
         self._retry_children(task_id, children)
         record.status = Status.SUSPENDED

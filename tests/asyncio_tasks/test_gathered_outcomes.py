@@ -9,6 +9,7 @@ never by sleeps of different lengths.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -360,6 +361,112 @@ def test_a_replay_after_a_retry_sees_the_asyncio_tasks_end_in_the_order_the_retr
     assert len(seen) >= 2, seen
     assert set(seen) == {"slow"}, seen
     assert done.result == "slow"
+
+
+def test_a_retry_runs_again_the_failed_step_of_the_first_of_two_gathered_steps(make_runtime):
+    app = Continuum()
+    retried = {"on": False}
+
+    @app.step
+    async def first() -> str:
+        if not retried["on"]:
+            raise ValueError("first is down")
+        return "first"
+
+    @app.step
+    async def second() -> str:
+        if not retried["on"]:
+            await asyncio.Event().wait()  # still running, made after "first", when it fails
+        return "second"
+
+    @app.task(state=Empty)
+    async def both(ctx: TaskContext[Empty]) -> list[str]:
+        return list(await asyncio.gather(first(), second()))
+
+    runtime = make_runtime(app, budget_s=1.0)
+    with runtime.time.running():
+        task_id = app.client().start("both", {})
+        assert runtime.drive(task_id).status == "failed"
+        retried["on"] = True
+        app.client().retry(task_id)
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    assert done.result == ["first", "second"]
+
+
+def test_a_retry_leaves_the_failure_the_task_caught_and_runs_again_the_one_it_did_not(
+    make_runtime,
+):
+    app = Continuum()
+    retried = {"on": False}
+    runs: list[str] = []
+
+    @app.step
+    async def flaky(name: str) -> str:
+        runs.append(name)
+        if not retried["on"] or name == "caught":
+            raise ValueError(f"{name} is down")
+        return name
+
+    @app.task(state=Empty)
+    async def pair(ctx: TaskContext[Empty]) -> str:
+        caught = asyncio.create_task(flaky("caught"))
+        with contextlib.suppress(StepError):  # its failure is handled: the turn goes on
+            await caught
+        return await asyncio.create_task(flaky("uncaught"))
+
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        task_id = app.client().start("pair", {})
+        assert runtime.drive(task_id).status == "failed"
+        retried["on"] = True
+        app.client().retry(task_id)
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    assert done.result == "uncaught"
+    assert runs.count("caught") == 1  # its recorded failure replayed, caught again
+
+
+def test_a_retry_resumes_a_gathered_task_still_running_though_it_caught_a_failure(make_runtime):
+    app = Continuum()
+    retried = {"on": False}
+    runs: list[str] = []
+
+    @app.step
+    async def flaky(name: str) -> str:
+        runs.append(name)
+        if not retried["on"] or name == "caught":
+            raise ValueError(f"{name} is down")
+        return name
+
+    async def fails(caught: asyncio.Event) -> str:
+        if not retried["on"]:
+            await caught.wait()  # the failed run: it fails after the other caught its failure
+        return await flaky("fails")
+
+    async def catches(caught: asyncio.Event) -> str:
+        with contextlib.suppress(StepError):
+            await flaky("caught")
+        caught.set()
+        if not retried["on"]:
+            await asyncio.Event().wait()  # the failed run: still running when the turn fails
+        return "caught"
+
+    @app.task(state=Empty)
+    async def pair(ctx: TaskContext[Empty]) -> list[str]:
+        caught = asyncio.Event()
+        return list(await asyncio.gather(fails(caught), catches(caught)))
+
+    runtime = make_runtime(app, budget_s=1.0)
+    with runtime.time.running():
+        task_id = app.client().start("pair", {})
+        assert runtime.drive(task_id).status == "failed"
+        retried["on"] = True
+        app.client().retry(task_id)
+        done = runtime.drive(task_id)
+    assert done.status == "succeeded", done.error
+    assert done.result == ["fails", "caught"]
+    assert runs.count("caught") == 1  # its recorded failure replayed, caught again
 
 
 def without_ended(entries: list[dict]) -> list[dict]:
