@@ -67,6 +67,7 @@ def test_inspect_tells_an_agent_turn_as_model_requests_tool_calls_and_approvals(
     assert agent[-1]["kind"] == "model_request"
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_inspect_of_an_agent_task_on_a_stack_shows_the_approval_it_waits_for_then_its_answer():
     from samples.support_agent import app
 

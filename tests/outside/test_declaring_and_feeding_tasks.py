@@ -62,6 +62,7 @@ def test_an_app_that_declares_a_task_without_state_fails_its_import_naming_it(tm
     assert "takes 1 positional argument" not in done.stderr
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_input_payload_and_result_are_read_from_a_file_or_standard_input(tmp_path):
     big = {"n": 1, "ledger": str(tmp_path / "ledger"), "notes": ["x" * 1000] * 300}
     source = tmp_path / "input.json"

@@ -10,6 +10,8 @@ import signal
 import urllib.request
 from urllib.parse import urlencode
 
+import pytest
+
 from tests.outside.processes import Command, base_env, cli
 from tests.outside.test_dev_links import reaches, status_of
 
@@ -32,6 +34,7 @@ def ask(ctx: TaskContext[Ask]) -> dict:
 """
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_dev_serves_an_app_with_its_own_key_and_callback_url_in_code(tmp_path, monkeypatch):
     monkeypatch.delenv("CONTINUUM_SIGNING_KEY", raising=False)
     (tmp_path / "approvals.py").write_text(APP)

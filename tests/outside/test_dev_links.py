@@ -20,6 +20,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
+import pytest
+
 from continuum._local.dev_stack import DevStack
 from continuum.cli.common import Stack
 from tests.outside.processes import Command, base_env, cli, dev_stack, wait_until
@@ -63,6 +65,7 @@ def reaches(env: dict[str, str], task_id: str, status: str, *, hint: bool = Fals
     wait_until(there, what=f"{status} task")
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_dev_links_work_from_a_second_terminal_with_the_export_line_and_the_users_own_key(
     tmp_path,
 ):
@@ -114,6 +117,7 @@ def test_the_dev_stack_signs_with_a_key_of_its_own_unless_the_user_gives_one(mon
     assert DevStack(port=0).signing_key == "new-key, old-key"
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_a_start_the_worker_refused_says_so_in_status_and_inspect(tmp_path):
     (tmp_path / "approvals.py").write_text(APP)
     with dev_stack() as (_stack, env):

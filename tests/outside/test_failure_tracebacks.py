@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.outside.failing_app import app
 from tests.outside.processes import Command, base_env, cli, dev_stack, wait_until
 
 APP = "tests.outside.failing_app:app"
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_a_failed_task_shows_where_it_raised_in_status_inspect_and_the_worker_log():
     with dev_stack() as (stack, env):
         env = {**env, "CONTINUUM_APP": APP}

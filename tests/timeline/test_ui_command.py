@@ -143,6 +143,7 @@ def follow_link(browser: Browser, selector: str) -> None:
     browser.wait_for_event("Page.loadEventFired")
 
 
+@pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_continuum_ui_serves_a_stacks_tasks_with_their_actions_and_guards(
     browser: Browser, quiet: Any
 ):
