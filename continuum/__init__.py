@@ -9,7 +9,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 # First: it readies freezegun, if installed, before any model is built or any clock frozen.
-import continuum._base.frozen_clocks  # noqa: F401
+from continuum._base.frozen_clocks import when_freezegun_loads
 from continuum.errors import (
     BadMessageError,
     BatchError,
@@ -197,6 +197,17 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module(home), name)
     globals()[name] = value
     return value
+
+
+def _build_the_clients_models() -> None:
+    # Built before a test's freeze_time starts: the client builds them on first use, and
+    # pydantic before 2.14 takes a datetime field built under freezegun for an unknown type.
+    from continuum._ops.status import TaskStatus
+
+    TaskStatus.model_rebuild()
+
+
+when_freezegun_loads(_build_the_clients_models)
 
 
 def __dir__() -> list[str]:

@@ -29,13 +29,31 @@ from typing import Any
 UNFROZEN_MODULES = ("aws_lambda_powertools.utilities.parser",)
 
 
+#: What runs once freezegun has loaded, before any clock can freeze.
+_WHEN_LOADED: list[Callable[[], None]] = []
+
+
+def when_freezegun_loads(then: Callable[[], None]) -> None:
+    """Run ``then`` now if freezegun is loaded, else as soon as it loads (never, in a process
+    that does not import it): what must be ready before a clock freezes."""
+    if "freezegun.api" in sys.modules:
+        then()
+        return
+    _WHEN_LOADED.append(then)
+    if not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport("freezegun.api", _loaded))
+
+
+def _loaded() -> None:
+    waiting, _WHEN_LOADED[:] = list(_WHEN_LOADED), []
+    for then in waiting:
+        then()
+
+
 def prepare_for_frozen_clocks() -> None:
     """Give freezegun's fake dates pydantic schemas, and keep its start out of
     :data:`UNFROZEN_MODULES` (both idempotent): now if freezegun is loaded, else when it loads."""
-    if "freezegun.api" in sys.modules:
-        _prepare_freezegun()
-    elif not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport("freezegun.api", _prepare_freezegun))
+    when_freezegun_loads(_prepare_freezegun)
 
 
 def _prepare_freezegun() -> None:
