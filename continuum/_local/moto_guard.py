@@ -111,16 +111,19 @@ class GuardedMotoServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
+        from moto.moto_server import werkzeug_app
         from werkzeug.serving import make_server
 
-        app = LoopbackGuard(DomainDispatcherApplication(create_backend_app), self.ip_address)
+        app = werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)
+        # moto's own request handler, where this moto has one (the lowest moto in our range
+        # serves with werkzeug's, as its ThreadedMotoServer does)
+        handler = getattr(werkzeug_app, "MotoRequestHandler", None)
         self._server = make_server(
-            self.ip_address, self.port, app, threaded=True, request_handler=MotoRequestHandler
+            self.ip_address,
+            self.port,
+            LoopbackGuard(app, self.ip_address),
+            threaded=True,
+            request_handler=handler,
         )
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
