@@ -230,6 +230,8 @@ class Records:
         """
         key = self.record_key(task_id)
         try:
+            if not version_id:  # the store reads no version id as the current one
+                raise NoSuchKey(key)
             body = self.store.get(key, version_id=version_id).body
         except NoSuchKey:
             raise RecordNotFoundError(

@@ -89,6 +89,8 @@ def test_fork_starts_a_new_task_from_a_past_checkpoint(make_runtime):
     assert record.forked_from == done.task_id
     with runtime.time.running(), pytest.raises(ContinuumError, match="taken"):
         app.client().fork(done.task_id, version="latest", new_id="what-if")
+    with runtime.time.running(), pytest.raises(ContinuumError, match="no version ''"):
+        app.client().fork(done.task_id, version="", new_id="from-nothing")  # not the latest
 
 
 def test_an_older_state_is_migrated_in_order_and_a_newer_one_is_left_alone(make_runtime):
