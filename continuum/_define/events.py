@@ -229,6 +229,68 @@ class OperationEnded:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextEntered:
+    """A child context's function (``kind``: ``context``, a block; ``item``, a batch's branch
+    or item) begins a run, live or replayed: each run is told, unlike ``ContextStarted``,
+    which is told once. ``replaying_children``: it re-runs so that children it recorded in an
+    earlier run replay (its steps and waits return what they recorded, up to where it
+    stopped)."""
+
+    task_id: str
+    kind: str
+    name: str
+    path: str
+    turn: int
+    entered_at: float
+    index: int | None = None
+    replaying_children: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SavedOperation:
+    """One operation as the record holds it: a step, a wait, a child context, a batch and
+    its items (``kind``: the journal's, ``step``, ``sleep``, ``callback``,
+    ``callback_result``, ``signal``, ``context``, ``batch``, ``children``, ``cancel``).
+
+    ``id`` is its journal key with its context's path (``block#1/look#0``), ``parent_id`` its
+    context's id (None at the top). ``status``: ``started`` (running, waiting, or paused at a
+    cursor), ``pending`` (a failed attempt waits for its retry), ``succeeded`` or ``failed``.
+    ``started_at``: when it was first reached; ``ended_at``: when it ended (steps; None for
+    what the journal keeps no end time of). ``attempt``: a step's attempts so far.
+    ``replay``: it was first reached in an earlier invocation of the task."""
+
+    id: str
+    name: str
+    kind: str
+    status: str
+    parent_id: str | None
+    started_at: float | None
+    ended_at: float | None
+    attempt: int
+    error: str | None = None
+    error_type: str | None = None
+    replay: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OperationsSaved:
+    """A write of the record changed what it durably holds (a write while the task runs,
+    the one that parks it, or its finish): ``updated`` are the operations whose status,
+    attempt or cursor changed since the last write of this invocation (or since the record
+    was claimed), ``operations`` every operation it holds for the current turn and for the
+    turns that ended since the last write; each of ``updated`` is among ``operations``.
+    ``request_id`` is the invocation's Lambda request id."""
+
+    task_id: str
+    task_name: str
+    turn: int
+    saved_at: float
+    request_id: str | None
+    updated: tuple[SavedOperation, ...]
+    operations: tuple[SavedOperation, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TaskParked:
     """The task suspended (continues in a fresh invocation) or went waiting."""
 

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from continuum._define.events import (
         ContextEnded,
+        ContextEntered,
         ContextStarted,
         InvocationEnded,
         InvocationStarted,
         OperationEnded,
         OperationStarted,
+        OperationsSaved,
         StepEnded,
         StepStarted,
         TaskFinished,
@@ -88,11 +90,17 @@ class Observer:
     def context_ended(self, event: ContextEnded) -> None:
         """A child context, a batch or one of its items finished."""
 
+    def context_entered(self, event: ContextEntered) -> None:
+        """A child context's function begins a run, live or replaying what it recorded."""
+
     def operation_started(self, event: OperationStarted) -> None:
         """An operation made of others (``wait_for_callback``) is entered, live or replayed."""
 
     def operation_ended(self, event: OperationEnded) -> None:
         """An operation made of others returned or raised, live or replayed."""
+
+    def operations_saved(self, event: OperationsSaved) -> None:
+        """A write of the record changed the operations it holds (which, and all of them)."""
 
     def task_parked(self, event: TaskParked) -> None:
         """The task suspended or went waiting."""
@@ -109,8 +117,10 @@ _STEP_EVENTS = (
     "wait_ended",
     "context_started",
     "context_ended",
+    "context_entered",
     "operation_started",
     "operation_ended",
+    "operations_saved",  # a wait's entry then keeps when it was reached
 )
 
 

@@ -34,6 +34,7 @@ from continuum._fanout.branches import (
     check_state,
     context_ended,
     enter,
+    entered,
     state_of,
     type_of,
 )
@@ -203,8 +204,10 @@ class _Batch:
         """The child runner of item ``index``, in its entry of the batch (made now if new)."""
         runner, branch = self.runner, self.branches[index]
         state = runner.state
+        path = f"{state.path}{self.key}/{index}/"
         with state.lock:
             entry = self.children.get(index)
+            replaying = entry is not None and bool(entry.children)
             if entry is None:
                 entry = JournalEntry(str(index), branch.name or "item", kind=EntryKind.CONTEXT)
                 entry.partial, entry.children, entry.since = True, [], now_s()
@@ -212,7 +215,6 @@ class _Batch:
                 self.entry.children.append(entry)
                 self.children[index] = entry
                 if state.observers is not None:
-                    path = f"{state.path}{self.key}/{index}/"
                     task_id, turn = state.record.task_id, state.turn
                     from continuum._define.events import ContextStarted
 
@@ -220,8 +222,9 @@ class _Batch:
                         task_id, "item", entry.name, path, turn, entry.since, index
                     )
                     state.emit("context_started", event)
+            entered(state, "item", entry.name, path, replaying=replaying, index=index)
         assert entry.children is not None
-        return runner.child(entry.children, f"{state.path}{self.key}/{index}/", self.halt)
+        return runner.child(entry.children, path, self.halt)
 
     def _ended_by(self, exc: BaseException, child: ContextRunner) -> Ended:
         """How an item that raised ``exc`` ended."""

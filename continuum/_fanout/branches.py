@@ -132,6 +132,27 @@ def context_ended(
     state.emit("context_ended", event)
 
 
+def entered(
+    state: TurnState,
+    kind: str,
+    name: str,
+    path: str,
+    *,
+    replaying: bool,
+    index: int | None = None,
+) -> None:
+    """Tell the observers a context's function begins a run (``state``: the one it runs
+    under; ``replaying``: children it recorded before replay in this run)."""
+    if state.observers is None or not state.observers.wants("context_entered"):
+        return
+    from continuum._define.events import ContextEntered
+
+    event = ContextEntered(
+        state.record.task_id, kind, name, path, state.turn, now_s(), index, replaying
+    )
+    state.emit("context_entered", event)
+
+
 def reached_here(state: TurnState, entry: JournalEntry) -> bool:
     """Whether ``entry`` was first reached in this invocation (not replayed from an earlier)."""
     run = state.invocation
@@ -248,6 +269,7 @@ class Group:
             #: reached over recorded steps: it began in an earlier invocation
             self.replayed = not state.journal.live
             self.child = runner.virtual_child(f"{state.path}{key}/")
+            entered(state, "context", label, self.child.state.path, replaying=self.replayed)
             self.start: StartFirst | None = None
             if state.observers is not None:
                 from continuum._define.events import ContextStarted
@@ -324,7 +346,11 @@ class Block:
         self.child: ContextRunner | None = None
         if not done:
             assert self.entry.children is not None
-            self.child = runner.child(self.entry.children, f"{state.path}{self.key}/")
+            path = f"{state.path}{self.key}/"
+            replaying = bool(self.entry.children)
+            self.child = runner.child(self.entry.children, path)
+            with state.lock:
+                entered(state, "context", self.entry.name, path, replaying=replaying)
             self.before = state_of(runner)
 
     def recorded(self) -> Any:

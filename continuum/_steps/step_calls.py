@@ -227,6 +227,8 @@ class StepCaller:
         entry = JournalEntry(
             key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt
         )
+        if state.observers is not None:  # when it began: what an observer of the record reads
+            entry.since = pending.since if pending is not None and pending.since else wall
         state.journal.append(entry)
         state.progress = True
         if state.invocation is not None or state.observers is not None:

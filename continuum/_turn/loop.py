@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from continuum._base.json_values import dump_json, model_to_json, to_json
 from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.inbox import Listing
-from continuum._record.model import ErrorInfo, TaskRecord
+from continuum._record.model import ErrorInfo, JournalEntry, TaskRecord
 from continuum._record.waiting_for import Waiter
 from continuum._steps.budget import Budget
 from continuum._steps.signals import Abort, Fenced, Suspend, Wait
@@ -97,6 +97,8 @@ class TurnLoop:
         )
         #: what the turn's TaskContext talks to: its step calls and waits.
         self.runner = ContextRunner(self.state)
+        #: told a completed turn's journal before it is cleared (its effect is in the state).
+        self.turn_ending: Callable[[list[JournalEntry]], None] | None = None
 
     @property
     def progress(self) -> bool:
@@ -187,6 +189,8 @@ class TurnLoop:
             record.state = model_to_json(task_state, what="the state", task_id=record.task_id)
         except ContinuumError as exc:
             return self._turn_failed(exc)
+        if self.turn_ending is not None:
+            self.turn_ending(record.journal)
         record.journal = []
         record.turn += 1
         record.counters.turns += 1

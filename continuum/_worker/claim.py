@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 from continuum._base.clock import now_s, utcnow
@@ -64,6 +65,8 @@ class Claim:
         #: the schedule the claimed record named (a long wait's), which nothing needs now.
         self.dropped_schedule: str | None = None
         self._counted_from = (record.counters.steps_executed, record.counters.steps_replayed)
+        #: called after each write of the record that landed (an observer of what it holds).
+        self.saved: Callable[[], None] | None = None
 
     @classmethod
     def take(
@@ -318,6 +321,8 @@ class Claim:
                 )
         except SweepIncompleteError as exc:  # the finish landed; the worker raises it later
             self.etag, self.unswept = exc.etag or self.etag, exc
+        if self.saved is not None:
+            self.saved()
         if handing_over:
             return
         observe(record.save_stats, time.monotonic() - started)

@@ -146,6 +146,11 @@ class Invocation:
             links=settings.links(),
         )
         loop.children = self.children
+        if self.observers.wants("operations_saved"):
+            from continuum._worker.saved_operations import SavedOperations
+
+            watch = SavedOperations(self.observers, claim)
+            claim.saved, loop.turn_ending = watch.saved, watch.turn_ending
         if listing is not None:
             # A cancel request it cannot read now is read at the turn's next look (before
             # the turns, a Suspend would escape the handler).
