@@ -99,7 +99,9 @@ class SavedOperations:
                 changed.append(op)
         return operations, changed, signatures
 
-    def _entries(self, journal: list[JournalEntry]) -> Iterator[tuple[SavedOperation, JournalEntry]]:
+    def _entries(
+        self, journal: list[JournalEntry]
+    ) -> Iterator[tuple[SavedOperation, JournalEntry]]:
         from continuum._define.events import SavedOperation
 
         for op_id, entry in with_ids(journal):

@@ -79,12 +79,20 @@ def test_a_step_that_succeeded_is_told_saved_once_with_its_whole_item(flavour, m
     assert ("greet#0", "failed") not in seen.changes()
     (save,) = [s for s in seen.saves if any(op.id == "greet#0" for op in s.updated)]
     (op,) = [op for op in save.updated if op.id == "greet#0"]
-    assert (op.name, op.kind, op.parent_id, op.attempt, op.error) == ("greet", "step", None, 1, None)
-    assert op.started_at is not None and op.ended_at is not None
+    assert (op.name, op.kind, op.parent_id, op.attempt, op.error) == (
+        "greet",
+        "step",
+        None,
+        1,
+        None,
+    )
+    assert op.started_at is not None
+    assert op.ended_at is not None
     assert op.started_at <= op.ended_at
     assert op.replay is False
     assert {o.id for o in save.updated} <= {o.id for o in save.operations}
-    assert save.task_id == summary.task_id and save.request_id
+    assert save.task_id == summary.task_id
+    assert save.request_id
 
 
 def trip_app(flavour: str) -> tuple[Continuum, Saved]:
@@ -228,7 +236,8 @@ def test_each_run_of_a_context_function_says_whether_it_replays_children(flavour
     assert all(e.path.startswith("ctx#0/") for e in seen.entered)
     ops = {op.id: op for save in seen.saves for op in save.updated}
     assert ops["ctx#0"].kind == "batch"
-    assert ops["ctx#0/0"].name == "branch-a" and ops["ctx#0/0"].parent_id == "ctx#0"
+    assert ops["ctx#0/0"].name == "branch-a"
+    assert ops["ctx#0/0"].parent_id == "ctx#0"
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -286,7 +295,7 @@ def test_no_list_of_operations_is_kept_unless_an_observer_wants_one(make_runtime
     class StepsOnly(Observer):
         def step_ended(self, event: Any) -> None: ...
 
-    app, seen = greeting_app("sync")
+    app, _seen = greeting_app("sync")
     app.observe(StepsOnly())
     assert make_runtime(app).run("hello", {}).status == "succeeded"
     assert len(made) == 1  # the one invocation, for the observer that wants the event
