@@ -95,10 +95,12 @@ def test_a_step_that_succeeded_is_told_saved_once_with_its_whole_item(flavour, m
     assert save.request_id
 
 
-def trip_app(flavour: str) -> tuple[Continuum, Saved]:
+def trip_app(flavour: str, *before: Observer) -> tuple[Continuum, Saved]:
     """A step, a block holding a step, a step retried after an hour's backoff (the task
-    parks), then an hour's sleep (it parks again)."""
+    parks), then an hour's sleep (it parks again). ``before``: observers registered first."""
     app, seen = Continuum(), Saved()
+    for observer in before:
+        app.observe(observer)
     app.observe(seen)
     calls: Counter[str] = Counter()
     if flavour == "sync":
