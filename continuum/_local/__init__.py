@@ -5,7 +5,8 @@ the pieces around it.
 ``lambda_emulation`` (the Lambda context and SQS event records), ``virtual_time`` (a clock
 that jumps to the next due message), ``reports`` (what each invocation and run did),
 ``shutdown`` (a stop on SIGTERM that suspends running tasks), ``standalone`` (the worker that
-polls queues outside Lambda), ``dev_stack`` and ``moto_guard`` (the moto server of ``continuum
+polls queues outside Lambda, and its defaults: ``worker_defaults``), ``dev_stack`` and
+``moto_guard`` (the moto server of ``continuum
 dev``), and ``source_watch`` (which files changed, for a reload).
 
 May import: errors, _base, backends, _record, _define, _worker, _ops, _app.

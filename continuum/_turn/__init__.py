@@ -1,7 +1,7 @@
 """The turn loop (``loop``): it runs a task's function with its ``TaskContext`` (``context``)
 until the task returns, suspends, waits or fails; an async task's turns on the invocation's
-event loop (``event_loop``, in the slot the worker opens: ``loop_slot``); and the task
-definitions it runs (``tasks``).
+event loop (``event_loop``, in the slot the worker opens: ``loop_slot``), with the order its
+asyncio tasks ended in (``ending_order``); and the task definitions it runs (``tasks``).
 
 May import: errors, _base, backends, _record, _define, _steps, _waits, _fanout.
 """

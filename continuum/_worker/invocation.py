@@ -1,9 +1,9 @@
 """One invocation's hold on a task, from the claim to the ending: steps 3 and 4 of the protocol.
 
 The worker (``worker.py``) fenced the message and claimed the record; an :class:`Invocation`
-then migrates an older state, runs the turns (``turns.py``) under this invocation's budget,
-and ends the hold (``endings.py``): suspended, waiting or finished. The observers hear of the
-invocation's start and end.
+then migrates an older state, runs the turns (``continuum._turn.loop``) under this invocation's
+budget, and ends the hold (``endings.py``): suspended, waiting or finished. The observers hear
+of the invocation's start and end.
 """
 
 from __future__ import annotations

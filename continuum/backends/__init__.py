@@ -7,8 +7,8 @@ the S3 and SQS implementations (:class:`S3RecordStore`, :class:`SQSContinuationQ
 ``memory``, the in-memory twins on an injectable clock (also exported by
 ``continuum.testing``). The scheduler seam (:class:`ContinuationScheduler`: one-time and
 recurring schedules that send continuations, on EventBridge Scheduler or in memory, with a
-contract suite of its own in ``tests/backends/test_scheduler_contract.py``) is here too; no
-wait uses it yet.
+contract suite of its own in ``tests/backends/test_scheduler_contract.py``) is here too: a
+wait longer than one delayed message, and recurring schedules, use it.
 
 Example:
     >>> from continuum.backends import PreconditionFailed, RecordStore, StoredObject
