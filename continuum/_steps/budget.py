@@ -192,9 +192,14 @@ class Budget:
             f" + margin {self.margin_s:.2f}s; {left:.2f}s left"
         )
 
+    def spare(self, save_stats: StepStats) -> float:
+        """Seconds left beyond what a suspension needs (its save, then the margin): what a
+        turn may still spend, negative when it is already too late for more."""
+        return self.remaining() - self.save_cost(save_stats) - self.margin_s
+
     def preempt_after(self, save_stats: StepStats) -> float:
         """Seconds from now at which a preemptible step must stop so the save still fits."""
-        return self.remaining() - self.save_cost(save_stats) - self.margin_s
+        return self.spare(save_stats)
 
 
 def alarm_preemptor(thunk: Callable[[], Any], after_s: float) -> Any:

@@ -58,13 +58,12 @@ class EndingOrder:
         if min(self.running, default=mine) >= mine:
             return
         waiter = self.waiters[mine] = asyncio.get_running_loop().create_future()
-        budget, record = state.budget, state.record
-        left = budget.remaining() - budget.save_cost(record.save_stats) - budget.margin_s
+        left = state.budget.spare(state.record.save_stats)
         try:
             async with asyncio.timeout(max(left, 0.0)):
                 await waiter
         except TimeoutError:
-            raise Abort(error_info(_out_of_order(state, entry), record.turn)) from None
+            raise Abort(error_info(_out_of_order(state, entry), state.record.turn)) from None
         finally:
             self.waiters.pop(mine, None)
 

@@ -170,8 +170,7 @@ class InvocationLoop:
             if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
-                budget, record = runner.state.budget, runner.state.record
-                left = budget.remaining() - budget.save_cost(record.save_stats) - budget.margin_s
+                left = runner.state.budget.spare(runner.state.record.save_stats)
                 if error is None:  # the function returned: what it left running is awaited
                     _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0)))
                 else:  # it unwound: the steps running now end, and the rest stops

@@ -122,11 +122,9 @@ class TurnLoop:
         """Run turns until the task returns, fails, must suspend, or loses its record."""
         state = self.state
         while True:
-            if state.progress:
-                # A turn with no steps would otherwise never look at the clock.
-                save = state.budget.save_cost(state.record.save_stats) + state.budget.margin_s
-                if state.budget.remaining() < save:
-                    return Suspended("no time left for another turn")
+            # A turn with no steps would otherwise never look at the clock.
+            if state.progress and state.budget.spare(state.record.save_stats) < 0:
+                return Suspended("no time left for another turn")
             outcome = self._turn()
             if outcome is not None:
                 return outcome
