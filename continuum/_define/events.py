@@ -252,14 +252,19 @@ class SavedOperation:
     its items (``kind``: the journal's, ``step``, ``sleep``, ``callback``,
     ``callback_result``, ``signal``, ``context``, ``batch``, ``children``, ``cancel``).
 
-    ``id`` is its journal key with its context's path (``block#1/look#0``), ``parent_id`` its
-    context's id (None at the top). ``status``: ``started`` (running, waiting, or paused at a
-    cursor), ``pending`` (a failed attempt waits for its retry), ``succeeded`` or ``failed``.
-    ``started_at``: when it was first reached; ``ended_at``: when it ended (steps; None for
-    what the journal keeps no end time of). ``attempt``: a step's attempts so far.
-    ``replay``: it was first reached in an earlier invocation of the task."""
+    ``id`` is its journal key with its context's path (``block#1/look#0``), unique within its
+    ``turn``; ``parent_id`` its context's id (None at the top). A virtual context keeps no
+    entry: what runs in it is its parent's, under the ids the journal gives it (``look#1``,
+    where a step event says ``grp#1/look#1``). ``status``: ``started`` (running, waiting, or
+    paused at a cursor), ``pending`` (a failed attempt waits for its retry), ``succeeded`` or
+    ``failed``. ``started_at``: when it was first reached (None where the journal keeps no
+    time: a wait answered where it was reached); ``ended_at``: when a step of one attempt
+    ended (None for the rest: the journal keeps a retried step's first start and its last
+    attempt's length). ``attempt``: a step's attempts so far. ``replay``: it was first
+    reached in an earlier invocation of the task."""
 
     id: str
+    turn: int
     name: str
     kind: str
     status: str
@@ -278,7 +283,9 @@ class OperationsSaved:
     the one that parks it, or its finish): ``updated`` are the operations whose status,
     attempt or cursor changed since the last write of this invocation (or since the record
     was claimed), ``operations`` every operation it holds for the current turn and for the
-    turns that ended since the last write; each of ``updated`` is among ``operations``.
+    turns that ended since the last write (a turn's operations are told, and held, as they
+    were when it ended: its effect is then in the state); each of ``updated`` is among
+    ``operations``, by ``turn`` and ``id``.
     ``request_id`` is the invocation's Lambda request id."""
 
     task_id: str

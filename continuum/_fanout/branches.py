@@ -265,9 +265,12 @@ class Group:
             state.halt_check()
             state.replay_cancel()
             key = state.journal.key_for(label, None)
-            self.entry = JournalEntry(key, label, kind=EntryKind.CONTEXT, since=now_s())
             #: reached over recorded steps: it began in an earlier invocation
             self.replayed = not state.journal.live
+            # it keeps no entry: it began when the first of what it recorded did
+            first = state.journal.peek()
+            since = first.since if self.replayed and first is not None else None
+            self.entry = JournalEntry(key, label, kind=EntryKind.CONTEXT, since=since or now_s())
             self.child = runner.virtual_child(f"{state.path}{key}/")
             entered(state, "context", label, self.child.state.path, replaying=self.replayed)
             self.start: StartFirst | None = None

@@ -65,7 +65,7 @@ def raised(
         error=error.message,
     )
     if not retrying:
-        raise failed(state, step, key, attempt, elapsed, error) from exc
+        raise failed(state, step, key, attempt, elapsed, error, since) from exc
     return retry_later(
         state, step, key, stats, error, attempt, elapsed, since=since, in_place=in_place
     )
@@ -208,11 +208,15 @@ def failed(
     attempts: int,
     elapsed: float,
     error: ErrorInfo,
+    since: float | None = None,
 ) -> StepError:
-    """Journal that the step failed; the error to raise where it was called."""
-    state.append(
-        JournalEntry(key, step.name, ok=False, error=error, attempts=attempts, duration_s=elapsed)
-    )
+    """Journal that the step failed; the error to raise where it was called. ``since``: when
+    its first attempt started (kept for an observer of the record)."""
+    entry = JournalEntry(key, step.name, ok=False, error=error, attempts=attempts)
+    entry.duration_s = elapsed
+    if state.observers is not None:
+        entry.since = since
+    state.append(entry)
     state.record.counters.steps_executed += 1
     state.record.counters.step_failures += 1
     return step_error(state, error, key)

@@ -54,7 +54,7 @@ class SavedOperations:
         self.known = {op_id: signature(e) for op_id, e in with_ids(record.journal)}
         self.started_at = claim.run.started_at.timestamp() if claim.run is not None else 0.0
         #: what turns that ended since the last write held, and which of it changed.
-        self.ended: dict[str, SavedOperation] = {}
+        self.ended: dict[tuple[int, str], SavedOperation] = {}
         self.changed: list[SavedOperation] = []
 
     def turn_ending(self, journal: list[JournalEntry]) -> None:
@@ -88,13 +88,13 @@ class SavedOperations:
 
     def _compare(
         self, journal: list[JournalEntry]
-    ) -> tuple[dict[str, SavedOperation], list[SavedOperation], dict[str, Signature]]:
+    ) -> tuple[dict[tuple[int, str], SavedOperation], list[SavedOperation], dict[str, Signature]]:
         """Every operation of ``journal``, those whose signature is not the known one, and
         every signature."""
-        operations: dict[str, SavedOperation] = {}
+        operations: dict[tuple[int, str], SavedOperation] = {}
         changed, signatures = [], {}
         for op, entry in self._entries(journal):
-            operations[op.id], signatures[op.id] = op, signature(entry)
+            operations[op.turn, op.id], signatures[op.id] = op, signature(entry)
             if self.known.get(op.id) != signatures[op.id]:
                 changed.append(op)
         return operations, changed, signatures
@@ -104,6 +104,7 @@ class SavedOperations:
     ) -> Iterator[tuple[SavedOperation, JournalEntry]]:
         from continuum._define.events import SavedOperation
 
+        turn = self.claim.record.turn
         for op_id, entry in with_ids(journal):
             parent, _, _ = op_id.rpartition("/")
             since, ended = entry.since, None
@@ -115,6 +116,7 @@ class SavedOperations:
             error = entry.error
             op = SavedOperation(
                 id=op_id,
+                turn=turn,
                 name=entry.name,
                 kind=entry.kind,
                 status=status_of(entry),

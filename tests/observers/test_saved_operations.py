@@ -12,15 +12,17 @@ item), live or replayed, with whether it re-runs to replay children it recorded 
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, Observer, TaskContext
-from continuum._define.events import ContextEntered, OperationsSaved
+from continuum import Continuum, Observer, StepError, TaskContext
+from continuum._define.events import ContextEnded, ContextEntered, OperationsSaved, WaitStarted
 from tests.flavours import FLAVOURS
+from tests.observers.recorder import Recorder
 
 HOUR = 3600
 
@@ -315,3 +317,83 @@ def test_no_list_of_operations_is_kept_unless_an_observer_wants_one(make_runtime
 
     assert make_runtime(plain).run("hello", {}).status == "succeeded"
     assert len(made) == 1  # none for an app whose observers do not want it
+
+
+class Count(BaseModel):
+    n: int = 0
+
+
+def test_a_failed_step_is_saved_with_when_it_started_and_ended(make_runtime):
+    app, seen = Continuum(), Saved()
+    app.observe(seen)
+
+    @app.step
+    def look() -> int:
+        raise ValueError("no")
+
+    @app.task(state=Empty)
+    def once(ctx: TaskContext[Empty]) -> int:
+        with contextlib.suppress(StepError):
+            look()
+        ctx.sleep(HOUR, name="nap")
+        return 1
+
+    assert make_runtime(app).run("once", {}).status == "succeeded"
+    (op,) = [op for save in seen.saves for op in save.updated if op.id == "look#0"]
+    assert (op.status, op.error_type, op.error) == ("failed", "ValueError", "no")
+    assert op.started_at is not None
+    assert op.ended_at is not None
+    assert op.started_at <= op.ended_at
+
+
+def test_turns_that_ended_before_one_write_are_told_apart_by_their_turn(make_runtime):
+    """Three turns each call ``look`` (the first fails, caught) before any write: three
+    operations ``look#0``, one a turn, each among those the write holds."""
+    app, seen = Continuum(), Saved()
+    app.observe(seen)
+
+    @app.step
+    def look(n: int) -> int:
+        if n == 0:
+            raise ValueError("first look fails")
+        return n
+
+    @app.task(state=Count)
+    def loop(ctx: TaskContext[Count]) -> int | None:
+        with contextlib.suppress(StepError):
+            look(ctx.state.n)
+        ctx.state.n += 1
+        return ctx.state.n if ctx.state.n == 3 else None
+
+    assert make_runtime(app).run("loop", {}).status == "succeeded"
+    told = [(op.turn, op.id, op.status) for save in seen.saves for op in save.updated]
+    assert told == [(0, "look#0", "failed"), (1, "look#0", "succeeded"), (2, "look#0", "succeeded")]
+    for save in seen.saves:
+        held = {(op.turn, op.id): op for op in save.operations}
+        assert len(held) == len(save.operations)
+        assert all(held[op.turn, op.id] == op for op in save.updated)
+
+
+def test_a_virtual_context_replayed_in_a_later_invocation_began_when_it_first_ran(make_runtime):
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    @app.step
+    def look() -> int:
+        return 1
+
+    def inner(c: TaskContext[Empty]) -> int:
+        look()
+        c.sleep(HOUR, name="rest")
+        return look()
+
+    @app.task(state=Empty)
+    def trip(ctx: TaskContext[Empty]) -> int:
+        return ctx.child_context(inner, name="grp", virtual=True)
+
+    assert make_runtime(app).run("trip", {}).status == "succeeded"
+    (wait,) = seen.of(WaitStarted)
+    (group,) = [e for e in seen.of(ContextEnded) if e.virtual]
+    assert group.replay
+    assert group.started_at <= wait.started_at  # it holds the wait it ran, an hour long
+    assert group.ended_at - group.started_at >= HOUR
