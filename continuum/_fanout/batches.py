@@ -11,6 +11,7 @@ continue. A cancel request stops the batch and raises TaskCancelledError where i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -43,7 +44,11 @@ from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
+from continuum._waits.wait_calls import wait_ended
 from continuum.errors import ContinuumError, TaskCancelledError
+
+#: the entries of waits an observer hears of (a callback's creation is none)
+_WAITS = (EntryKind.SLEEP, EntryKind.CALLBACK_RESULT, EntryKind.SIGNAL)
 
 #: The most threads one batch runs at once when ``max_concurrency`` does not say.
 DEFAULT_BATCH_THREADS = 32
@@ -262,6 +267,23 @@ class _Batch:
             context_ended(state, "item", entry, path, ended.error, index)
         self.items[index] = _item(entry, self.branches[index].name)
 
+    def _abandon(self) -> None:
+        """The policy decided: tell the observers that each item started and not finished,
+        and each wait it was in, ended unneeded (``abandoned``)."""
+        state = self.runner.state
+        if state.observers is None:
+            return
+        for index, entry in sorted(self.children.items()):
+            if not entry.partial or entry.children is None:
+                continue
+            path = f"{state.path}{self.key}/{index}/"
+            item = self.runner.child(entry.children, path, self.halt).state
+            for inner in entry.children:
+                if inner.partial and inner.kind in _WAITS:
+                    ended = wait_ended(item, inner, 0.0)
+                    state.emit("wait_ended", dataclasses.replace(ended, outcome="abandoned"))
+            context_ended(state, "item", entry, path, None, index, outcome="abandoned")
+
     def _verdict(self) -> CompletionReason | None:
         if self.completion is None:
             return None
@@ -283,6 +305,7 @@ class _Batch:
         if reason is not None:
             # The policy decided: an item still waiting or cut short is not needed.
             signals, waiters = [], []
+            self._abandon()
         suspends = [s for s in signals if isinstance(s, Suspend) and "another branch" not in str(s)]
         if suspends or any(isinstance(s, Suspend) for s in signals):
             first = suspends[0] if suspends else signals[0]

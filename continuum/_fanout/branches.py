@@ -106,9 +106,11 @@ def context_ended(
     *,
     virtual: bool = False,
     replay: bool | None = None,
+    outcome: str | None = None,
 ) -> None:
     """Tell the observers a child context, a batch or an item finished (``state``: the one it
-    ran under; ``path``: where its own steps journal)."""
+    ran under; ``path``: where its own steps journal; ``outcome``: other than ``ok`` or
+    ``failed``, an item its batch no longer needs: ``abandoned``)."""
     if state.observers is None:
         return
     now = now_s()
@@ -123,7 +125,7 @@ def context_ended(
         state.turn,
         started,
         now,
-        "ok" if error is None else "failed",
+        outcome or ("ok" if error is None else "failed"),
         error.message if error is not None else None,
         index,
         virtual,

@@ -254,3 +254,57 @@ def test_a_virtual_context_suspended_before_its_first_step_starts_once(make_runt
     assert end.replay  # it began in the second invocation, and ended in the third
     first_inside = next(e for e in seen.events if isinstance(e, StepStarted) and e.path)
     assert seen.events.index(start) < seen.events.index(first_inside)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_batch_that_completes_early_ends_the_items_and_waits_it_no_longer_needs(
+    flavour, make_runtime
+):
+    """``min_successful=1``: the fast branch's minute ends the batch while the slow one
+    waits a day; observers hear that item, and its wait, end ``abandoned``."""
+    from continuum import Completion
+
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    if flavour == "sync":
+
+        def fast(ctx: TaskContext[Empty]) -> int:
+            ctx.sleep(60, name="short")
+            return 0
+
+        def slow(ctx: TaskContext[Empty]) -> int:
+            ctx.sleep(86400, name="long")
+            return 1
+
+        @app.task(state=Empty)
+        def race(ctx: TaskContext[Empty]) -> str:
+            once = Completion(min_successful=1)
+            batch = ctx.parallel([fast, slow], name="race", completion=once)
+            return str(batch.completion_reason)
+
+    else:
+
+        async def fast_async(ctx: TaskContext[Empty]) -> int:
+            await ctx.sleep_async(60, name="short")
+            return 0
+
+        async def slow_async(ctx: TaskContext[Empty]) -> int:
+            await ctx.sleep_async(86400, name="long")
+            return 1
+
+        @app.task(state=Empty)
+        async def race(ctx: TaskContext[Empty]) -> str:
+            once = Completion(min_successful=1)
+            batch = await ctx.parallel_async([fast_async, slow_async], name="race", completion=once)
+            return str(batch.completion_reason)
+
+    summary = make_runtime(app).run("race", {})
+    assert summary.status == "succeeded"
+    started = sorted(e.path for e in seen.of(ContextStarted))
+    ended = {e.path: e.outcome for e in seen.of(ContextEnded)}
+    assert sorted(ended) == started
+    assert ended == {"race#0/": "ok", "race#0/0/": "ok", "race#0/1/": "abandoned"}
+    waits = {e.key: e.outcome for e in seen.of(WaitEnded)}
+    assert sorted(waits) == sorted(e.key for e in seen.of(WaitStarted))
+    assert waits == {"race#0/0/short#0": "ok", "race#0/1/long#0": "abandoned"}
