@@ -103,14 +103,7 @@ class Browser:
         for domain in ("Page", "Runtime", "Network"):
             self.call(f"{domain}.enable", session=True)
         self.call("Page.addScriptToEvaluateOnNewDocument", session=True, source=WATCH_VIOLATIONS)
-        self.call(
-            "Emulation.setDeviceMetricsOverride",
-            session=True,
-            width=self.width,
-            height=self.height,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        self._window(self.height)
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -161,19 +154,25 @@ class Browser:
         self.wait_for_event("Page.loadEventFired")
 
     def screenshot(self, path: Path) -> bytes:
-        """The whole page as a PNG, written to ``path``."""
+        """The whole page as a PNG, written to ``path``; the window keeps its size after."""
         height = self.evaluate("document.documentElement.scrollHeight")
+        self._window(max(self.height, int(height)))
+        try:
+            data = base64.b64decode(self.call("Page.captureScreenshot", session=True)["data"])
+        finally:
+            self._window(self.height)
+        path.write_bytes(data)
+        return data
+
+    def _window(self, height: int) -> None:
         self.call(
             "Emulation.setDeviceMetricsOverride",
             session=True,
             width=self.width,
-            height=max(self.height, int(height)),
+            height=height,
             deviceScaleFactor=1,
             mobile=False,
         )
-        data = base64.b64decode(self.call("Page.captureScreenshot", session=True)["data"])
-        path.write_bytes(data)
-        return data
 
     def violations(self) -> list[str]:
         return list(self.evaluate("window.__violations || []"))
