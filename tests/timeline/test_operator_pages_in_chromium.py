@@ -7,6 +7,7 @@ pixel by pixel. The screenshots docs/images holds are these, made by
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -18,11 +19,13 @@ from tests.timeline.operator_pages import (
     NAMES,
     PHONE,
     Shot,
+    png_size,
     screenshots,
 )
 
 #: A run on moto whose agent takes its sample's seconds, and two browsers: seconds in all.
 SLOW = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 #: A page of one colour compresses to a few kilobytes; a drawn page is many times that.
 BLANK_PAGE_BYTES = 12_000
 #: What the agent did before it stopped for the approval, row by row (the Agent box).
@@ -113,3 +116,11 @@ def test_a_parent_lists_its_child_tasks_and_its_result(shots):
     assert [row[1] for row in children] == [f"digest-1207.0.feeds-0.{i}" for i in range(len(FEEDS))]
     assert [row[3] for row in children] == ["succeeded"] * len(FEEDS)
     assert "Result" in page["h2"]
+
+
+def test_the_docs_show_every_screenshot_at_the_width_it_was_taken():
+    operating = (ROOT / "docs" / "operating.md").read_text()
+    for name in NAMES:
+        assert f"](images/{name}.png)" in operating, name
+        width = PHONE[0] if name.endswith("-phone") else DESKTOP[0]
+        assert png_size((ROOT / "docs" / "images" / f"{name}.png").read_bytes())[0] == width
