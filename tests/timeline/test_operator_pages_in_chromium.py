@@ -118,9 +118,12 @@ def test_a_parent_lists_its_child_tasks_and_its_result(shots):
     assert "Result" in page["h2"]
 
 
-def test_the_docs_show_every_screenshot_at_the_width_it_was_taken():
+def test_the_docs_show_every_screenshot_of_the_pages_at_the_width_it_was_taken():
     operating = (ROOT / "docs" / "operating.md").read_text()
     for name in NAMES:
         assert f"](images/{name}.png)" in operating, name
         width = PHONE[0] if name.endswith("-phone") else DESKTOP[0]
         assert png_size((ROOT / "docs" / "images" / f"{name}.png").read_bytes())[0] == width
+    approval = (ROOT / "docs" / "approval-links.md").read_text()
+    assert "](images/approval-link.png)" in approval  # tests.timeline.approval_page makes it
+    assert png_size((ROOT / "docs" / "images" / "approval-link.png").read_bytes())[0] == PHONE[0]
