@@ -17,6 +17,7 @@ import os
 import select
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,7 @@ class Browser:
         ]
         for domain in ("Page", "Runtime", "Network"):
             self.call(f"{domain}.enable", session=True)
+        self.call("Page.setLifecycleEventsEnabled", session=True, enabled=True)
         self.call("Page.addScriptToEvaluateOnNewDocument", session=True, source=WATCH_VIOLATIONS)
         self._window(self.height)
         return self
@@ -126,7 +128,16 @@ class Browser:
         answer = self.call("Page.navigate", session=True, url=url)
         if answer.get("errorText"):
             raise BrowserError(f"{url}: {answer['errorText']}")
-        self.wait_for_event("Page.loadEventFired")
+        if "loaderId" not in answer:  # the same document (a fragment): no new load
+            return
+        # This navigation's load, not a late one of the page before (a reload it had begun).
+        loader = answer["loaderId"]
+        self.wait_for_event(
+            "Page.lifecycleEvent",
+            lambda params: params["name"] == "load" and params["loaderId"] == loader,
+        )
+        # Its loadEventFired came just before: a later click waits for the next page's.
+        self.events.clear()
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (JSON values only)."""
@@ -192,10 +203,13 @@ class Browser:
                     raise BrowserError(f"{method}: {reply['error']}")
                 return dict(reply.get("result", {}))
 
-    def wait_for_event(self, name: str) -> dict[str, Any]:
+    def wait_for_event(
+        self, name: str, matches: Callable[[dict[str, Any]], bool] = lambda _: True
+    ) -> dict[str, Any]:
+        """The first event called ``name`` (whose params ``matches``), waiting for it."""
         while True:
             for event in self.events:
-                if event["method"] == name:
+                if event["method"] == name and matches(event.get("params", {})):
                     self.events.remove(event)
                     return event
             self._read()
