@@ -28,6 +28,9 @@ SLOW = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 #: A page of one colour compresses to a few kilobytes; a drawn page is many times that.
 BLANK_PAGE_BYTES = 12_000
+#: How far a picture's height may be from the page's now (an extra invocation row is not a
+#: new layout).
+STALE_HEIGHT = 0.25
 #: What the agent did before it stopped for the approval, row by row (the Agent box).
 AGENT_ROWS = [
     "model scripted-support",
@@ -116,6 +119,19 @@ def test_a_parent_lists_its_child_tasks_and_its_result(shots):
     assert [row[1] for row in children] == [f"digest-1207.0.feeds-0.{i}" for i in range(len(FEEDS))]
     assert [row[3] for row in children] == ["succeeded"] * len(FEEDS)
     assert "Result" in page["h2"]
+
+
+@SLOW
+def test_the_pictures_in_the_docs_are_about_the_size_of_the_pages_drawn_now(shots):
+    # Not pixels (times, ids and costs differ run to run): a page whose layout changed is
+    # another height, and its picture in the docs is stale.
+    for name, shot in shots.items():
+        committed = png_size((ROOT / "docs" / "images" / f"{name}.png").read_bytes())
+        assert committed[0] == shot.size[0], name
+        assert abs(committed[1] - shot.size[1]) <= STALE_HEIGHT * shot.size[1], (
+            f"docs/images/{name}.png is {committed[1]} px high, the page now {shot.size[1]}: "
+            "remake the pictures with .venv/bin/python -m tests.timeline.operator_pages docs/images"
+        )
 
 
 def test_the_docs_show_every_screenshot_of_the_pages_at_the_width_it_was_taken():
