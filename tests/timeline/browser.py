@@ -17,6 +17,7 @@ import os
 import select
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +103,9 @@ class Browser:
         ]
         for domain in ("Page", "Runtime", "Network"):
             self.call(f"{domain}.enable", session=True)
+        self.call("Page.setLifecycleEventsEnabled", session=True, enabled=True)
         self.call("Page.addScriptToEvaluateOnNewDocument", session=True, source=WATCH_VIOLATIONS)
-        self.call(
-            "Emulation.setDeviceMetricsOverride",
-            session=True,
-            width=self.width,
-            height=self.height,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        self._window(self.height)
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -133,7 +128,16 @@ class Browser:
         answer = self.call("Page.navigate", session=True, url=url)
         if answer.get("errorText"):
             raise BrowserError(f"{url}: {answer['errorText']}")
-        self.wait_for_event("Page.loadEventFired")
+        if "loaderId" not in answer:  # the same document (a fragment): no new load
+            return
+        # This navigation's load, not a late one of the page before (a reload it had begun).
+        loader = answer["loaderId"]
+        self.wait_for_event(
+            "Page.lifecycleEvent",
+            lambda params: params["name"] == "load" and params["loaderId"] == loader,
+        )
+        # Its loadEventFired came just before: a later click waits for the next page's.
+        self.events.clear()
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (JSON values only)."""
@@ -161,19 +165,25 @@ class Browser:
         self.wait_for_event("Page.loadEventFired")
 
     def screenshot(self, path: Path) -> bytes:
-        """The whole page as a PNG, written to ``path``."""
+        """The whole page as a PNG, written to ``path``; the window keeps its size after."""
         height = self.evaluate("document.documentElement.scrollHeight")
+        self._window(max(self.height, int(height)))
+        try:
+            data = base64.b64decode(self.call("Page.captureScreenshot", session=True)["data"])
+        finally:
+            self._window(self.height)
+        path.write_bytes(data)
+        return data
+
+    def _window(self, height: int) -> None:
         self.call(
             "Emulation.setDeviceMetricsOverride",
             session=True,
             width=self.width,
-            height=max(self.height, int(height)),
+            height=height,
             deviceScaleFactor=1,
             mobile=False,
         )
-        data = base64.b64decode(self.call("Page.captureScreenshot", session=True)["data"])
-        path.write_bytes(data)
-        return data
 
     def violations(self) -> list[str]:
         return list(self.evaluate("window.__violations || []"))
@@ -193,10 +203,13 @@ class Browser:
                     raise BrowserError(f"{method}: {reply['error']}")
                 return dict(reply.get("result", {}))
 
-    def wait_for_event(self, name: str) -> dict[str, Any]:
+    def wait_for_event(
+        self, name: str, matches: Callable[[dict[str, Any]], bool] = lambda _: True
+    ) -> dict[str, Any]:
+        """The first event called ``name`` (whose params ``matches``), waiting for it."""
         while True:
             for event in self.events:
-                if event["method"] == name:
+                if event["method"] == name and matches(event.get("params", {})):
                     self.events.remove(event)
                     return event
             self._read()
