@@ -17,8 +17,13 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskCancelledError, TaskContext
+from continuum._fanout.child_tasks import (
+    MAX_REFUSED_STARTS,
+    REFUSED_START_MAX_PAUSE_S,
+    REFUSED_START_PAUSE_S,
+)
 from continuum.backends.queue import QueueError
-from continuum.backends.store import TransientStoreError
+from continuum.backends.store import StoreError, TransientStoreError
 from tests.conftest import (
     ScriptedContext,
     StoreFaults,
@@ -298,11 +303,27 @@ def test_a_cancelled_parent_cancels_its_children_again_when_the_first_try_failed
     assert [runtime.record(child).status for child in children] == [Status.CANCELLED] * 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: a refused child start suspends with no pause and counts as a turn without "
-    "progress, so six refusals in a row fail the parent NoProgress (make chaos, seed 1)",
-)
+def refusing_starts(runtime: LocalRuntime, parent_id: str, times: int | None = None):
+    """Make ``runtime``'s queue refuse the first ``times`` starts of ``parent_id``'s children
+    (None: every one), as a throttled SendMessage does after botocore's retries; return the
+    refused bodies and the delays of the parent's continuations, in order."""
+    send = runtime.queue.send
+    refused: list[str] = []
+    parent_delays: list[int] = []
+
+    def refuse(body, *, delay_s=0):
+        start = f'"{parent_id}.' in body and '"reason":"start"' in body.replace(" ", "")
+        if start and (times is None or len(refused) < times):
+            refused.append(body)
+            raise QueueError("send failed: ThrottlingException (injected)")
+        if f'"{parent_id}"' in body and '"kind":"continue"' in body:  # not a timer, a wake
+            parent_delays.append(delay_s)
+        return send(body, delay_s=delay_s)
+
+    runtime.queue.send = refuse
+    return refused, parent_delays
+
+
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_child_start_refused_more_times_in_a_row_than_the_idle_limit_still_starts(flavour):
     """A parent's ``ctx.invoke`` whose child start is refused at every try for longer than
@@ -312,20 +333,69 @@ def test_a_child_start_refused_more_times_in_a_row_than_the_idle_limit_still_sta
     app = leaves_app(flavour)
     runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
     task_id = app.client().start("calls", {"n": 2})
-    send, refused = runtime.queue.send, []
-
-    def refuse_the_first_starts(body, *, delay_s=0):
-        if (
-            f'"{task_id}.' in body
-            and '"reason":"start"' in body.replace(" ", "")
-            and len(refused) < 3 * app.settings.max_idle_suspensions
-        ):
-            refused.append(body)
-            raise QueueError("send failed: ThrottlingException (injected)")
-        return send(body, delay_s=delay_s)
-
-    runtime.queue.send = refuse_the_first_starts
+    refused, _ = refusing_starts(runtime, task_id, times=3 * app.settings.max_idle_suspensions)
     record = drain(runtime, task_id, lambda _: None)
     assert len(refused) == 3 * app.settings.max_idle_suspensions
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == [0, 1]
+
+
+def refusing_creates(app: Continuum, parent_id: str) -> list[str]:
+    """Make ``app``'s store refuse every write of ``parent_id``'s children's records, as S3
+    does when the worker's role may not write them; return the refused keys."""
+    refused: list[str] = []
+
+    def refuse(call, key, *args, **kwargs):
+        if key.startswith(f"tasks/{parent_id}.") and key.endswith("/record.json"):
+            refused.append(key)
+            raise StoreError(f"{key}: AccessDenied (injected)")
+        return call(key, *args, **kwargs)
+
+    StoreFaults(app).around("put", refuse)
+    return refused
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("parent", ["fan", "calls"])
+@pytest.mark.parametrize("refuser", ["queue", "store"])
+def test_a_child_start_refused_at_every_try_fails_the_parent_naming_the_child(
+    refuser, parent, flavour
+):
+    """A child's start (or the create of its record) that the queue (or the store) always
+    refuses, as when it was deleted or a permission is missing, is not tried for ever: after
+    ``MAX_REFUSED_STARTS`` refusals in a row the parent fails with an error that names it,
+    the child and the cause."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    task_id = app.client().start(parent, {"n": 1})
+    if refuser == "queue":
+        refused, _ = refusing_starts(runtime, task_id)
+    else:
+        refused = refusing_creates(app, task_id)
+    record = drain(runtime, task_id, lambda _: None)
+    assert record.status == Status.FAILED
+    assert len(refused) == MAX_REFUSED_STARTS
+    assert record.error is not None
+    assert record.error.type == "ChildStartRefused"
+    child = record.children[0].ids()[0]
+    assert f"child task {child} of {task_id}" in record.error.message
+    assert ("ThrottlingException" if refuser == "queue" else "AccessDenied") in (
+        record.error.message
+    )
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_refused_child_start_pauses_longer_each_time_up_to_a_cap(flavour):
+    """Each refusal in a row of a child's start doubles the parent's pause before it tries
+    again, from ``REFUSED_START_PAUSE_S`` up to ``REFUSED_START_MAX_PAUSE_S``, as a backoff
+    does; the start that goes through ends the pauses."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    task_id = app.client().start("calls", {"n": 1})
+    refused, delays = refusing_starts(runtime, task_id, times=8)
+    record = drain(runtime, task_id, lambda _: None)
+    assert len(refused) == 8
+    assert record.status == Status.SUCCEEDED, record.error
+    pauses = [min(REFUSED_START_PAUSE_S * 2**k, REFUSED_START_MAX_PAUSE_S) for k in range(8)]
+    assert delays[:8] == [round(p) for p in pauses]
+    assert not any(delays[8:]), "the pauses end once the child has started"
