@@ -385,6 +385,27 @@ def test_a_child_start_refused_at_every_try_fails_the_parent_naming_the_child(
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("parent", ["fan", "calls"])
+def test_a_parent_failed_for_refused_starts_succeeds_on_retry_once_they_are_accepted(
+    parent, flavour
+):
+    """What the ``ChildStartRefused`` error advises: once the queue takes the sends again,
+    ``retry`` runs the parent's failed turn again, and its children start and finish."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    task_id = app.client().start(parent, {"n": 2})
+    send = runtime.queue.send
+    refusing_starts(runtime, task_id)
+    assert drain(runtime, task_id, lambda _: None).status == Status.FAILED
+    runtime.queue.send = send
+    with runtime.time.running():
+        app.client().retry(task_id)
+    record = drain(runtime, task_id, lambda _: None)
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 1]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_refused_child_start_pauses_longer_each_time_up_to_a_cap(flavour):
     """Each refusal in a row of a child's start doubles the parent's pause before it tries
     again, from ``REFUSED_START_PAUSE_S`` up to ``REFUSED_START_MAX_PAUSE_S``, as a backoff
