@@ -195,8 +195,9 @@ def invoke(
                     task_name, input, cid, link, _traceparent(state, key, entry.since)
                 ):
                     mark_taken(state, cid, [cid])
+                    error = starter.report_taken(link, cid)  # refused: the call stays open
                     entry.ok, entry.partial, entry.cursor = False, False, None
-                    entry.error = starter.report_taken(link, cid)
+                    entry.error = error
                     state.progress = True
                     _ended(state, entry)
                     return _outcome(entry, task_id)

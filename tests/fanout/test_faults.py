@@ -31,6 +31,7 @@ from tests.conftest import (
     raw_record,
     set_visibility_timeout,
 )
+from tests.fanout.test_ids import One, Squat, squat_app
 from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime
 
@@ -420,3 +421,31 @@ def test_a_refused_child_start_pauses_longer_each_time_up_to_a_cap(flavour):
     pauses = [min(REFUSED_START_PAUSE_S * 2**k, REFUSED_START_MAX_PAUSE_S) for k in range(8)]
     assert delays[:8] == [round(p) for p in pauses]
     assert not any(delays[8:]), "the pauses end once the child has started"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_taken_child_id_whose_report_was_refused_once_still_fails_the_call_naming_it(flavour):
+    """``ctx.invoke`` whose child id another task holds fails with ``ChildIdTakenError``
+    after it reports the taken slot to its own inbox. When that write was refused (one S3
+    error) the call had already been journaled failed with no error, so the parent's
+    replay raised a bare "the child task failed" instead of naming the taken id."""
+    app = squat_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    parent, squatted = "job", "job.0.invoke.leaf-0"
+    app.client().start("leaf", One(i=99), task_id=squatted)
+    assert drain(runtime, squatted, lambda _: None).status == Status.SUCCEEDED
+    refused: list[str] = []
+
+    def refuse_the_first_report(call, key, *args, **kwargs):
+        if key.endswith(f"/children/{squatted}/failed.json") and not refused:
+            refused.append(key)
+            raise StoreError(f"{key}: AccessDenied (injected)")
+        return call(key, *args, **kwargs)
+
+    StoreFaults(app).around("put", refuse_the_first_report)
+    app.client().start("adopt", Squat(api="invoke"), task_id=parent)
+    record = drain(runtime, parent, lambda _: None)
+    assert refused
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result["error_type"] == "ChildIdTakenError"
+    assert squatted in record.result["text"]
