@@ -22,6 +22,7 @@ import functools
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -152,13 +153,32 @@ class ScriptedContext:
 
 
 def drain(runtime: LocalRuntime, task_id: str, contexts: Callable[[int], Any], limit: int = 200):
-    """Invoke until the task finishes; ``contexts(i)`` gives the i-th invocation's context."""
-    for i in range(limit):
-        if runtime.record(task_id).status.finished:
-            return runtime.record(task_id)
-        if runtime.invoke_once(contexts(i)) is None:
-            raise AssertionError(f"no message waiting for unfinished task {task_id}")
+    """Invoke until the task finishes; ``contexts(i)`` gives the i-th invocation's context.
+
+    When no message is visible, a runtime on virtual time jumps to the next one due (a
+    delayed continuation: a backoff, a timer), as ``LocalRuntime.drive`` does.
+    """
+    with runtime.time.running():
+        for i in range(limit):
+            if runtime.record(task_id).status.finished:
+                return runtime.record(task_id)
+            context = contexts(i)
+            while runtime.invoke_once(context) is None:
+                _jump_to_next_due(runtime, task_id)
     raise AssertionError("task did not finish")
+
+
+def _jump_to_next_due(runtime: LocalRuntime, task_id: str) -> None:
+    due = runtime.next_due()
+    if due is None:
+        raise AssertionError(f"no message waiting for unfinished task {task_id}")
+    if not runtime.time.virtual:
+        raise AssertionError(
+            f"no message visible for unfinished task {task_id}: the next is due in "
+            f"{due - time.time():.1f}s; make the runtime with virtual_time=True for drain "
+            "to jump to it"
+        )
+    runtime.time.wait_until(due, poll_s=0)
 
 
 EVENTS = os.path.join(os.path.dirname(__file__), "events")

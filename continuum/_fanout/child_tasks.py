@@ -29,16 +29,26 @@ from continuum._record.continuation import Continuations
 from continuum._record.model import ErrorInfo, Status, TaskRecord, check_task_id
 from continuum._record.persistence import Records
 from continuum._record.waiting_for import BatchHint, ParentLink
-from continuum._steps.signals import Suspend
+from continuum._steps.signals import Abort, Suspend
 from continuum.backends.queue import QueueError
 from continuum.backends.store import StoreError
 from continuum.errors import ContinuumError, RecordNotFoundError, TaskFinishedError
 
 if TYPE_CHECKING:
     from continuum._define.completion import Completion
+    from continuum._record.model import JournalEntry
+    from continuum._steps.turn_state import TurnState
 
 #: Threads that create a chunk's child records, read reports, or cancel children.
 CHILD_THREADS = 8
+#: A parent whose child's create or start the store or the queue refused (after botocore's
+#: own retries) tries again after this pause, doubled at each refusal in a row, as a backoff.
+REFUSED_START_PAUSE_S = 2.0
+#: The longest pause between two tries of a refused child start.
+REFUSED_START_MAX_PAUSE_S = 60.0
+#: Refusals in a row after which the parent fails naming the child: about 16 minutes of
+#: pauses, past a queue's throttling; what lasts longer is a missing queue or permission.
+MAX_REFUSED_STARTS = 20
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 #: Of a long parent id, the characters a digested child id keeps: 90 + 1 + 24 leaves room
 #: in the 128 of a task id for ``.{index}`` up to 12 digits.
@@ -160,8 +170,9 @@ class ChildTasks:
         hanging in its parent's trace under ``traceparent``;
         False if the id is held by a task whose record does not name this parent's slot.
         Both this and ``start`` run in the parent's turn: a store or queue error suspends
-        it (the next invocation creates or starts again) instead of failing the parent."""
-        with _suspend_on_error():
+        it (``StartRefused``; the next invocation creates or starts again) instead of
+        failing the parent."""
+        with _refused_as(task_id):
             try:
                 self.client.start_child(
                     task_name, input, task_id, parent, send=False, traceparent=traceparent
@@ -182,13 +193,13 @@ class ChildTasks:
             f"{parent.task_id}; that task was left alone",
         )
         report = ChildReport(child_id=task_id, index=parent.index, status="failed", error=error)
-        with _suspend_on_error():
+        with _refused_as(task_id):
             self.client.records.inbox.put_child_report(parent.task_id, task_id, "failed", report)
         return error
 
     def relink(self, task_id: str, successor: str | None) -> None:
         """Point a created child, not started yet, past its successor's taken slot."""
-        with _suspend_on_error():
+        with _refused_as(task_id):
             records = self.client.records
             record, etag = records.load(task_id)
             if record.parent is None or record.parent.successor == successor:
@@ -201,7 +212,7 @@ class ChildTasks:
 
     def start(self, task_id: str) -> None:
         """Send a created child's first continuation (a duplicate is fenced like any)."""
-        with _suspend_on_error():
+        with _refused_as(task_id):
             self.client.continuations.send(task_id, generation=0, reason="start")
 
     def cancel(self, ids: list[str], reason: str) -> None:
@@ -214,12 +225,70 @@ class ChildTasks:
         in_parallel(one, ids, threads=CHILD_THREADS)
 
 
+class StartRefused(Suspend):
+    """The store or the queue refused a child's create or start: the parent suspends, and
+    ``paused_when_refused`` makes that a pause (a plain suspension where it is not used)."""
+
+    def __init__(self, child: str, error: StoreError | QueueError) -> None:
+        self.child = child
+        self.error = error
+        super().__init__(f"could not start child task {child} ({error})")
+
+
 @contextlib.contextmanager
-def _suspend_on_error() -> Iterator[None]:
+def _refused_as(child: str) -> Iterator[None]:
     try:
         yield
     except (StoreError, QueueError) as exc:
-        raise Suspend(f"could not start a child task ({exc}); continuing afresh") from exc
+        raise StartRefused(child, exc) from exc
+
+
+#: The key of a children entry's cursor that counts its refused starts in a row.
+_REFUSED = "refused"
+
+
+@contextlib.contextmanager
+def paused_when_refused(state: TurnState, entry: JournalEntry) -> Iterator[None]:
+    """Around a parent's creates and starts of the children journaled at ``entry``: a
+    refusal suspends the parent for a pause, doubled at each refusal in a row (counted in
+    the entry's cursor, which the suspension saves), and so not a suspension without
+    progress; at ``MAX_REFUSED_STARTS`` in a row the parent fails naming the child."""
+    before = _without_refusals(entry.cursor)
+    try:
+        yield
+    except StartRefused as refusal:
+        done = _without_refusals(entry.cursor)
+        # Children created or started since the last refusal: a new run of refusals.
+        refused = 1 + (int((entry.cursor or {}).get(_REFUSED, 0)) if done == before else 0)
+        if refused >= MAX_REFUSED_STARTS:
+            entry.cursor = done or None  # a retry, once fixed, has the full patience again
+            raise state.unwind(Abort(_refused_error(state, entry, refusal, refused))) from None
+        entry.cursor = {**done, _REFUSED: refused}
+        pause_s = min(REFUSED_START_PAUSE_S * 2 ** (refused - 1), REFUSED_START_MAX_PAUSE_S)
+        reason = f"{refusal.reason}; trying again in {pause_s:.0f}s ({refused} refused in a row)"
+        raise state.unwind(Suspend(reason, delay_s=pause_s)) from None
+    if entry.cursor and _REFUSED in entry.cursor:
+        entry.cursor = _without_refusals(entry.cursor) or None
+
+
+def _without_refusals(cursor: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (cursor or {}).items() if k != _REFUSED}
+
+
+def _refused_error(
+    state: TurnState, entry: JournalEntry, refusal: StartRefused, refused: int
+) -> ErrorInfo:
+    task_id = state.record.task_id
+    return ErrorInfo(
+        type="ChildStartRefused",
+        message=f"child task {refusal.child} of {task_id} could not be started: the store "
+        f"or the queue refused it {refused} times in a row, pausing up to "
+        f"{REFUSED_START_MAX_PAUSE_S:.0f}s between tries (last: {refusal.error}). Check "
+        f"that the bucket and the queue exist and that the worker may write to them, then "
+        f"`continuum retry {task_id}`",
+        step=entry.key,
+        turn=state.record.turn,
+    )
 
 
 def cancel_children(children: ChildTasks | None, record: TaskRecord) -> None:

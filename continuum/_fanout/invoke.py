@@ -27,6 +27,7 @@ from continuum._fanout.child_tasks import (
     batch_counts,
     child_id,
     decisive,
+    paused_when_refused,
 )
 from continuum._fanout.context_runner import ContextRunner
 from continuum._record.inbox_items import ChildReport
@@ -189,16 +190,18 @@ def invoke(
             # creates and starts it again: a no-op, a fenced duplicate.
             starter = _starter(runner)
             link = ParentLink(task_id=task_id, batch=cid)
-            if not starter.create(
-                task_name, input, cid, link, _traceparent(state, key, entry.since)
-            ):
-                mark_taken(state, cid, [cid])
-                entry.ok, entry.partial, entry.cursor = False, False, None
-                entry.error = starter.report_taken(link, cid)
-                state.progress = True
-                _ended(state, entry)
-                return _outcome(entry, task_id)
-            starter.start(cid)
+            with paused_when_refused(state, entry):
+                if not starter.create(
+                    task_name, input, cid, link, _traceparent(state, key, entry.since)
+                ):
+                    mark_taken(state, cid, [cid])
+                    error = starter.report_taken(link, cid)  # refused: the call stays open
+                    entry.ok, entry.partial, entry.cursor = False, False, None
+                    entry.error = error
+                    state.progress = True
+                    _ended(state, entry)
+                    return _outcome(entry, task_id)
+                starter.start(cid)
             entry.cursor = {"started": True}
         found = running_again(state, _starter(runner), _reports(state, cid), task_id)
         if cid in found:
@@ -274,7 +277,8 @@ def map_tasks(
             batch = ChildBatch(prefix=prefix, task_name=task_name, count=n, single=False)
             _name_before_creating(state, entry, batch)
         prefix = str(entry.ref)
-        _create_children(runner, entry, task_name, inputs, limit, completion)
+        with paused_when_refused(state, entry):
+            _create_children(runner, entry, task_name, inputs, limit, completion)
         found = _reports(state, prefix)
         policy = completion.model_dump() if completion else None
         if decisive(found, count=n, completion=policy):

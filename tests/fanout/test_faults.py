@@ -3,8 +3,10 @@ kind (``make chaos``), each reduced to a small reproducer: a batch item suspende
 first step, a cancel of a parent waiting for its children, a fault starting or cancelling a
 child.
 
-In both flavours (``tests/flavours.py``): the first three, where the task body is the
-fan-out; the last one's parent is cancelled by the client whatever it runs.
+In both flavours (``tests/flavours.py``) where the task body is the fan-out; the parent of
+the cancel-again one is cancelled by the client whatever it runs. A refused child start
+pauses the parent, as a backoff does: those runtimes run on virtual time, which ``drain``
+moves to the pause's end.
 """
 
 from __future__ import annotations
@@ -15,8 +17,13 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskCancelledError, TaskContext
+from continuum._fanout.child_tasks import (
+    MAX_REFUSED_STARTS,
+    REFUSED_START_MAX_PAUSE_S,
+    REFUSED_START_PAUSE_S,
+)
 from continuum.backends.queue import QueueError
-from continuum.backends.store import TransientStoreError
+from continuum.backends.store import StoreError, TransientStoreError
 from tests.conftest import (
     ScriptedContext,
     StoreFaults,
@@ -24,6 +31,7 @@ from tests.conftest import (
     raw_record,
     set_visibility_timeout,
 )
+from tests.fanout.test_ids import One, Squat, squat_app
 from tests.flavours import FLAVOURS
 from tests.support import LocalRuntime
 
@@ -207,7 +215,7 @@ def test_a_transient_fault_starting_a_child_task_does_not_fail_the_parent(parent
     is fenced). ``ctx.invoke`` must then start its child on the replay: it journaled the
     child before it started it, so a replay took the child as started and waited for ever."""
     app = leaves_app(flavour)
-    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
     task_id = app.client().start(parent, {})
     send, refused = runtime.queue.send, []
 
@@ -233,7 +241,7 @@ def test_children_started_before_a_failed_start_count_as_progress(flavour):
     progress, and after five failed the parent ``NoProgress`` (the fault run's ``fantasks``,
     children stranded pending). Starts already sent are saved and count as progress."""
     app = leaves_app(flavour)
-    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
     task_id = app.client().start("fan", {"n": 8})
     send, sent_this_turn, refused = runtime.queue.send, [0], []
 
@@ -296,12 +304,27 @@ def test_a_cancelled_parent_cancels_its_children_again_when_the_first_try_failed
     assert [runtime.record(child).status for child in children] == [Status.CANCELLED] * 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: a refused child start suspends with no pause and counts as a turn without "
-    "progress, so six refusals in a row fail the parent NoProgress (make chaos, seed 1); the "
-    "fix (a pause, as a backoff) needs the fault tests' drain to move the clock to it",
-)
+def refusing_starts(runtime: LocalRuntime, parent_id: str, times: int | None = None):
+    """Make ``runtime``'s queue refuse the first ``times`` starts of ``parent_id``'s children
+    (None: every one), as a throttled SendMessage does after botocore's retries; return the
+    refused bodies and the delays of the parent's continuations, in order."""
+    send = runtime.queue.send
+    refused: list[str] = []
+    parent_delays: list[int] = []
+
+    def refuse(body, *, delay_s=0):
+        start = f'"{parent_id}.' in body and '"reason":"start"' in body.replace(" ", "")
+        if start and (times is None or len(refused) < times):
+            refused.append(body)
+            raise QueueError("send failed: ThrottlingException (injected)")
+        if f'"{parent_id}"' in body and '"kind":"continue"' in body:  # not a timer, a wake
+            parent_delays.append(delay_s)
+        return send(body, delay_s=delay_s)
+
+    runtime.queue.send = refuse
+    return refused, parent_delays
+
+
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_child_start_refused_more_times_in_a_row_than_the_idle_limit_still_starts(flavour):
     """A parent's ``ctx.invoke`` whose child start is refused at every try for longer than
@@ -309,23 +332,120 @@ def test_a_child_start_refused_more_times_in_a_row_than_the_idle_limit_still_sta
     moment, as a backoff does, and does not count as a turn without progress, so the parent
     is not failed ``NoProgress`` for a fault of the queue's (the fault run's ``invoker``)."""
     app = leaves_app(flavour)
-    runtime = LocalRuntime(app, budget_s=900, backend="memory")
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
     task_id = app.client().start("calls", {"n": 2})
-    send, refused = runtime.queue.send, []
-
-    def refuse_the_first_starts(body, *, delay_s=0):
-        if (
-            f'"{task_id}.' in body
-            and '"reason":"start"' in body.replace(" ", "")
-            and len(refused) < 3 * app.settings.max_idle_suspensions
-        ):
-            refused.append(body)
-            raise QueueError("send failed: ThrottlingException (injected)")
-        return send(body, delay_s=delay_s)
-
-    runtime.queue.send = refuse_the_first_starts
-    with runtime.time.running():
-        record = drain(runtime, task_id, lambda _: None)
+    refused, _ = refusing_starts(runtime, task_id, times=3 * app.settings.max_idle_suspensions)
+    record = drain(runtime, task_id, lambda _: None)
     assert len(refused) == 3 * app.settings.max_idle_suspensions
     assert record.status == Status.SUCCEEDED, record.error
     assert record.result == [0, 1]
+
+
+def refusing_creates(app: Continuum, parent_id: str) -> list[str]:
+    """Make ``app``'s store refuse every write of ``parent_id``'s children's records, as S3
+    does when the worker's role may not write them; return the refused keys."""
+    refused: list[str] = []
+
+    def refuse(call, key, *args, **kwargs):
+        if key.startswith(f"tasks/{parent_id}.") and key.endswith("/record.json"):
+            refused.append(key)
+            raise StoreError(f"{key}: AccessDenied (injected)")
+        return call(key, *args, **kwargs)
+
+    StoreFaults(app).around("put", refuse)
+    return refused
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("parent", ["fan", "calls"])
+@pytest.mark.parametrize("refuser", ["queue", "store"])
+def test_a_child_start_refused_at_every_try_fails_the_parent_naming_the_child(
+    refuser, parent, flavour
+):
+    """A child's start (or the create of its record) that the queue (or the store) always
+    refuses, as when it was deleted or a permission is missing, is not tried for ever: after
+    ``MAX_REFUSED_STARTS`` refusals in a row the parent fails with an error that names it,
+    the child and the cause."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    task_id = app.client().start(parent, {"n": 1})
+    if refuser == "queue":
+        refused, _ = refusing_starts(runtime, task_id)
+    else:
+        refused = refusing_creates(app, task_id)
+    record = drain(runtime, task_id, lambda _: None)
+    assert record.status == Status.FAILED
+    assert len(refused) == MAX_REFUSED_STARTS
+    assert record.error is not None
+    assert record.error.type == "ChildStartRefused"
+    child = record.children[0].ids()[0]
+    assert f"child task {child} of {task_id}" in record.error.message
+    assert ("ThrottlingException" if refuser == "queue" else "AccessDenied") in (
+        record.error.message
+    )
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("parent", ["fan", "calls"])
+def test_a_parent_failed_for_refused_starts_succeeds_on_retry_once_they_are_accepted(
+    parent, flavour
+):
+    """What the ``ChildStartRefused`` error advises: once the queue takes the sends again,
+    ``retry`` runs the parent's failed turn again, and its children start and finish."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    task_id = app.client().start(parent, {"n": 2})
+    send = runtime.queue.send
+    refusing_starts(runtime, task_id)
+    assert drain(runtime, task_id, lambda _: None).status == Status.FAILED
+    runtime.queue.send = send
+    with runtime.time.running():
+        app.client().retry(task_id)
+    record = drain(runtime, task_id, lambda _: None)
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result == [0, 1]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_refused_child_start_pauses_longer_each_time_up_to_a_cap(flavour):
+    """Each refusal in a row of a child's start doubles the parent's pause before it tries
+    again, from ``REFUSED_START_PAUSE_S`` up to ``REFUSED_START_MAX_PAUSE_S``, as a backoff
+    does; the start that goes through ends the pauses."""
+    app = leaves_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    task_id = app.client().start("calls", {"n": 1})
+    refused, delays = refusing_starts(runtime, task_id, times=8)
+    record = drain(runtime, task_id, lambda _: None)
+    assert len(refused) == 8
+    assert record.status == Status.SUCCEEDED, record.error
+    pauses = [min(REFUSED_START_PAUSE_S * 2**k, REFUSED_START_MAX_PAUSE_S) for k in range(8)]
+    assert delays[:8] == [round(p) for p in pauses]
+    assert not any(delays[8:]), "the pauses end once the child has started"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_taken_child_id_whose_report_was_refused_once_still_fails_the_call_naming_it(flavour):
+    """``ctx.invoke`` whose child id another task holds fails with ``ChildIdTakenError``
+    after it reports the taken slot to its own inbox. When that write was refused (one S3
+    error) the call had already been journaled failed with no error, so the parent's
+    replay raised a bare "the child task failed" instead of naming the taken id."""
+    app = squat_app(flavour)
+    runtime = LocalRuntime(app, budget_s=900, backend="memory", virtual_time=True)
+    parent, squatted = "job", "job.0.invoke.leaf-0"
+    app.client().start("leaf", One(i=99), task_id=squatted)
+    assert drain(runtime, squatted, lambda _: None).status == Status.SUCCEEDED
+    refused: list[str] = []
+
+    def refuse_the_first_report(call, key, *args, **kwargs):
+        if key.endswith(f"/children/{squatted}/failed.json") and not refused:
+            refused.append(key)
+            raise StoreError(f"{key}: AccessDenied (injected)")
+        return call(key, *args, **kwargs)
+
+    StoreFaults(app).around("put", refuse_the_first_report)
+    app.client().start("adopt", Squat(api="invoke"), task_id=parent)
+    record = drain(runtime, parent, lambda _: None)
+    assert refused
+    assert record.status == Status.SUCCEEDED, record.error
+    assert record.result["error_type"] == "ChildIdTakenError"
+    assert squatted in record.result["text"]
