@@ -22,24 +22,23 @@ def retried_children_traceparents(
     A call made in a virtual child context is not found (its path is not in the journal): its
     children keep the wait that started them.
     """
-    wanted = set(children)
     trace = task_trace_id(stack, record.task_id, record.traceparent if record.parent else None)
-    found: dict[str, str] = {}
+    waits: dict[str, str] = {}  # the id (a batch's: its prefix) of each call's children -> its wait
     for path, entry in _calls(record.journal, ""):
         base = child_id(record.task_id, turn=record.turn, path=path, key=entry.key, index=None)
         if base != entry.ref:
             continue  # not where it was made: a virtual child context's, whose path is unknown
+        retries = record.counters.retries + 1
         span = wait_span_id(
-            stack,
-            record.task_id,
-            record.turn,
-            path + entry.key,
-            entry.since,
-            record.counters.retries + 1,
+            stack, record.task_id, record.turn, path + entry.key, entry.since, retries
         )
-        for child in wanted:
-            if child == base or child.rpartition(".")[0] == base:
-                found[child] = traceparent(trace, span)
+        waits[base] = traceparent(trace, span)
+    found = {}
+    for child in children:
+        batch, _, index = child.rpartition(".")
+        wait = waits.get(child) or (waits.get(batch) if index.isdigit() else None)
+        if wait is not None:
+            found[child] = wait
     return found
 
 
