@@ -7,8 +7,9 @@ processor hands each span to an ``InMemorySpanExporter`` (so the figure counts m
 ending the spans, not a network export, which a ``BatchSpanProcessor`` does on its own
 thread). Repeats are interleaved and the medians of CPU time (``time.process_time``: what
 other jobs on a shared machine take is not counted) reported, in microseconds per step. Each
-traced run must have produced a step span and an attempt span for every step, and the
-untraced run none, or the figure is ``Mismeasured``.
+traced run, the simplest observer's and the SDK's own loop must have made a step span and an
+attempt span for every step, of one shape among the three (the same attribute names, number
+of links, parent and status), and the untraced run none, or the figure is ``Mismeasured``.
 """
 
 from __future__ import annotations
@@ -163,14 +164,23 @@ def main(quick: bool = False) -> None:
         its_exporter.clear()
         gc.collect()
         by_sdk.append(run(task, steps, simplest))
-        sdk_same.append(sdk_step_s(steps, rounds=1))
+        seconds, sdk_spans = sdk_step_s(steps, rounds=1)
+        sdk_same.append(seconds)
         sdk_bare.append(sdk_span_s(steps, rounds=1))
         plain.append(run(task, steps, None))
         check(not exporter.get_finished_spans(), "the untraced run made spans")
         traced.append(run(task, steps, observers))
-        spans = exporter.get_finished_spans()
-        made = sum(s.name == "noop" for s in spans), sum(s.name == "noop attempt 1" for s in spans)
-        check(made == (steps, steps), f"{made} step and attempt spans for {steps} steps")
+        # The three make the same spans, as many: else the ratios compare different work.
+        shapes = step_shapes(exporter.get_finished_spans(), steps, "Tracing")
+        simplest_spans = its_exporter.get_finished_spans()
+        check(
+            shapes == step_shapes(simplest_spans, steps, "the simplest observer"),
+            "the simplest observer's spans are not Tracing's",
+        )
+        check(
+            shapes == step_shapes(sdk_spans, steps, "the SDK's loop"),
+            "the SDK loop's spans are not Tracing's",
+        )
     without, with_tracing = 1e6 * median(plain) / steps, 1e6 * median(traced) / steps
     added, sdk = with_tracing - without, 1e6 * median(sdk_same)
     emit("tracing_overhead.without_tracing", without, "us/step")
@@ -191,6 +201,29 @@ def main(quick: bool = False) -> None:
     bare = 1e6 * median(sdk_bare)
     emit("tracing_overhead.sdk_span", bare, "us/span")
     emit("tracing_overhead.ratio_to_bare_spans", added / (2 * bare), "x")
+
+
+#: What makes a span cost what it costs: its attribute names, its number of links, whether it
+#: has a parent and its status.
+Shape = tuple[tuple[str, ...], int, bool, str]
+
+
+def step_shapes(spans: Any, steps: int, maker: str) -> dict[str, Shape]:
+    """The shape of a step's span and of its attempt's among ``spans``, which must hold one of
+    each for each of ``steps`` steps, all of one shape (else ``Mismeasured``)."""
+    shapes: dict[str, set[Shape]] = {"noop": set(), "noop attempt 1": set()}
+    counts = dict.fromkeys(shapes, 0)
+    for span in spans:
+        if span.name in shapes:
+            counts[span.name] += 1
+            attributes = tuple(sorted(span.attributes or {}))
+            has_parent = span.parent is not None
+            status = span.status.status_code.name
+            shapes[span.name].add((attributes, len(span.links), has_parent, status))
+    made = tuple(counts.values())
+    check(made == (steps, steps), f"{maker} made {made} step and attempt spans for {steps} steps")
+    check(all(len(s) == 1 for s in shapes.values()), f"{maker}'s step spans differ: {shapes}")
+    return {name: found.pop() for name, found in shapes.items()}
 
 
 def sdk_span_s(count: int, rounds: int = 5) -> float:
@@ -219,10 +252,11 @@ def sdk_span_s(count: int, rounds: int = 5) -> float:
     return median(times)
 
 
-def sdk_step_s(count: int, rounds: int = 5) -> float:
+def sdk_step_s(count: int, rounds: int = 5) -> tuple[float, Any]:
     """Median seconds to make a step's two spans directly on an SDK tracer with the same
     processor and exporter: a step span under a given parent and an attempt span under it,
-    each with the attributes, link, start and end times and status that ``Tracing`` gives."""
+    each with the attributes, link, start and end times and status that ``Tracing`` gives;
+    and the spans of the last round."""
     from opentelemetry import trace
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import TracerProvider
@@ -276,10 +310,9 @@ def sdk_step_s(count: int, rounds: int = 5) -> float:
             step.end(end_time=now)
         times.append((time.process_time() - started) / count)
         gc.enable()
-    check(
-        len(exporter.get_finished_spans()) == 2 * rounds * count, "the SDK did not end every span"
-    )
-    return median(times)
+    spans = exporter.get_finished_spans()
+    check(len(spans) == 2 * rounds * count, "the SDK did not end every span")
+    return median(times), spans[-2 * count :]
 
 
 if __name__ == "__main__":

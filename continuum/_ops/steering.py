@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from continuum._base.clock import utcnow
+from continuum._ops.child_traces import retried_children_traceparents
 from continuum._ops.reopening import reopen_failed
 from continuum._record.continuation import Continuations
 from continuum._record.history import Usage
@@ -101,6 +102,11 @@ class Steering:
             ContinuumError: the task is not ``failed`` (a running one is refused).
             RecordConflictError: the record moved meanwhile (nothing was written).
         """
+        return self._retry(task_id, traceparent=None)
+
+    def _retry(self, task_id: str, *, traceparent: str | None) -> int:
+        """``retry``; ``traceparent``: the span the new run hangs under (a child's, when its
+        parent's retry retries it: the wait of the parent's new run)."""
         record, etag = self.records.load(check_task_id(task_id))
         if _reopened_by_retry(record):
             # A retry already reopened it (its failed children first), and may have died
@@ -117,7 +123,9 @@ class Steering:
         singles = {batch.prefix for batch in record.children if batch.single}
         children = reopen_failed(record.journal, failed, singles, record.error)
         # Its failed children first: the parent, running again, then waits for their ends.
-        self._retry_children(task_id, children)
+        self._retry_children(
+            task_id, children, retried_children_traceparents(record, self.records.stack, children)
+        )
         record.status = Status.SUSPENDED
         record.generation += 1
         record.error = None
@@ -127,15 +135,20 @@ class Steering:
         record.suspend_reason = RETRY
         record.idle_suspensions = 0
         record.counters.retries += 1
+        if traceparent is not None:
+            record.traceparent = traceparent
         end_recovery(record)
         self.records.replace(record, etag=etag)
         self.records.revive(task_id, record.blob_refs())
         self.continuations.send(task_id, generation=record.generation, reason=RETRY)
         return record.generation
 
-    def _retry_children(self, task_id: str, children: list[str]) -> None:
+    def _retry_children(
+        self, task_id: str, children: list[str], traceparents: dict[str, str]
+    ) -> None:
         """Retry those of a retried parent's failed children that are its own and failed, or
-        that an earlier retry reopened (its send may have been lost)."""
+        that an earlier retry reopened (its send may have been lost), each under the span
+        ``traceparents`` names for it."""
         for child in children:
             try:
                 record, _ = self.records.load(child)
@@ -144,7 +157,7 @@ class Steering:
             if record.parent is None or record.parent.task_id != task_id:
                 continue  # a slot another task held: not this parent's child
             if record.status == Status.FAILED or _reopened_by_retry(record):
-                self.retry(child)
+                self._retry(child, traceparent=traceparents.get(child))
 
     def fork(self, task_id: str, *, version: str, new_id: str) -> str:
         """Start ``new_id`` from version ``version`` of ``task_id``'s record; return new_id.

@@ -94,3 +94,13 @@ def test_a_fresh_process_sends_the_same_trace_and_span_ids(traced, exporter, nam
     # first reached (read from the record by every later invocation)
     lasting = {"task nightly", "invocation", "Workflow", "Invocation"}
     assert [s for s in here if s[0] in lasting] == [s for s in there if s[0] in lasting]
+
+
+def test_span_ids_are_those_earlier_versions_derived_so_a_running_task_keeps_its_trace():
+    from continuum._base.trace_ids import root_span_id, run_span_id, wait_span_id
+
+    step = ("step", 3, "book#0", 1700000000.25)
+    assert run_span_id("b/tasks", "t-1", 0, *step) == 14338509867396601808
+    assert run_span_id("b/tasks", "t-1", 2, *step) == 8271634892060664309
+    assert root_span_id("b/tasks", "t-1", 1) == 13359614044912538075
+    assert wait_span_id("b/tasks", "t-1", 0, "nap#1", 1700000000.5) == 3301032250428527813
