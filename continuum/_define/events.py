@@ -248,20 +248,22 @@ class ContextEntered:
 
 @dataclass(frozen=True, slots=True)
 class SavedOperation:
-    """One operation as the record holds it: a step, a wait, a child context, a batch and
-    its items (``kind``: the journal's, ``step``, ``sleep``, ``callback``,
-    ``callback_result``, ``signal``, ``context``, ``batch``, ``children``, ``cancel``).
+    """One operation as the record holds it: a step, a wait, a child context, a batch and its items
+    (``kind``: the journal's, ``step``, ``sleep``, ``callback``, ``callback_result``,
+    ``signal``, ``context``, ``batch``, ``children``, ``cancel``).
 
     ``id`` is its journal key with its context's path (``block#1/look#0``), unique within its
     ``turn``; ``parent_id`` its context's id (None at the top). A virtual context keeps no
     entry: what runs in it is its parent's, under the ids the journal gives it (``look#1``,
     where a step event says ``grp#1/look#1``). ``status``: ``started`` (running, waiting, or
-    paused at a cursor), ``pending`` (a failed attempt waits for its retry), ``succeeded`` or
-    ``failed``. ``started_at``: when it was first reached (None where the journal keeps no
-    time: a wait answered where it was reached); ``ended_at``: when a step of one attempt
-    ended (None for the rest: the journal keeps a retried step's first start and its last
-    attempt's length). ``attempt``: a step's attempts so far. ``replay``: it was first
-    reached in an earlier invocation of the task."""
+    paused at a cursor), ``pending`` (a failed attempt waits for its retry), ``succeeded``,
+    ``failed``, or ``ended`` (the context of an async task's asyncio task that ended: its entry
+    keeps the order it ended in, not its outcome, and runs again on every replay).
+    ``started_at``: when it was first reached (None where the journal keeps no time: a wait
+    answered where it was reached); ``ended_at``: when a step of one attempt ended (None for the
+    rest: the journal keeps a retried step's first start and its last attempt's length).
+    ``attempt``: a step's attempts so far. ``replay``: it was first reached in an earlier
+    invocation of the task."""
 
     id: str
     turn: int

@@ -196,7 +196,9 @@ class AsyncStepCaller:
                 if record.running_step is not None:
                     record.running_step = None
             with state.lock:
-                value = steps.record_value(step, key, value, stats, started, attempt, wall, pending)
+                value = steps.record_value(
+                    step, key, value, stats, started, attempt, wall, pending, first
+                )
             if whole is not None and whole.cancelled:
                 raise asyncio.CancelledError
             return value

@@ -138,7 +138,9 @@ class StepCaller:
                 state.active_cursor = None
                 if record.running_step is not None:
                     record.running_step = None
-            return self.record_value(step, key, value, stats, started, attempt, wall, pending)
+            return self.record_value(
+                step, key, value, stats, started, attempt, wall, pending, first
+            )
 
     def resume(
         self, step: Step[Any, Any], key: str, stats: StepStats, resume: JournalEntry
@@ -188,9 +190,10 @@ class StepCaller:
         attempt: int,
         wall: float,
         pending: JournalEntry | None,
+        first: float | None = None,
     ) -> Any:
         """Journal the value an attempt returned, as JSON; save by policy; return the value
-        as a replay would rebuild it."""
+        as a replay would rebuild it. ``first``: when its first attempt started."""
         state = self.state
         record, name = state.record, step.options.name
         elapsed = state.clock() - started
@@ -228,7 +231,7 @@ class StepCaller:
             key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt
         )
         if state.observers is not None:  # when it began: what an observer of the record reads
-            entry.since = pending.since if pending is not None and pending.since else wall
+            entry.since = first or wall
         state.journal.append(entry)
         state.progress = True
         if state.invocation is not None or state.observers is not None:

@@ -25,12 +25,22 @@ Signature = tuple[Any, ...]
 
 
 def signature(entry: JournalEntry) -> Signature:
-    return (entry.ok, entry.partial, entry.attempts, entry.retry_at, entry.started, entry.cursor)
+    return (
+        entry.ok,
+        entry.partial,
+        entry.attempts,
+        entry.retry_at,
+        entry.started,
+        entry.cursor,
+        entry.ended,
+    )
 
 
 def status_of(entry: JournalEntry) -> str:
     if entry.retry_at is not None:
         return "pending"
+    if entry.ended is not None:  # an asyncio task's context: its entry keeps its order only
+        return "ended"
     if entry.partial or entry.started:
         return "started"
     return "succeeded" if entry.ok else "failed"
@@ -118,7 +128,7 @@ class SavedOperations:
                 id=op_id,
                 turn=turn,
                 name=entry.name,
-                kind=entry.kind,
+                kind=str(entry.kind),
                 status=status_of(entry),
                 parent_id=parent or None,
                 started_at=since,

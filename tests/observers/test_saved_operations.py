@@ -397,3 +397,38 @@ def test_a_virtual_context_replayed_in_a_later_invocation_began_when_it_first_ra
     assert group.replay
     assert group.started_at <= wait.started_at  # it holds the wait it ran, an hour long
     assert group.ended_at - group.started_at >= HOUR
+
+
+def test_a_step_retried_in_a_later_invocation_began_with_its_first_attempt(make_runtime):
+    app, seen = trip_app("sync")
+    assert make_runtime(app).run("trip", {}).status == "succeeded"
+    told = [op for save in seen.saves for op in save.updated if op.id == "flaky#2"]
+    assert [(op.status, op.attempt, op.replay) for op in told] == [
+        ("pending", 1, False),
+        ("succeeded", 2, True),
+    ]
+    assert told[0].started_at == told[1].started_at  # its first attempt's start, both times
+
+
+def test_the_asyncio_tasks_of_an_async_turn_are_saved_ended(make_runtime):
+    import asyncio
+
+    app, seen = Continuum(), Saved()
+    app.observe(seen)
+
+    @app.step
+    async def kb(q: str) -> str:
+        return q
+
+    @app.task(state=Empty)
+    async def both(ctx: TaskContext[Empty]) -> list[str]:
+        return list(await asyncio.gather(kb("a"), kb("b")))
+
+    assert make_runtime(app).run("both", {}).status == "succeeded"
+    held = {(op.id, op.kind, op.status) for op in seen.saves[-1].operations}
+    assert held == {
+        ("kb#0", "context", "ended"),
+        ("kb#0/kb#0", "step", "succeeded"),
+        ("kb#1", "context", "ended"),
+        ("kb#1/kb#0", "step", "succeeded"),
+    }
