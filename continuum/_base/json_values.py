@@ -19,7 +19,8 @@ import json
 import math
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from continuum.errors import UnserializableValueError
 
@@ -100,8 +101,16 @@ def to_json(
             hint="annotate the return type (e.g. `def now() -> datetime: ...`) or return JSON",
         )
     try:
-        dumped = adapter.dump_python(value, mode="json")
+        try:
+            dumped = adapter.dump_python(value, mode="json", warnings="error")
+        except PydanticSerializationError:
+            # Not of its declared type: stored if the type takes the JSON back (a tuple for a
+            # list), else a replay would meet an error where the live run had a value.
+            dumped = adapter.dump_python(value, mode="json", warnings=False)
+            _check_taken_back(adapter, dumped, value, what=what, task_id=task_id)
         return json.loads(dump_json(dumped))
+    except UnserializableValueError:
+        raise
     except (ValueError, TypeError) as exc:
         raise UnserializableValueError(
             f"{what} cannot be stored as JSON: {exc}", task_id=task_id
@@ -110,6 +119,23 @@ def to_json(
         raise UnserializableValueError(
             f"{what} cannot be stored as JSON: {type(exc).__name__}: {exc}", task_id=task_id
         ) from exc
+
+
+def _check_taken_back(
+    adapter: TypeAdapter[Any], dumped: Any, value: Any, *, what: str, task_id: str | None
+) -> None:
+    try:
+        from_json(adapter, dumped)
+    except ValidationError as exc:
+        first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
+        declared = getattr(adapter, "_type", None)  # what the adapter was made for
+        name = getattr(declared, "__name__", None) if isinstance(declared, type) else None
+        raise UnserializableValueError(
+            f"{what} is a {type(value).__name__}, which its declared type "
+            f"{name or declared!s} does not take back ({first}): a replay could not rebuild it",
+            task_id=task_id,
+            hint="return what the annotation declares, or declare what it returns",
+        ) from None
 
 
 def from_json(adapter: TypeAdapter[Any], json_value: Any) -> Any:

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, BeforeValidator, Field, PlainSerializer
 
-from continuum import Continuum, Status, TaskContext
+from continuum import Continuum, Status, StepError, TaskContext
 from tests.conftest import (
     ScriptedContext,
     drain,
@@ -651,3 +651,77 @@ def test_an_annotated_serializer_writes_the_journal_and_replay_round_trips(backe
     assert "#42" in entries[0].values(), entries[0]  # the serializer's output, not 42
     assert status.status == Status.SUCCEEDED, status.error
     assert status.result == "int 42"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_result_its_declared_type_would_not_take_back_fails_where_it_is_recorded(
+    make_runtime, flavour
+):
+    """A step declared ``-> dict`` that returns a list, or a task that does: the JSON written
+    would not validate on replay (a replay would see an error where the live turn saw a
+    value), so the step fails (once, naming it and both types), and the task likewise; a
+    value the type takes back (a tuple for a list) is recorded as before."""
+    app = Continuum()
+    runs: list[int] = []
+    refused: list[str] = []
+
+    if flavour == "sync":
+
+        @app.step
+        def shaped() -> dict[str, int]:
+            runs.append(1)
+            return [1, 2]  # type: ignore[return-value]
+
+        @app.step
+        def pair() -> list[int]:
+            return (1, 2)  # type: ignore[return-value]
+
+        @app.task(state=Empty)
+        def steps(ctx: TaskContext[Empty]) -> list[int]:
+            try:
+                shaped()
+            except StepError as exc:
+                refused.append(str(exc))
+            return pair()
+
+        @app.task(state=Empty)
+        def whole(ctx: TaskContext[Empty]) -> dict[str, int]:
+            return [1, 2]  # type: ignore[return-value]
+
+    else:
+
+        @app.step
+        async def shaped() -> dict[str, int]:
+            runs.append(1)
+            return [1, 2]  # type: ignore[return-value]
+
+        @app.step
+        async def pair() -> list[int]:
+            return (1, 2)  # type: ignore[return-value]
+
+        @app.task(state=Empty)
+        async def steps(ctx: TaskContext[Empty]) -> list[int]:
+            try:
+                await shaped()
+            except StepError as exc:
+                refused.append(str(exc))
+            return await pair()
+
+        @app.task(state=Empty)
+        async def whole(ctx: TaskContext[Empty]) -> dict[str, int]:
+            return [1, 2]  # type: ignore[return-value]
+
+    runtime = make_runtime(app)
+    summary = runtime.run("steps", {})
+    assert (summary.status, runtime.record(summary.task_id).result) == ("succeeded", [1, 2])
+    assert runs == [1]
+    (message,) = refused
+    assert "shaped#0" in message
+    assert "dict" in message
+    failed = runtime.run("whole", {})
+    assert failed.status == "failed"
+    error = runtime.record(failed.task_id).error
+    assert error is not None
+    assert "the task's result" in error.message
+    assert "list" in error.message
+    assert "dict" in error.message
