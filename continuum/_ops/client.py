@@ -18,7 +18,6 @@ from continuum._record.continuation import Continuations
 from continuum._record.model import Status, TaskRecord, check_task_id
 from continuum._record.persistence import Records
 from continuum._record.waiting_for import ParentLink
-from continuum._turn.tasks import Registry, Task
 from continuum._waits.answers import Mail
 from continuum.errors import (
     ConfigurationError,
@@ -33,6 +32,7 @@ from continuum.errors import (
 
 if TYPE_CHECKING:
     from continuum._ops.status import TaskStatus
+    from continuum._turn.tasks import Registry, Task
 
 
 class Client(Mail, Steering):
