@@ -63,16 +63,28 @@ def register(commands: Any) -> None:
 def cmd_start(args: argparse.Namespace) -> int:
     """``continuum start TASK``: print the new task's id."""
     from continuum.backends.queue import QueueError
+    from continuum.cli import input_cache
 
     stack = Stack.from_args(args)
     stack.need_bucket()
     stack.need_queue()
     payload = parse_input(args.input)
-    app = load_app(app_target(args.app, "start"))
-    stack.configure(app)
+    target = app_target(args.app, "start")
+    context = input_cache.context(target, stack_prefix=stack.prefix)
     task_id = args.task_id or uuid.uuid4().hex
     try:
-        app.client().start(args.task, payload, task_id=task_id)
+        cached = input_cache.load(target, context)
+        task = cached.tasks.get(args.task) if cached else None
+        state = task.state(payload) if task else None
+        if cached and task and state is not None:
+            stack.client(cached.limits).start_validated(
+                task.name, state, task_id, state_version=task.version
+            )
+        else:
+            app = load_app(target)
+            stack.configure(app)
+            app.client().start(args.task, payload, task_id=task_id)
+            input_cache.save(target, context, app)
     except QueueError as exc:
         # The record exists; only its first continuation is missing.
         why = explain(exc, stack) or str(exc)
