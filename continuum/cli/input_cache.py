@@ -207,6 +207,8 @@ def _typed_dict(model: dict[str, Any]) -> dict[str, Any]:
         or set(fields) - _FIELDS_KEYS
         or fields.get("computed_fields")
         or any(set(field) - _FIELD_KEYS for field in fields["fields"].values())
+        # A typed dict keeps extra keys in validation but does not write them out.
+        or model.get("config", {}).get("extra_fields_behavior") == "allow"
     ):
         raise _NotPlain(model.get("ref"))
     typed = {

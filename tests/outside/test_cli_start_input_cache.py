@@ -8,10 +8,14 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from continuum.cli.input_cache import CachedTask, plain_schema
 from tests.outside.fresh_main import run_main
 from tests.outside.processes import ROOT, dev_stack
 
@@ -125,3 +129,63 @@ def test_the_cache_holds_no_value_of_the_environment_such_as_the_signing_key(pro
     start(project, "order", INPUT)
     cached = (project[0] / "__pycache__" / "shop.app.continuum-start.json").read_text()
     assert project[1]["CONTINUUM_SIGNING_KEY"] not in cached
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(str_to_lower=True)
+    name: str
+    tags: list[str] = []
+
+
+class Basket(BaseModel):
+    model_config = ConfigDict(str_strip_whitespace=True)
+    owner: str
+    items: list[Item] = []
+    note: Literal["gift", "plain"] | None = None
+    weights: dict[str, float] = {}
+    due: datetime | None = None
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    owner: str
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    owner: str
+
+
+class Aliased(BaseModel):
+    owner: str = Field(alias="Owner")
+
+
+class Made(BaseModel):
+    items: list[str] = Field(default_factory=list)
+
+
+@pytest.mark.parametrize(
+    ("model", "given"),
+    [
+        (Basket, {"owner": " Ann ", "items": [{"name": "TEA"}], "note": "gift", "extra": 1}),
+        (Basket, {"owner": "Ann", "weights": {"tea": 2}, "due": "2030-01-02"}),
+        (Basket, {"owner": "Ann", "note": "other"}),
+        (Basket, {"owner": 7}),
+        (Basket, {"owner": "Ann", "weights": {"tea": float("nan")}}),
+        (Closed, {"owner": "Ann"}),
+        (Closed, {"owner": "Ann", "extra": 1}),
+    ],
+)
+def test_the_cached_check_gives_the_models_state_or_leaves_the_input_to_the_app(model, given):
+    task = CachedTask("t", 1, plain_schema(model.__pydantic_core_schema__))
+    state = task.state(given)
+    if state is not None:
+        assert state == json.loads(json.dumps(model.model_validate(given).model_dump(mode="json")))
+    else:
+        with pytest.raises((ValidationError, ValueError)):
+            json.dumps(model.model_validate(given).model_dump(mode="json"), allow_nan=False)
+
+
+@pytest.mark.parametrize("model", [Open, Aliased, Made])
+def test_a_model_whose_state_a_typed_dict_cannot_reproduce_is_not_cached(model):
+    assert plain_schema(model.__pydantic_core_schema__) is None
