@@ -1,7 +1,8 @@
 """continuum start, status and resume: tasks on a deployed stack or on continuum dev.
 
-Only ``start`` imports the app (it checks the input against the task's state model);
-``status`` and ``resume`` need just the stack, so a broken or absent app never hides a task.
+Only ``start`` imports the app (it checks the input against the task's state model), and once
+that left a fresh check in its cache (``input_cache``), not even ``start``; ``status`` and
+``resume`` need just the stack, so a broken or absent app never hides a task.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ def register(commands: Any) -> None:
         "start",
         help="start a task on a deployed stack or on continuum dev; prints its id",
         description="Start a task and print its id. Starting the same --task-id again starts "
-        "nothing new.",
+        "nothing new. The input is checked against the task's state model before anything is "
+        "written: a start imports the app for it, and writes each task's check beside the "
+        "app's module (__pycache__/MODULE.APP.continuum-start.json), which the next starts "
+        "use instead of importing the app while every file the app loaded, the environment "
+        "and the directory are unchanged. A model with code of its own (a validator, a "
+        "serializer, an alias, a default factory) is checked by the app every time, and so "
+        "is an input the cached check refuses.",
     )
     start.add_argument("task", metavar="TASK", help="the task's name")
     start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
