@@ -16,6 +16,9 @@ The cache stands in for the app only while it is certainly what the app would do
   default factory of its own is code, which a file cannot hold, so such a task always imports
   the app; so does every task of an app whose signing keys are not the environment's;
 - the input validates: any refusal imports the app, whose own error the user sees.
+
+What no file stamp shows is a model that the app's import builds from data other than its
+modules (a schema file read at import): ``start --no-input-cache`` checks with the app.
 """
 
 from __future__ import annotations

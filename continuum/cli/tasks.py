@@ -41,6 +41,12 @@ def register(commands: Any) -> None:
     start.add_argument("task", metavar="TASK", help="the task's name")
     start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
     start.add_argument("--task-id", default=None, help="the id to give it (default: a new one)")
+    start.add_argument(
+        "--no-input-cache",
+        action="store_true",
+        help="check the input with the app itself, not the kept check (for a state model "
+        "that the app's import builds from something other than its Python files)",
+    )
     add_app_option(start)
     add_stack_options(start)
     start.set_defaults(func=cmd_start)
@@ -80,7 +86,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     context = input_cache.context(target, stack_prefix=stack.prefix)
     task_id = args.task_id or uuid.uuid4().hex
     try:
-        cached = input_cache.load(target, context)
+        cached = None if args.no_input_cache else input_cache.load(target, context)
         task = cached.tasks.get(args.task) if cached else None
         state = task.state(payload) if task else None
         if cached and task and state is not None:

@@ -105,6 +105,13 @@ def test_a_start_after_a_file_of_the_app_changed_imports_the_app_again(project):
     assert "shop" in again["modules"]
 
 
+def test_a_start_told_not_to_use_the_cache_imports_the_app(project):
+    start(project, "order", INPUT)
+    told = start(project, "order", INPUT, "--no-input-cache")
+    assert told["code"] == 0
+    assert "shop" in told["modules"]
+
+
 def test_an_input_the_cached_check_refuses_gets_the_apps_own_error(project):
     refused_without_cache = start(project, "order", {"count": 1}, "--task-id", "t1")
     start(project, "order", INPUT)
