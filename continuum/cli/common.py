@@ -21,7 +21,8 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,6 +32,8 @@ from continuum.errors import ConfigurationError
 if TYPE_CHECKING:
     from continuum._app.app import Continuum
     from continuum._ops.client import Client
+    from continuum.backends.queue import ContinuationQueue
+    from continuum.cli.input_cache import AppLimits
 
 #: What creates a bucket and a queue, for errors that find one missing.
 CREATE_HINT = (
@@ -188,6 +191,8 @@ class Stack:
     prefix: str | None
     endpoint_url: str | None
     region: str | None
+    #: The clients made so far, by service: each is made once, when first asked for.
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Stack:
@@ -213,13 +218,25 @@ class Stack:
         return self.queue_url
 
     def boto_client(self, service: str) -> Any:
-        """A boto3 client for ``service`` in this stack's region, at its endpoint."""
-        import boto3
+        """The client for ``service`` in this stack's region, at its endpoint, made once."""
+        if service not in self._clients:
+            self._clients[service] = self._session.create_client(
+                service, endpoint_url=self.endpoint_url
+            )
+        return self._clients[service]
 
-        session = boto3.session.Session(region_name=self.region)
-        if session.region_name is None:
+    @cached_property
+    def _session(self) -> Any:
+        # botocore's session makes the same clients as boto3's, and a command does not load
+        # boto3's resources and transfer manager, which no command uses.
+        import botocore.session
+
+        session = botocore.session.get_session()
+        if self.region:
+            session.set_config_variable("region", self.region)
+        if session.get_config_variable("region") is None:
             raise CliError(NO_REGION)
-        return session.client(service, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
+        return session
 
     def configure(self, app: Continuum) -> None:
         """Point ``app`` at this stack (what is not given stays as the app has it)."""
@@ -231,12 +248,13 @@ class Stack:
             sqs_client=self.boto_client("sqs"),
         )
 
-    def client(self) -> Client:
+    def client(self, limits: AppLimits | None = None) -> Client:
         """A client for status, resume and the like: it needs no app, only the stack.
 
         The queue is reached only by what sends a continuation, so ``status`` works without
         one. Signing keys, and the link endpoint that the status shows callbacks' links on,
-        come from the environment, as on the functions.
+        come from the environment, as on the functions. ``limits``: an app's record settings,
+        for a client that starts its tasks without it (``start``'s input cache).
         """
         from continuum._base.callback_links import environment_url
         from continuum._base.signing_keys import load_signing_keys
@@ -247,29 +265,39 @@ class Stack:
         from continuum.backends.s3 import S3RecordStore
 
         store = S3RecordStore(self.boto_client("s3"), self.need_bucket())
-        queue: Any = _NoQueue() if not self.queue_url else None
-        if queue is None:
-            from continuum.backends.sqs import SQSContinuationQueue
-
-            queue = SQSContinuationQueue(self.boto_client("sqs"), self.need_queue())
         keys = load_signing_keys()
+        settings = Settings(signing_keys=keys, callback_url=environment_url())
+        records = Records(store, prefix=self.prefix or DEFAULT_PREFIX)
+        if limits is not None:
+            settings = replace(settings, max_state_bytes=limits.max_state_bytes)
+            records = Records(
+                store,
+                prefix=limits.prefix,
+                inline_limit=limits.inline_limit_bytes,
+                max_value_bytes=limits.max_state_bytes,
+            )
         return Client(
-            Records(store, prefix=self.prefix or DEFAULT_PREFIX),
-            Continuations(queue, keys=keys),
-            settings=Settings(signing_keys=keys, callback_url=environment_url()),
+            records, Continuations(_QueueOnFirstUse(self._queue), keys=keys), settings=settings
         )
 
+    def _queue(self) -> ContinuationQueue:
+        from continuum.backends.sqs import SQSContinuationQueue
 
-class _NoQueue:
-    """Stands in for the queue when none is configured: only what sends needs one."""
+        return SQSContinuationQueue(self.boto_client("sqs"), self.need_queue())
 
-    def __getattr__(self, name: str) -> Callable[..., NoReturn]:
-        def missing(*_args: Any, **_kwargs: Any) -> NoReturn:
-            raise CliError(
-                f"no continuation queue: pass --queue-url or set {QUEUE_URL_ENV}; {CREATE_HINT}"
-            )
 
-        return missing
+class _QueueOnFirstUse:
+    """The continuation queue, made when something first sends: a command that only reads
+    makes no SQS client, and without a queue configured only what sends fails, naming it."""
+
+    def __init__(self, make: Callable[[], ContinuationQueue]) -> None:
+        self._make = make
+        self._queue: ContinuationQueue | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._queue is None:
+            self._queue = self._make()
+        return getattr(self._queue, name)
 
 
 # -- what an error means ---------------------------------------------------------------------
