@@ -52,7 +52,15 @@ from continuum._steps.budget import Budget, observe, predict
 from continuum._steps.journal import Journal
 from continuum._steps.signals import Preempted
 from continuum._turn.loop import Failed, Lost, Returned, Suspended, TurnLoop
-from continuum._worker.admission import GO, Admission, AdmissionRule, ClaimRecord, Fence, Go
+from continuum._worker.admission import (
+    GO,
+    Admission,
+    AdmissionRule,
+    AdmissionRules,
+    ClaimRecord,
+    Fence,
+    Go,
+)
 from continuum._worker.claim import Claim
 from continuum._worker.endings import Outcome
 from continuum._worker.fence import Verdict, fence
@@ -76,6 +84,7 @@ __all__ = [
     "REGION",
     "Admission",
     "AdmissionRule",
+    "AdmissionRules",
     "Budget",
     "CallbackAnswer",
     "Claim",

@@ -141,7 +141,8 @@ class AdmissionRules:
             if isinstance(there, before):
                 self.rules.insert(at, rule)
                 return
-        raise ValueError(f"the admission has no {before.__name__} rule to add {rule!r} before")
+        added, missing = type(rule).__name__, before.__name__
+        raise ValueError(f"the admission has no {missing} rule to add {added} before")
 
     def admit(self, admission: Admission, then: Callable[[Admission], Outcome]) -> Outcome:
         """Run the rules; if all let the message on, ``then`` (the turns). Release the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from typing import cast
 
 import pytest
 from pydantic import BaseModel
@@ -21,6 +22,7 @@ from tests.conftest import ScriptedContext, StoreFaults, record_key, snapshot_ob
 from tests.support import (
     GO,
     Admission,
+    AdmissionRules,
     ClaimRecord,
     Fence,
     Go,
@@ -288,3 +290,34 @@ def test_every_rule_that_let_a_message_on_is_released_once_however_its_handling_
 
 def released(log: list[Line], name: str) -> list[str]:
     return [said for rule, step, said in log if rule == name and step == "release"]
+
+
+class Releasing:
+    """A rule that lets every message on and whose release may raise."""
+
+    def __init__(self, name: str, log: list[str], *, fails: bool = False) -> None:
+        self.name, self.log, self.fails = name, log, fails
+
+    def check(self, admission: Admission) -> Outcome | Go:
+        return GO
+
+    def release(self, admission: Admission, ending: Outcome | BaseException) -> None:
+        self.log.append(self.name)
+        if self.fails:
+            raise RuntimeError(f"{self.name} could not release")
+
+
+def test_a_release_that_raises_leaves_the_others_released_and_has_the_message_retried():
+    log: list[str] = []
+    rules = AdmissionRules(
+        [Releasing("a", log), Releasing("b", log, fails=True), Releasing("c", log, fails=True)]
+    )
+    with pytest.raises(RuntimeError, match="c could not release"):  # the first to fail
+        rules.admit(cast(Admission, None), then=lambda _: Outcome.SUCCEEDED)
+    assert log == ["c", "b", "a"]
+
+
+def test_a_rule_added_before_one_the_admission_lacks_is_refused_naming_both():
+    rules = AdmissionRules([Releasing("a", [])])
+    with pytest.raises(ValueError, match="has no ClaimRecord rule to add Releasing before"):
+        rules.add(Releasing("b", []), before=ClaimRecord)
