@@ -52,7 +52,17 @@ from continuum._steps.budget import Budget, observe, predict
 from continuum._steps.journal import Journal
 from continuum._steps.signals import Preempted
 from continuum._turn.loop import Failed, Lost, Returned, Suspended, TurnLoop
+from continuum._worker.admission import (
+    GO,
+    Admission,
+    AdmissionRule,
+    AdmissionRules,
+    ClaimRecord,
+    Fence,
+    Go,
+)
 from continuum._worker.claim import Claim
+from continuum._worker.endings import Outcome
 from continuum._worker.fence import Verdict, fence
 from continuum._worker.metering import Meter
 from continuum._worker.schedule_fires import ScheduleFires
@@ -70,16 +80,23 @@ __all__ = [
     "DEFAULT_SEGMENTING",
     "DEFAULT_STEP_S",
     "FINISHED_TAG",
+    "GO",
     "REGION",
+    "Admission",
+    "AdmissionRule",
+    "AdmissionRules",
     "Budget",
     "CallbackAnswer",
     "Claim",
+    "ClaimRecord",
     "Continuation",
     "Continuations",
     "Counters",
     "ErrorInfo",
     "Failed",
+    "Fence",
     "FireDecision",
+    "Go",
     "InvocationRun",
     "Journal",
     "JournalEntry",
@@ -89,6 +106,7 @@ __all__ = [
     "Lost",
     "Meter",
     "NoSuchKey",
+    "Outcome",
     "PreconditionFailed",
     "Preempted",
     "QueueError",
@@ -108,6 +126,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "VirtualTime",
+    "admit_also",
     "check_task_id",
     "clear_cache",
     "continuum_requirements",
@@ -160,3 +179,9 @@ def forget_remembered(app: Any) -> None:
     """Make ``app``'s warm worker forget the records it parked (as a fresh environment)."""
     if app._worker is not None:
         app._worker.recent.clear()
+
+
+def admit_also(app: Any, rule: AdmissionRule, *, before: type) -> None:
+    """Check ``rule`` in the admission of ``app``'s worker, just before its rule of type
+    ``before`` (until the app is configured again)."""
+    app._ready_worker().admission.add(rule, before=before)

@@ -236,6 +236,10 @@ class Continuum(Decorators):
 
     def handler(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         """The Lambda entry point for an SQS event source with ReportBatchItemFailures."""
+        return self._ready_worker().handle_batch(event, context)
+
+    def _ready_worker(self) -> Worker:
+        """The worker of this app's configuration, made on first use."""
         if self._worker is None:
             self._worker = Worker(
                 self.registry,
@@ -247,7 +251,7 @@ class Continuum(Decorators):
                 observers=self.observers,
                 scheduler=self.scheduler(),
             )
-        return self._worker.handle_batch(event, context)
+        return self._worker
 
     def observe(self, observer: ObserverT) -> ObserverT:
         """Register an observer of what the worker does (``continuum.Observer``); returns it.

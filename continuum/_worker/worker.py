@@ -1,14 +1,18 @@
-"""One continuation in: parse, fence, wake, claim, run turns, then suspend, wait or finish.
+"""One continuation in: parse, admit, run turns, then suspend, wait or finish.
 
-The protocol of a continuation message, a method of :class:`Worker` for each step:
+The protocol of a continuation message. Steps 1 to 3 are the admission (``admission.py``): an
+ordered list of rules, each letting the message on or stopping it with an outcome, and each
+that let it on released once its handling ends, however it ends.
 
-1. Fence (``_judge``): the record (read, or in a warm worker the one it just parked:
+1. Fence (``Fence``): the record (read, or in a warm worker the one it just parked:
    ``warm_cache.py``) fences the message (``fence.py``): stale, duplicate, finished and
    forged messages are acknowledged without running anything (a finished task whose record
    is not tagged swept is swept first: ``_record/sweep.py``).
-2. Wake (``_stay_waiting``): a message for a waiting task is judged against its inbox
-   (``wake.py``): answered or due, it runs; an early timer hops; else it is ignored.
-3. Claim (``_claim``): compare-and-swap the record to ``running`` with a lease until this
+2. Wake (``Wake``, ``EarlyBackoff``): a message for a waiting task is judged against its inbox
+   (``wake.py``): answered or due, it runs; an early timer hops (so does a retry's long
+   backoff whose schedule fired early); else it is ignored. A record a newer version of its
+   task wrote is left untouched for the newer code (``LeaveIfNewer``).
+3. Claim (``ClaimRecord``): compare-and-swap the record to ``running`` with a lease until this
    invocation's deadline (``claim.py``). Losing the swap means another worker has it.
 4. Run turns (``_invoke``, ``invocation.py``), saving the journal by policy.
 5. End (``endings.py``): suspend (write the record with generation + 1, then send the
@@ -24,24 +28,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from continuum._base.clock import now_s, real_monotonic, utcnow
+from continuum._base.clock import now_s, real_monotonic
 from continuum._define.observers import MessageHandled, Observers
 from continuum._define.settings import Settings
 from continuum._fanout.child_tasks import ChildClient, ChildTasks
 from continuum._record.continuation import Continuation, Continuations, is_schedule_fire
 from continuum._record.history import RunClock
-from continuum._record.inbox import Listing
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
 from continuum._turn.loop_slot import invocation_loop
 from continuum._turn.tasks import Registry, Task
-from continuum._worker.claim import Claim, error_info
-from continuum._worker.endings import Endings, Outcome, after_sweep, too_new_for
-from continuum._worker.fence import Verdict, fence
+from continuum._worker.admission import Admission, AdmissionRules, StaleMemory, builtin_rules
+from continuum._worker.claim import error_info
+from continuum._worker.endings import Endings, Outcome, after_sweep
 from continuum._worker.invocation import Invocation
-from continuum._worker.long_waits import SCHEDULED, LongWaits
+from continuum._worker.long_waits import LongWaits
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import (
     Delivery,
@@ -50,12 +53,10 @@ from continuum._worker.sqs_batch import (
     clear_log_keys,
     log_keys,
     logger,
-    memory_mb,
     process_sqs_batch,
-    remaining_s,
     shorten_visibility,
 )
-from continuum._worker.wake import EARLY_S, Decision, decide, listing_for, undecided
+from continuum._worker.wake import undecided
 from continuum._worker.warm_cache import RecentRecords
 from continuum.errors import (
     BadMessageError,
@@ -75,24 +76,6 @@ if TYPE_CHECKING:
 
 #: How often a wake is judged again when its claim loses the record to another write.
 WAKE_RETRIES = 3
-
-
-class _StaleMemory(Exception):
-    """The record this worker remembered has been changed by someone else."""
-
-
-class _Handling(NamedTuple):
-    """One message on its way through the steps, and whether the record it is judged against
-    is the one this worker remembers (then only a conditional write may act on it)."""
-
-    message: Continuation
-    delivery: Delivery
-    context: LambdaContext
-    from_memory: bool
-
-    @property
-    def message_id(self) -> str:
-        return self.delivery.message_id
 
 
 class Worker:
@@ -144,6 +127,18 @@ class Worker:
             long_waits=self.long_waits,
         )
         self._local = threading.local()
+        #: the checks before a task's turns run, in order (``admission.py``).
+        self.admission = AdmissionRules(
+            builtin_rules(
+                registry,
+                records,
+                settings,
+                self.endings,
+                self.recent,
+                self.long_waits,
+                named=self._named,
+            )
+        )
         #: counts this worker's store and queue calls per message (the app wraps both in it).
         self.meter = meter or Meter()
 
@@ -232,8 +227,8 @@ class Worker:
         mine = self.recent.take(message)
         if mine is not None:
             try:
-                return self._run(_Handling(message, delivery, context, True), *mine)
-            except _StaleMemory:
+                return self._run(message, delivery, context, *mine, from_memory=True)
+            except StaleMemory:
                 logger.info("the record moved since this worker last wrote it; reading it")
         try:
             record, etag = self.records.load(message.task_id)
@@ -247,107 +242,32 @@ class Worker:
             # keeps them all) and resumes the task.
             logger.error(f"the record does not parse: {exc}")
             return Outcome.REJECTED
-        return self._run(_Handling(message, delivery, context, False), record, etag)
+        return self._run(message, delivery, context, record, etag, from_memory=False)
 
-    def _run(self, handling: _Handling, record: TaskRecord, etag: str) -> Outcome:
-        message, context = handling.message, handling.context
-        # 1. The fence.
-        verdict = self._judge(handling, record)
-        if isinstance(verdict, Outcome):
-            return verdict
-        now = now_s()
-        poll_s = self.settings.inbox_poll_s
-        listing = listing_for(self.records.inbox, record, message, poll_s, now=now)
-        # 2. The wake of a waiting task.
-        if record.status == Status.WAITING:
-            assert listing is not None
-            timer = verdict is Verdict.RUN and message.kind == "timer"
-            decision = decide(record, listing, timer=timer, now=now)
-            if decision is not Decision.RUN:
-                return self._stay_waiting(handling, decision, record, etag)
-        elif early_backoff(record, message, verdict, now=now):
-            return self._stay_waiting(handling, Decision.HOP, record, etag)
-        # 3. The claim.
-        if (left := self._leave_if_newer(handling, record)) is not None:
-            return left
-        left_s = remaining_s(context)
-        claim = self._claim(handling, record, etag, left_s)
-        # 4. The turns, and 5. the ending.
-        return self._invoke(handling, claim, listing, left_s)
-
-    def _judge(self, handling: _Handling, record: TaskRecord) -> Verdict | Outcome:
-        """Fence the message: the verdict to go on with, else what was done instead."""
-        verdict = fence(record, handling.message, message_id=handling.message_id, now=utcnow())
-        if handling.from_memory and verdict is not Verdict.RUN:
-            raise _StaleMemory  # only a claim or a hop (conditional writes) trusts memory
-        self._local.task = record.task_name
-        if verdict in (Verdict.RUN, Verdict.CHECK_INBOX):
-            return verdict
-        return self.endings.fenced(verdict, record)
-
-    def _stay_waiting(
-        self, handling: _Handling, decision: Decision, record: TaskRecord, etag: str
+    def _run(
+        self,
+        message: Continuation,
+        delivery: Delivery,
+        context: LambdaContext,
+        record: TaskRecord,
+        etag: str,
+        *,
+        from_memory: bool,
     ) -> Outcome:
-        """A waiting task that is neither answered nor due: ignore the message, or hop its
-        timer (write generation + 1 and send the next timer)."""
-        if decision is Decision.IGNORE:
-            if handling.from_memory:
-                raise _StaleMemory
-            return Outcome.IGNORED
-        if (left := self._leave_if_newer(handling, record)) is not None:
-            return left  # a newer version's wait: its hops are the newer code's
-        try:
-            return self.endings.hop(
-                record,
-                etag,
-                message_id=handling.message_id,
-                spent=self._local.usage,
-                elapsed_s=self._local.clock.elapsed_s(),
-                memory_mb=memory_mb(handling.context),
-                fired=handling.message.reason.startswith(SCHEDULED),
-            )
-        except RecordConflictError as exc:  # from memory: read the record
-            raise (_StaleMemory() if handling.from_memory else exc) from None
+        """Steps 1 to 3, the admission's rules, then 4 and 5, the turns and their ending."""
+        usage, clock = self._local.usage, self._local.clock
+        admission = Admission(
+            message, delivery, context, from_memory, record, etag, usage, clock, now=now_s()
+        )
+        return self.admission.admit(admission, then=self._invoke)
 
-    def _leave_if_newer(self, handling: _Handling, record: TaskRecord) -> Outcome | None:
-        """A record of a newer version of its task is left untouched (no claim, no hop) for
-        the newer code, and its message sent again; None: not newer."""
-        too_new = too_new_for(self.registry.tasks.get(record.task_name), record)
-        if too_new is None:
-            return None
-        if handling.from_memory:
-            raise _StaleMemory  # leaving it writes nothing: only the store may decide that
-        return self.endings.leave_for_newer(handling.message, too_new)
+    def _named(self, task_name: str) -> None:
+        self._local.task = task_name
 
-    def _claim(self, handling: _Handling, record: TaskRecord, etag: str, left_s: float) -> Claim:
-        """Compare-and-swap the record to ``running`` with a lease until the deadline."""
-        message, context = handling.message, handling.context
-        record.max_value_bytes = self.settings.max_state_bytes  # for clients to check sends
-        try:
-            claim = Claim.take(
-                self.records,
-                record,
-                etag,
-                owner=str(getattr(context, "aws_request_id", None) or "local"),
-                message_id=handling.message_id,
-                remaining_s=left_s,
-                send_s=self.recent.last_send_s(record.task_id),
-                message_kind=message.kind if message.reason != "start" else "start",
-            )
-        except RecordConflictError:
-            if handling.from_memory:
-                raise _StaleMemory from None
-            raise
-        claim.usage, claim.clock = self._local.usage, self._local.clock
-        claim.memory_mb = memory_mb(context)
-        if not message.reason.startswith(SCHEDULED):  # a fired schedule deleted itself
-            self.long_waits.forget(claim.dropped_schedule, task_id=record.task_id)
-        return claim
-
-    def _invoke(
-        self, handling: _Handling, claim: Claim, listing: Listing | None, left_s: float
-    ) -> Outcome:
+    def _invoke(self, admission: Admission) -> Outcome:
         """Run the claimed task's turns and end the hold (a task this app lacks fails)."""
+        claim = admission.claim
+        assert claim is not None
         record = claim.record
         try:
             task: Task[Any] | None = self.registry.task(record.task_name, task_id=record.task_id)
@@ -356,7 +276,7 @@ class Worker:
         invocation = Invocation(
             claim,
             task,
-            handling.context,
+            admission.context,
             records=self.records,
             settings=self.settings,
             endings=self.endings,
@@ -366,21 +286,6 @@ class Worker:
         if task is None:
             return after_sweep(claim, invocation.fail(error_info(unknown, record)))
         queue, margin_s = self.continuations.queue, self.settings.visibility_margin_s
-        shorten_visibility(queue, handling.delivery, left_s, margin_s)
-        return after_sweep(claim, invocation.run(handling.message, handling.message_id, listing))
-
-
-def early_backoff(
-    record: TaskRecord, message: Continuation, verdict: Verdict, *, now: float
-) -> bool:
-    """Whether ``message`` is a schedule's fire for a suspended record (a retry's long
-    backoff, as an earlier release parked it: it now waits) that came before its time: then
-    it hops, and claims nothing."""
-    wake = record.wake_at
-    return (
-        record.status == Status.SUSPENDED
-        and verdict is Verdict.RUN
-        and message.kind == "timer"
-        and wake is not None
-        and now < wake.timestamp() - EARLY_S
-    )
+        shorten_visibility(queue, admission.delivery, admission.left_s, margin_s)
+        ended = invocation.run(admission.message, admission.message_id, admission.listing)
+        return after_sweep(claim, ended)
