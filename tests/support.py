@@ -33,7 +33,7 @@ from continuum._record.continuation import (
     encode_continuation,
     schedule_fire_body,
 )
-from continuum._record.history import InvocationRun, StepRun, Usage
+from continuum._record.history import InvocationRun, LiveStep, Usage
 from continuum._record.inbox_items import CallbackAnswer
 from continuum._record.model import (
     Counters,
@@ -101,6 +101,7 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "Lease",
+    "LiveStep",
     "LocalLambdaContext",
     "LocalRuntime",
     "Lost",
@@ -116,7 +117,6 @@ __all__ = [
     "ScheduleFires",
     "ScheduleRuns",
     "Segmenting",
-    "StepRun",
     "StepStats",
     "StoreError",
     "Suspended",

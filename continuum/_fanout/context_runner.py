@@ -35,13 +35,13 @@ if TYPE_CHECKING:
     from continuum._steps.async_step_calls import AsyncStepCaller
 
 
-class TaskView(Protocol):
+class ServedContext(Protocol):
     """The task context a runner serves (``_turn.context.TaskContext``)."""
 
     @property
     def state(self) -> BaseModel: ...
 
-    def served_by(self, runner: ContextRunner) -> TaskView:
+    def served_by(self, runner: ContextRunner) -> ServedContext:
         """The same task's context (the same state) for another runner."""
         ...
 
@@ -74,7 +74,7 @@ class ContextRunner:
         self.waits = WaitCaller(state)
         self.children = children
         #: the task context it serves, set when the turn or block starts.
-        self.ctx: TaskView | None = None
+        self.ctx: ServedContext | None = None
         #: the thread that runs it (read on every step call: kept here, not looked up).
         self.thread_id = state.thread_id
         #: a step call (a slot, not a method: a test may put its own in front).
@@ -108,7 +108,7 @@ class ContextRunner:
         return child
 
     @property
-    def context(self) -> TaskView:
+    def context(self) -> ServedContext:
         assert self.ctx is not None, "the runner's turn or block has started"
         return self.ctx
 

@@ -2,7 +2,7 @@
 
 Every claim appends an :class:`InvocationRun` to ``record.history`` and every ending (suspend,
 wait, finish) completes it, in the writes the protocol makes anyway: the history costs no S3
-write of its own. Each live step adds a :class:`StepRun` in memory, saved with the next write.
+write of its own. Each live step adds a :class:`LiveStep` in memory, saved with the next write.
 A worker that dies leaves its run ``running``; the next claim marks it ``crashed``. A long
 wait's timer hops count on the run that began the wait.
 
@@ -45,12 +45,12 @@ class RunOutcome(StrEnum):
     CRASHED = "crashed"
 
 
-# StepRun and Usage are dataclasses, not models: pydantic validates and serialises them in the
+# LiveStep and Usage are dataclasses, not models: pydantic validates and serialises them in the
 # record, and the worker makes and updates them without validating each write.
 
 
 @dataclass(slots=True)
-class StepRun:
+class LiveStep:
     """One live step call of an invocation (a dataclass: one is made per step).
 
     ``outcome``: ``ok``, ``failed``, ``retry`` (an attempt failed, another comes), ``paused``
@@ -111,7 +111,7 @@ class InvocationRun(KeepsUnknownFields):
     waiting_for: list[Waiter] = []
     hops: int = 0
     usage: Usage = Field(default_factory=Usage)
-    steps: list[StepRun] = []
+    steps: list[LiveStep] = []
     #: step details trimmed from this run to keep the record small (see HISTORY_STEPS).
     steps_dropped: int = 0
 

@@ -19,7 +19,7 @@ from continuum._base.callback_links import CallbackLinks
 from continuum._base.clock import monotonic_clock, now_s
 from continuum._define.observers import Observers
 from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
-from continuum._record.history import InvocationRun, StepRun
+from continuum._record.history import InvocationRun, LiveStep
 from continuum._record.inbox import Listing
 from continuum._record.model import EntryKind, JournalEntry, TaskRecord
 from continuum._record.waiting_for import CancelState
@@ -335,7 +335,7 @@ class TurnState:
             # A child context's steps keep its path ("claims#0/2/check#0"): the same step in
             # each map item would otherwise be the same "check#0".
             self.invocation.steps.append(
-                StepRun(self.path + key, turn, round(started, 3), duration_s, attempts, outcome)
+                LiveStep(self.path + key, turn, round(started, 3), duration_s, attempts, outcome)
             )
         if self.observers is not None:
             from continuum._define.events import StepEnded

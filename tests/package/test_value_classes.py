@@ -29,7 +29,7 @@ from continuum import (
     WaitEnded,
     WaitStarted,
 )
-from tests.support import Counters, JournalEntry, StepRun, StepStats, Usage
+from tests.support import Counters, JournalEntry, LiveStep, StepStats, Usage
 
 VALUE_CLASSES = [
     ContextEnded,
@@ -42,7 +42,7 @@ VALUE_CLASSES = [
     MessageHandled,
     StepEnded,
     StepOptions,
-    StepRun,
+    LiveStep,
     StepStarted,
     StepStats,
     TaskFinished,

@@ -17,8 +17,8 @@ from tests.support import (
     Counters,
     InvocationRun,
     JournalEntry,
+    LiveStep,
     LocalRuntime,
-    StepRun,
     StepStats,
     TaskRecord,
     Usage,
@@ -59,7 +59,7 @@ def test_the_records_shown_name_only_fields_a_record_has():
             assert set(run["usage"]) <= fields(Usage)
             for step in run["steps"]:
                 if step != "...":
-                    assert set(step) <= fields(StepRun), set(step) - fields(StepRun)
+                    assert set(step) <= fields(LiveStep), set(step) - fields(LiveStep)
 
 
 def test_a_fresh_record_still_has_the_format_the_readme_shows(aws):
