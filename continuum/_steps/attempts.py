@@ -1,4 +1,6 @@
-"""A live step call's attempts, written once as decisions without I/O.
+"""A live step call's attempts, written once as decisions without I/O: the budget check
+before each, the saves an attempt needs first (``begin``), and the value's record
+(``record_value``).
 
 :func:`attempts` is a generator that says what to do and is told what came of it. It yields:
 
@@ -17,13 +19,17 @@ suspended, preempted, paused: ``attempt_endings``). A sync task's driver
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import Any, TypeAlias
 
 from continuum._base.clock import now_s
+from continuum._base.json_values import from_json, own_json, to_json
 from continuum._define.steps import Step
-from continuum._record.model import JournalEntry, StepStats
+from continuum._record.model import ErrorInfo, JournalEntry, StepStats
+from continuum._record.recovery import mark_step
 from continuum._steps.attempt_endings import (
+    failed,
     interrupted,
     paused,
     preempted,
@@ -31,17 +37,19 @@ from continuum._steps.attempt_endings import (
     retry_wait,
     unmark,
 )
-from continuum._steps.signals import Paused, Preempted
+from continuum._steps.budget import observe
+from continuum._steps.signals import Abort, Paused, Preempted, Suspend
 from continuum._steps.turn_state import TurnState
-
-if TYPE_CHECKING:
-    from continuum._steps.step_calls import StepCaller
+from continuum.errors import UnserializableValueError
 
 
-class Sleep(NamedTuple):
+class Sleep:
     """Wait ``seconds`` in this invocation, then go on."""
 
-    seconds: float
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
 
 
 class Retry:
@@ -62,7 +70,7 @@ Attempts: TypeAlias = Generator[Any, Any, None]
 
 
 def attempts(
-    steps: StepCaller,
+    state: TurnState,
     step: Step[Any, Any],
     key: str,
     resume: JournalEntry | None,
@@ -70,10 +78,10 @@ def attempts(
 ) -> Attempts:
     """Run ``step``'s attempts until one returns, and record its value. ``resume``: the
     journal's unfinished entry of it; ``wall``: now, as the boundary before it read it."""
-    state, options = steps.state, step.options
-    # The budget check and the statistics, read here, not through StepCaller's methods: on
-    # every step's path, those calls showed.
-    stats = state.record.step_stats.get(options.name) or steps.stats(options.name)
+    options = step.options
+    # The statistics and the budget's verdict read inline, not through stats_of and
+    # check_budget: on every step's path, those calls showed.
+    stats = state.record.step_stats.get(options.name) or stats_of(state, options.name)
     budget, preemptible = state.budget, options.preemptible
     # A step that is not done (paused, or between attempts) keeps its journal entry until
     # its next attempt starts, so a suspension before then loses neither.
@@ -85,11 +93,11 @@ def attempts(
     while True:
         attempt += 1
         save_stats = state.record.save_stats
-        refused = budget.refuse(options.name, stats, save_stats, preemptible=preemptible)
-        if refused is not None:
-            steps.refused(refused, stats, preemptible=preemptible)
+        reason = budget.refuse(options.name, stats, save_stats, preemptible=preemptible)
+        if reason is not None:
+            refused(state, reason, stats, preemptible=preemptible)
         if pending is not None or state.record.recovering or options.at_most_once:
-            pending, wall = steps.begin(step, key, attempt, pending, wall)
+            pending, wall = begin(state, step, key, attempt, pending, wall)
         if state.observers is not None:
             state.step_started(
                 key, options.name, attempt, wall, replay=resume is not None, first=first
@@ -122,7 +130,7 @@ def attempts(
             if record.running_step is not None:
                 record.running_step = None
         # Its last word, yielded, not returned: a StopIteration on every step's path showed.
-        yield steps.record_value(step, key, value, stats, started, attempt, wall, pending)
+        yield record_value(state, step, key, value, stats, started, attempt, wall, pending)
         return
 
 
@@ -149,3 +157,126 @@ def backoff(
     wait = retry_wait(state, key, stats, entry)
     if wait > 0:
         yield Sleep(wait)
+
+
+def begin(
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    attempt: int,
+    pending: JournalEntry | None,
+    wall: float,
+) -> tuple[JournalEntry | None, float]:
+    """Before attempt ``attempt`` of a step resumed, in recovery or at most once: reopen its
+    unfinished entry, and save what must be saved first. Returns the entry to take back
+    when the attempt ends, and now."""
+    options = step.options
+    if pending is not None:
+        state.journal.reopen()
+        pending = None
+    if state.record.recovering:
+        mark_start(state, key)
+        wall = now_s()
+    if options.at_most_once:
+        # Saved before the step runs: if its worker dies inside it, it is not rerun.
+        pending = JournalEntry(key, options.name, attempts=attempt, partial=True, started=True)
+        state.append(pending)
+        state.save_strict()
+        wall = now_s()
+    return pending, wall
+
+
+def record_value(
+    state: TurnState,
+    step: Step[Any, Any],
+    key: str,
+    value: Any,
+    stats: StepStats,
+    started: float,
+    attempt: int,
+    wall: float,
+    pending: JournalEntry | None,
+) -> Any:
+    """Journal the value an attempt returned, as JSON; save by policy; return the value
+    as a replay would rebuild it."""
+    record, name = state.record, step.options.name
+    elapsed = state.clock() - started
+    observe(stats, elapsed)
+    elapsed = round(elapsed, 6)
+    if pending is not None:
+        unmark(state, pending)
+    adapter, typed = step._adapter or step.typing()
+    # A scalar that the adapter takes and writes as it is (an int of a step declared
+    # `-> int`) is its own JSON and its own rebuild: it is recorded and returned as it is.
+    rebuild = type(value) not in own_json(adapter)
+    result = value
+    if rebuild:
+        try:
+            result = to_json(
+                adapter,
+                value,
+                what=f"the result of step {key!r}",
+                task_id=record.task_id,
+                typed=typed,
+            )
+        except UnserializableValueError as exc:
+            message = exc.message
+            if inspect.iscoroutine(value):  # an async def called where nothing awaits it
+                value.close()
+                message = (
+                    f"step {key!r} returned a coroutine: it is async def, so call it with "
+                    "await in an async task (ctx.step_async, or the step itself)"
+                )
+            error = ErrorInfo(type=type(exc).__name__, message=message, step=key, turn=record.turn)
+            raise failed(state, step, key, attempt, elapsed, error) from exc
+    entry = JournalEntry(key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt)
+    if state.observers is not None:  # when it began: what an observer of the record reads
+        entry.since = pending.since if pending is not None and pending.since else wall
+    state.journal.append(entry)
+    state.progress = True
+    if state.invocation is not None or state.observers is not None:
+        state.log_step(key, wall, elapsed, attempt, "ok", name=name, result=result)
+    record.counters.steps_executed += 1
+    if step.options.effect or state.clock() - state.last_save >= state.persist_every_s:
+        state.save()
+        state.last_save = state.clock()
+    return from_json(adapter, result) if rebuild else value
+
+
+def stats_of(state: TurnState, name: str) -> StepStats:
+    """The step's (or the unit of work's) statistics in the record, made at its first use."""
+    all_stats = state.record.step_stats
+    stats = all_stats.get(name)
+    if stats is None:
+        stats = all_stats[name] = StepStats()
+    return stats
+
+
+def check_budget(state: TurnState, name: str, stats: StepStats, *, preemptible: bool) -> None:
+    """Suspend before a step (or a unit of work) that will not fit in this invocation."""
+    reason = state.budget.refuse(name, stats, state.record.save_stats, preemptible=preemptible)
+    if reason is not None:
+        refused(state, reason, stats, preemptible=preemptible)
+
+
+def refused(state: TurnState, reason: str, stats: StepStats, *, preemptible: bool) -> None:
+    """The budget refused a step for ``reason``: suspend, unless suspending could only
+    loop."""
+    save_stats = state.record.save_stats
+    if state.progress:
+        raise state.unwind(Suspend(reason))
+    # Nothing done yet in this invocation. Suspend only if a fresh invocation would have
+    # the time and the last one did not already suspend idle; otherwise suspending could
+    # only loop, so run the step and let the deadline judge.
+    fresh = state.record.invocation_budget_s
+    need = state.budget.need(stats, save_stats, preemptible=preemptible)
+    if state.record.idle_suspensions == 0 and need <= fresh:
+        raise state.unwind(Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s"))
+
+
+def mark_start(state: TurnState, key: str) -> None:
+    """In recovery: save which step starts now, or fail if it keeps killing its worker."""
+    error = mark_step(state.record, state.journal.position, key, state.max_step_crashes)
+    if error is not None:
+        raise state.unwind(Abort(error))
+    state.save()

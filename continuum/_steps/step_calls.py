@@ -11,27 +11,25 @@ of an attempt that does not return is in ``attempt_endings.py``.
 
 from __future__ import annotations
 
-import inspect
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from continuum._base.clock import now_s
-from continuum._base.json_values import from_json, own_json, to_json
+from continuum._base.json_values import from_json
 from continuum._define.steps import Step
-from continuum._record.model import ErrorInfo, JournalEntry, StepStats
-from continuum._record.recovery import mark_step
-from continuum._steps.attempt_endings import failed, step_error, unmark
-from continuum._steps.attempts import Attempts, Sleep, attempts
+from continuum._steps.attempt_endings import step_error
+from continuum._steps.attempts import Attempts, Sleep, attempts, check_budget, stats_of
 from continuum._steps.budget import observe
-from continuum._steps.signals import Abort, Suspend
 from continuum._steps.turn_state import TurnState
-from continuum.errors import UnserializableValueError
 
 
-class Replayed(NamedTuple):
+class Replayed:
     """A step call the journal answered: the value it returns."""
 
-    value: Any
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 class StepCaller:
@@ -104,144 +102,17 @@ class StepCaller:
             wall = state.boundary(reopen=entry is not None)
         if state.step_wrapper is not None:
             step = state.step_wrapper(step, state)
-        return attempts(self, step, key, entry, wall)
-
-    def begin(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        attempt: int,
-        pending: JournalEntry | None,
-        wall: float,
-    ) -> tuple[JournalEntry | None, float]:
-        """Before attempt ``attempt`` of a step resumed, in recovery or at most once: reopen its
-        unfinished entry, and save what must be saved first. Returns the entry to take back
-        when the attempt ends, and now."""
-        state, options = self.state, step.options
-        if pending is not None:
-            state.journal.reopen()
-            pending = None
-        if state.record.recovering:
-            self._mark_start(key)
-            wall = now_s()
-        if options.at_most_once:
-            # Saved before the step runs: if its worker dies inside it, it is not rerun.
-            pending = JournalEntry(key, options.name, attempts=attempt, partial=True, started=True)
-            state.append(pending)
-            state.save_strict()
-            wall = now_s()
-        return pending, wall
-
-    def record_value(
-        self,
-        step: Step[Any, Any],
-        key: str,
-        value: Any,
-        stats: StepStats,
-        started: float,
-        attempt: int,
-        wall: float,
-        pending: JournalEntry | None,
-    ) -> Any:
-        """Journal the value an attempt returned, as JSON; save by policy; return the value
-        as a replay would rebuild it."""
-        state = self.state
-        record, name = state.record, step.options.name
-        elapsed = state.clock() - started
-        observe(stats, elapsed)
-        elapsed = round(elapsed, 6)
-        if pending is not None:
-            unmark(state, pending)
-        adapter, typed = step._adapter or step.typing()
-        # A scalar that the adapter takes and writes as it is (an int of a step declared
-        # `-> int`) is its own JSON and its own rebuild: it is recorded and returned as it is.
-        rebuild = type(value) not in own_json(adapter)
-        result = value
-        if rebuild:
-            try:
-                result = to_json(
-                    adapter,
-                    value,
-                    what=f"the result of step {key!r}",
-                    task_id=record.task_id,
-                    typed=typed,
-                )
-            except UnserializableValueError as exc:
-                message = exc.message
-                if inspect.iscoroutine(value):  # an async def called where nothing awaits it
-                    value.close()
-                    message = (
-                        f"step {key!r} returned a coroutine: it is async def, so call it with "
-                        "await in an async task (ctx.step_async, or the step itself)"
-                    )
-                error = ErrorInfo(
-                    type=type(exc).__name__, message=message, step=key, turn=record.turn
-                )
-                raise failed(state, step, key, attempt, elapsed, error) from exc
-        entry = JournalEntry(
-            key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt
-        )
-        if state.observers is not None:  # when it began: what an observer of the record reads
-            entry.since = pending.since if pending is not None and pending.since else wall
-        state.journal.append(entry)
-        state.progress = True
-        if state.invocation is not None or state.observers is not None:
-            state.log_step(key, wall, elapsed, attempt, "ok", name=name, result=result)
-        record.counters.steps_executed += 1
-        if step.options.effect or state.clock() - state.last_save >= state.persist_every_s:
-            state.save()
-            state.last_save = state.clock()
-        return from_json(adapter, result) if rebuild else value
+        return attempts(state, step, key, entry, wall)
 
     # -- work that is not a step (creating child tasks), under the same budget -------------------
 
     def check_work(self, name: str) -> None:
         """Suspend before a unit of framework work that will not fit, as before a step."""
-        self.check_budget(name, self.stats(name), preemptible=False)
+        check_budget(self.state, name, stats_of(self.state, name), preemptible=False)
 
     def observe_work(self, name: str, seconds: float) -> None:
         """Note how long a unit of framework work took, as for a step."""
-        observe(self.stats(name), seconds)
-
-    # -- pieces ----------------------------------------------------------------------------------
-
-    def stats(self, name: str) -> StepStats:
-        """The step's (or the unit of work's) statistics in the record, made at its first use."""
-        all_stats = self.state.record.step_stats
-        stats = all_stats.get(name)
-        if stats is None:
-            stats = all_stats[name] = StepStats()
-        return stats
-
-    def check_budget(self, name: str, stats: StepStats, *, preemptible: bool) -> None:
-        """Suspend before a step (or a unit of work) that will not fit in this invocation."""
-        state = self.state
-        reason = state.budget.refuse(name, stats, state.record.save_stats, preemptible=preemptible)
-        if reason is not None:
-            self.refused(reason, stats, preemptible=preemptible)
-
-    def refused(self, reason: str, stats: StepStats, *, preemptible: bool) -> None:
-        """The budget refused a step for ``reason``: suspend, unless suspending could only
-        loop."""
-        state = self.state
-        save_stats = state.record.save_stats
-        if state.progress:
-            raise state.unwind(Suspend(reason))
-        # Nothing done yet in this invocation. Suspend only if a fresh invocation would have
-        # the time and the last one did not already suspend idle; otherwise suspending could
-        # only loop, so run the step and let the deadline judge.
-        fresh = state.record.invocation_budget_s
-        need = state.budget.need(stats, save_stats, preemptible=preemptible)
-        if state.record.idle_suspensions == 0 and need <= fresh:
-            raise state.unwind(Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s"))
-
-    def _mark_start(self, key: str) -> None:
-        """In recovery: save which step starts now, or fail if it keeps killing its worker."""
-        state = self.state
-        error = mark_step(state.record, state.journal.position, key, state.max_step_crashes)
-        if error is not None:
-            raise state.unwind(Abort(error))
-        state.save()
+        observe(stats_of(self.state, name), seconds)
 
 
 def run_preemptible(
