@@ -92,8 +92,12 @@ class AsyncStepCaller:
                     else:
                         break
                 elif isinstance(command, Sleep):
-                    await asyncio.sleep(command.seconds)
-                    command = next(live)
+                    try:
+                        await asyncio.sleep(command.seconds)
+                    except BaseException as exc:  # cancelled: through the attempts' finally
+                        command = live.throw(exc)
+                    else:
+                        command = next(live)
                 elif whole is not None and whole.cancelled:  # a retry: it comes later
                     command = live.throw(asyncio.CancelledError())
                 else:

@@ -71,9 +71,13 @@ class StepCaller:
                         lock.acquire()
                         return live.send(value)
                 elif isinstance(command, Sleep):
-                    with state.unlocked():
-                        time.sleep(command.seconds)
-                    command = next(live)
+                    try:
+                        with state.unlocked():
+                            time.sleep(command.seconds)
+                    except BaseException as exc:  # it leaves through the attempts' finally
+                        command = live.throw(exc)
+                    else:
+                        command = next(live)
                 else:  # a retry: nothing to do before its backoff
                     command = next(live)
 
