@@ -62,8 +62,6 @@ class Retry:
 #: stops here, before the backoff.
 RETRY = Retry()
 
-#: What the attempts ask of their driver.
-Command: TypeAlias = "Step[Any, Any] | Retry | Sleep"
 #: The attempts of one live call, as a driver steps through them: it yields commands, and
 #: at last the value recorded.
 Attempts: TypeAlias = Generator[Any, Any, None]
