@@ -1,8 +1,9 @@
 """What becomes of a step attempt that does not return its value.
 
 It raised: the attempt is journaled, and with retries left the next one waits for its backoff
-here, or, when the wait will not fit, the task waits for it as a sleep does (the journal keeps
-the attempts made and when the next may start); else the step fails, journaled. It paused
+(``retry_wait``: in this invocation, or, when the wait will not fit, the task waits for it as a
+sleep does: the journal keeps the attempts made and when the next may start); else the step
+fails, journaled. It paused
 itself: its cursor is journaled and the task suspends. It was preempted: the task suspends and
 it runs again. An ``at_most_once`` step found started (its worker died in it) is never run
 again: it fails, or with retries left its next attempt is scheduled like a retry.
@@ -10,7 +11,6 @@ again: it fails, or with retries left its next attempt is scheduled like a retry
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from continuum._base.clock import now_s
@@ -38,11 +38,10 @@ def raised(
     exc: Exception,
     *,
     since: float | None = None,
-    in_place: bool = True,
 ) -> JournalEntry:
     """Attempt ``attempt`` raised ``exc``: schedule the next (its journal entry is returned,
     to be reopened when it starts), or fail the step. ``since``: when its first attempt
-    started; ``in_place``: wait for the backoff here (False: the async caller awaits it)."""
+    started."""
     options = step.options
     elapsed = timed(state, stats, started)
     error = ErrorInfo(
@@ -66,19 +65,14 @@ def raised(
     )
     if not retrying:
         raise failed(state, step, key, attempt, elapsed, error, since) from exc
-    return retry_later(
-        state, step, key, stats, error, attempt, elapsed, since=since, in_place=in_place
-    )
+    return retry_later(state, step, key, error, attempt, elapsed, since=since)
 
 
 def interrupted(
     state: TurnState,
     step: Step[Any, Any],
     key: str,
-    stats: StepStats,
     marker: JournalEntry,
-    *,
-    in_place: bool = True,
 ) -> JournalEntry:
     """An at_most_once step was started and not recorded: its worker died in it. With
     retries left, schedule a new attempt (returned, to be reopened when it starts); else
@@ -95,26 +89,21 @@ def interrupted(
     )
     if marker.attempts > step.options.retries:
         raise failed(state, step, key, marker.attempts, 0.0, error)
-    return retry_later(
-        state, step, key, stats, error, marker.attempts, 0.0, since=marker.since, in_place=in_place
-    )
+    return retry_later(state, step, key, error, marker.attempts, 0.0, since=marker.since)
 
 
 def retry_later(
     state: TurnState,
     step: Step[Any, Any],
     key: str,
-    stats: StepStats,
     error: ErrorInfo,
     attempts: int,
     elapsed: float,
     *,
     since: float | None = None,
-    in_place: bool = True,
 ) -> JournalEntry:
     """Journal that attempt ``attempts`` failed and when the next may start (after the
-    step's backoff, doubled per attempt), and wait for it (``in_place``: here). ``since``:
-    when its first attempt started."""
+    step's backoff, doubled per attempt). ``since``: when its first attempt started."""
     retry = JournalEntry(
         key,
         step.name,
@@ -127,18 +116,7 @@ def retry_later(
         since=since,
     )
     state.append(retry)
-    if in_place:
-        await_retry(state, key, stats, retry)
     return retry
-
-
-def await_retry(state: TurnState, key: str, stats: StepStats, entry: JournalEntry) -> None:
-    """Wait for a retry's backoff here if it fits, else suspend for it (the journal keeps
-    the attempts made and when the next may start)."""
-    wait = retry_wait(state, key, stats, entry)
-    if wait > 0:
-        with state.unlocked():
-            time.sleep(wait)
 
 
 def retry_wait(state: TurnState, key: str, stats: StepStats, entry: JournalEntry) -> float:

@@ -1,13 +1,16 @@
 """TaskContext: what a task function, and through ``current_context()`` a step, sees.
 
 It is a thin view over the running turn or child context (a
-:class:`~continuum._fanout.context_runner.ContextRunner`), which does the work.
+:class:`~continuum._fanout.context_runner.ContextRunner`), which does the work. An operation
+made of several calls (a callback's wait, a condition's polls) is written once, as a plan that
+yields what to call and is sent what came of it; a sync method carries the plan out with
+calls, its ``_async`` twin with awaits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,6 +24,7 @@ from continuum.errors import ConditionNotMetError, ContinuumError
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum._define.completion import BatchResult, Completion
     from continuum._define.events import WaitStarted
+    from continuum._fanout.branches import Branch
     from continuum._fanout.context_runner import ContextRunner
     from continuum._record.model import JournalEntry
 
@@ -150,16 +154,12 @@ class TaskContext(Generic[S]):
         Example:
             >>> approved = ctx.wait_for_callback(ask_a_person, timeout=3600)  # doctest: +SKIP
         """
-        callback = self.create_callback(
-            name, timeout=timeout, heartbeat_timeout=heartbeat_timeout, request=request
+        return _drive(
+            self,
+            self._callback_wait(
+                submitter, name, timeout, heartbeat_timeout, retries, backoff_s, request
+            ),
         )
-        submit = as_step(
-            submitter, name=f"{callback.name}.submit", retries=retries, backoff_s=backoff_s
-        )
-        given = {"url": callback.url} if _takes_url(submitter) else {}
-        with _Operation(self._runner, "wait_for_callback", callback.name):
-            self._runner.call_step(submit, (callback.id,), given, None)
-            return callback.result()
 
     async def wait_for_callback_async(
         self,
@@ -174,6 +174,23 @@ class TaskContext(Generic[S]):
     ) -> Any:
         """``wait_for_callback`` in an async task: ``submitter`` may be ``async def``, and it
         is awaited as a step."""
+        return await _drive_async(
+            self,
+            self._callback_wait(
+                submitter, name, timeout, heartbeat_timeout, retries, backoff_s, request
+            ),
+        )
+
+    def _callback_wait(
+        self,
+        submitter: Callable[[str], Any],
+        name: str | None,
+        timeout: Duration | None,
+        heartbeat_timeout: Duration | None,
+        retries: int,
+        backoff_s: float,
+        request: Any,
+    ) -> Plan[Any]:
         callback = self.create_callback(
             name, timeout=timeout, heartbeat_timeout=heartbeat_timeout, request=request
         )
@@ -182,14 +199,14 @@ class TaskContext(Generic[S]):
         )
         given = {"url": callback.url} if _takes_url(submitter) else {}
         with _Operation(self._runner, "wait_for_callback", callback.name):
-            await self._runner.call_step_async(submit, (callback.id,), given, None)
+            yield _StepCall(submit, (callback.id,), given)
             return callback.result()
 
     async def wait_for_signal_async(
         self, name: str, *, timeout: Duration | None = None
     ) -> Signal | None:
         """``wait_for_signal`` in an async task."""
-        return self._runner.wait_for_signal(name, timeout)
+        return self.wait_for_signal(name, timeout=timeout)
 
     def wait_for_signal(self, name: str, *, timeout: Duration | None = None) -> Signal | None:
         """Take the oldest signal ``name`` from the task's mailbox, waiting for one without
@@ -233,17 +250,8 @@ class TaskContext(Generic[S]):
         ``branches`` is a list, or a dict of name -> branch. A wait or a suspension inside a
         branch suspends the task; on replay, finished branches return their results.
         """
-        from continuum._fanout.batches import run_batch
-        from continuum._fanout.branches import Branch
-
-        named = branches.items() if isinstance(branches, Mapping) else ((None, b) for b in branches)
-        return run_batch(
-            self._runner,
-            [Branch(fn=fn, name=label) for label, fn in named],
-            label=name or "parallel",
-            max_concurrency=max_concurrency,
-            completion=completion,
-        )
+        batch = _Batch(_named(branches), name or "parallel", max_concurrency, completion)
+        return batch.run(self._runner)
 
     def map(
         self,
@@ -260,16 +268,8 @@ class TaskContext(Generic[S]):
         Example:
             >>> pages = ctx.map(urls, fetch_page, max_concurrency=10).values()  # doctest: +SKIP
         """
-        from continuum._fanout.batches import run_batch
-        from continuum._fanout.branches import Branch
-
-        return run_batch(
-            self._runner,
-            [Branch(fn=fn, args=(item, i)) for i, item in enumerate(items)],
-            label=name or stable_name(fn),
-            max_concurrency=max_concurrency,
-            completion=completion,
-        )
+        batch = _Batch(_items(items, fn), name or stable_name(fn), max_concurrency, completion)
+        return batch.run(self._runner)
 
     def invoke(
         self,
@@ -328,17 +328,8 @@ class TaskContext(Generic[S]):
     ) -> BatchResult:
         """``parallel`` in an async task: each branch ``async def fn(child_ctx)`` runs as an
         asyncio task on the invocation's loop (at most ``max_concurrency`` at once)."""
-        from continuum._fanout.batches import run_batch_async
-        from continuum._fanout.branches import Branch
-
-        named = branches.items() if isinstance(branches, Mapping) else ((None, b) for b in branches)
-        return await run_batch_async(
-            self._runner,
-            [Branch(fn=fn, name=label) for label, fn in named],
-            label=name or "parallel",
-            max_concurrency=max_concurrency,
-            completion=completion,
-        )
+        batch = _Batch(_named(branches), name or "parallel", max_concurrency, completion)
+        return await batch.run_async(self._runner)
 
     async def map_async(
         self,
@@ -351,16 +342,8 @@ class TaskContext(Generic[S]):
     ) -> BatchResult:
         """``map`` in an async task: ``async def fn(child_ctx, item, index)`` for each item,
         as asyncio tasks on the invocation's loop; the results in index order."""
-        from continuum._fanout.batches import run_batch_async
-        from continuum._fanout.branches import Branch
-
-        return await run_batch_async(
-            self._runner,
-            [Branch(fn=fn, args=(item, i)) for i, item in enumerate(items)],
-            label=name or stable_name(fn),
-            max_concurrency=max_concurrency,
-            completion=completion,
-        )
+        batch = _Batch(_items(items, fn), name or stable_name(fn), max_concurrency, completion)
+        return await batch.run_async(self._runner)
 
     async def invoke_async(
         self,
@@ -408,18 +391,10 @@ class TaskContext(Generic[S]):
         Raises:
             ConditionNotMetError: ``max_attempts`` checks ran and ``done`` never held.
         """
-        poll = _ConditionWatch.start(self, check, max_attempts, name)
-        state = initial
-        while True:
-            live = poll.before_check()
-            try:
-                state = self._runner.call_step(poll.step, (state,), {}, None)
-            except Exception as exc:
-                poll.raised(exc, live=live)
-                raise
-            if poll.holds(done(state), live=live):
-                return state
-            self.sleep(delay_s, name=poll.delay_name)
+        value: T = _drive(
+            self, self._condition_wait(check, initial, done, delay_s, max_attempts, name)
+        )
+        return value
 
     async def wait_for_condition_async(
         self,
@@ -433,18 +408,32 @@ class TaskContext(Generic[S]):
     ) -> T:
         """``wait_for_condition`` in an async task: ``check`` may be ``async def`` (awaited as
         a step), and the delays are ``sleep_async``."""
+        value: T = await _drive_async(
+            self, self._condition_wait(check, initial, done, delay_s, max_attempts, name)
+        )
+        return value
+
+    def _condition_wait(
+        self,
+        check: Callable[[T], Any],
+        initial: T,
+        done: Callable[[T], bool],
+        delay_s: float,
+        max_attempts: int | None,
+        name: str | None,
+    ) -> Plan[T]:
         poll = _ConditionWatch.start(self, check, max_attempts, name)
         state = initial
         while True:
             live = poll.before_check()
             try:
-                state = await self._runner.call_step_async(poll.step, (state,), {}, None)
+                state = yield _StepCall(poll.step, (state,), {})
             except Exception as exc:
                 poll.raised(exc, live=live)
                 raise
             if poll.holds(done(state), live=live):
                 return state
-            await self.sleep_async(delay_s, name=poll.delay_name)
+            yield _Sleep(delay_s, poll.delay_name)
 
     @property
     def idempotency_key(self) -> str:
@@ -612,6 +601,131 @@ class _Operation:
             error=None if exc is None else f"{type(exc).__name__}: {exc}",
         )
         self.state.emit("operation_ended", ended)
+
+
+# -- operations written once: what a sync method calls, its _async twin awaits ------------------
+
+
+class _StepCall:
+    """Call ``step`` through the journal, as ``ctx.step`` does; its value is the answer."""
+
+    __slots__ = ("args", "kwargs", "step")
+
+    def __init__(self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]):
+        self.step, self.args, self.kwargs = step, args, kwargs
+
+    def run(self, runner: ContextRunner) -> Any:
+        return runner.call_step(self.step, self.args, self.kwargs, None)
+
+    async def run_async(self, runner: ContextRunner) -> Any:
+        return await runner.call_step_async(self.step, self.args, self.kwargs, None)
+
+
+class _Sleep:
+    """Wait ``duration`` as ``ctx.sleep`` does."""
+
+    __slots__ = ("duration", "name")
+
+    def __init__(self, duration: Duration, name: str | None) -> None:
+        self.duration, self.name = duration, name
+
+    def run(self, runner: ContextRunner) -> None:
+        runner.sleep(self.duration, self.name)
+
+    async def run_async(self, runner: ContextRunner) -> None:
+        await runner.sleep_async(self.duration, self.name)
+
+
+class _Batch:
+    """Run ``branches`` as a batch, side by side, at most ``max_concurrency`` at once."""
+
+    __slots__ = ("branches", "completion", "label", "max_concurrency")
+
+    def __init__(
+        self,
+        branches: list[Branch],
+        label: str,
+        max_concurrency: int | None,
+        completion: Completion | None,
+    ) -> None:
+        self.branches, self.label = branches, label
+        self.max_concurrency, self.completion = max_concurrency, completion
+
+    def run(self, runner: ContextRunner) -> BatchResult:
+        from continuum._fanout.batches import run_batch
+
+        return run_batch(
+            runner,
+            self.branches,
+            label=self.label,
+            max_concurrency=self.max_concurrency,
+            completion=self.completion,
+        )
+
+    async def run_async(self, runner: ContextRunner) -> BatchResult:
+        from continuum._fanout.batches import run_batch_async
+
+        return await run_batch_async(
+            runner,
+            self.branches,
+            label=self.label,
+            max_concurrency=self.max_concurrency,
+            completion=self.completion,
+        )
+
+
+#: An operation of several calls, written once: it yields each (a step call, a sleep), is
+#: sent its answer (or has what it raised thrown in), and returns the operation's result.
+Plan: TypeAlias = Generator["_StepCall | _Sleep", Any, T]
+
+
+def _drive(ctx: TaskContext[Any], plan: Plan[T]) -> T:
+    """Carry out ``plan`` with calls (a sync task's method)."""
+    try:
+        call = next(plan)
+        while True:
+            try:
+                answer = call.run(ctx._runner)
+            except BaseException as exc:  # the plan sees it where it made the call
+                call = plan.throw(exc)
+            else:
+                call = plan.send(answer)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+async def _drive_async(ctx: TaskContext[Any], plan: Plan[T]) -> T:
+    """Carry out ``plan`` with awaits (an async task's method)."""
+    try:
+        call = next(plan)
+        while True:
+            try:
+                answer = await call.run_async(ctx._runner)
+            except BaseException as exc:  # the plan sees it where it made the call
+                call = plan.throw(exc)
+            else:
+                call = plan.send(answer)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+def _named(
+    branches: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]],
+) -> list[Branch]:
+    """``ctx.parallel``'s branches, named where they are given as a dict."""
+    from continuum._fanout.branches import Branch
+
+    named = branches.items() if isinstance(branches, Mapping) else ((None, b) for b in branches)
+    return [Branch(fn=fn, name=label) for label, fn in named]
+
+
+def _items(items: Iterable[Any], fn: Callable[..., Any]) -> list[Branch]:
+    """``ctx.map``'s items, each ``fn(child_ctx, item, index)``."""
+    from continuum._fanout.branches import Branch
+
+    return [Branch(fn=fn, args=(item, i)) for i, item in enumerate(items)]
 
 
 def current_context() -> TaskContext[Any]:
