@@ -25,7 +25,8 @@ def load_target(target: str, kind: type[T], *, what: str = "target") -> T:
         raise ConfigurationError(
             f"{what} must be MODULE:NAME, got {target!r}", hint="e.g. my_tasks:app"
         )
-    make_cwd_importable()
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -45,9 +46,3 @@ def load_target(target: str, kind: type[T], *, what: str = "target") -> T:
             f"{what} {target!r} is a {type(value).__name__}, not a {kind.__name__}"
         )
     return value
-
-
-def make_cwd_importable() -> None:
-    """Put the current directory first on the import path, as ``python -m`` does."""
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())

@@ -111,31 +111,6 @@ class Client(Mail, Steering):
         task = self.registry.task(task_name)
         task_id = check_task_id(task_id) if task_id is not None else uuid.uuid4().hex
         state = self._validate(task, input, task_id)
-        return self.start_validated(
-            task.name,
-            state,
-            task_id,
-            state_version=task.version,
-            parent=parent,
-            send=send,
-            traceparent=traceparent,
-        )
-
-    def start_validated(
-        self,
-        task_name: str,
-        state: Any,
-        task_id: str,
-        *,
-        state_version: int,
-        parent: ParentLink | None = None,
-        send: bool = True,
-        traceparent: str | None = None,
-    ) -> str:
-        """Start ``task_name`` with ``state``, the JSON value of its input already validated
-        against its state model at ``state_version`` (the command line's cached input check
-        does that without the app); :meth:`start` is this after the app's own check."""
-        task_id = check_task_id(task_id)
         size = len(dump_json(state))
         if size > self.settings.max_state_bytes:
             raise PayloadTooLargeError(
@@ -144,9 +119,9 @@ class Client(Mail, Steering):
             )
         record = TaskRecord(
             task_id=task_id,
-            task_name=task_name,
+            task_name=task.name,
             state=state,
-            state_version=state_version,
+            state_version=task.version,
             parent=parent,
             max_value_bytes=self.settings.max_state_bytes,
             traceparent=traceparent,
@@ -155,7 +130,7 @@ class Client(Mail, Steering):
             self.records.create(record)
         except RecordExistsError:
             existing, _ = self.records.load(task_id)
-            if existing.task_name != task_name:
+            if existing.task_name != task.name:
                 raise InvalidInputError(
                     f"task id is already used by task {existing.task_name!r}",
                     task_id=task_id,

@@ -21,7 +21,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from continuum._app.app import Continuum
     from continuum._ops.client import Client
     from continuum.backends.queue import ContinuationQueue
-    from continuum.cli.input_cache import AppLimits
 
 #: What creates a bucket and a queue, for errors that find one missing.
 CREATE_HINT = (
@@ -248,13 +247,12 @@ class Stack:
             sqs_client=self.boto_client("sqs"),
         )
 
-    def client(self, limits: AppLimits | None = None) -> Client:
+    def client(self) -> Client:
         """A client for status, resume and the like: it needs no app, only the stack.
 
         The queue is reached only by what sends a continuation, so ``status`` works without
         one. Signing keys, and the link endpoint that the status shows callbacks' links on,
-        come from the environment, as on the functions. ``limits``: an app's record settings,
-        for a client that starts its tasks without it (``start``'s input cache).
+        come from the environment, as on the functions.
         """
         from continuum._base.callback_links import environment_url
         from continuum._base.signing_keys import load_signing_keys
@@ -266,18 +264,10 @@ class Stack:
 
         store = S3RecordStore(self.boto_client("s3"), self.need_bucket())
         keys = load_signing_keys()
-        settings = Settings(signing_keys=keys, callback_url=environment_url())
-        records = Records(store, prefix=self.prefix or DEFAULT_PREFIX)
-        if limits is not None:
-            settings = replace(settings, max_state_bytes=limits.max_state_bytes)
-            records = Records(
-                store,
-                prefix=limits.prefix,
-                inline_limit=limits.inline_limit_bytes,
-                max_value_bytes=limits.max_state_bytes,
-            )
         return Client(
-            records, Continuations(_QueueOnFirstUse(self._queue), keys=keys), settings=settings
+            Records(store, prefix=self.prefix or DEFAULT_PREFIX),
+            Continuations(_QueueOnFirstUse(self._queue), keys=keys),
+            settings=Settings(signing_keys=keys, callback_url=environment_url()),
         )
 
     def _queue(self) -> ContinuationQueue:

@@ -1,8 +1,7 @@
 """continuum start, status and resume: tasks on a deployed stack or on continuum dev.
 
-Only ``start`` imports the app (it checks the input against the task's state model), and once
-that left a fresh check in its cache (``input_cache``), not even ``start``; ``status`` and
-``resume`` need just the stack, so a broken or absent app never hides a task.
+Only ``start`` imports the app (it checks the input against the task's state model);
+``status`` and ``resume`` need just the stack, so a broken or absent app never hides a task.
 """
 
 from __future__ import annotations
@@ -30,23 +29,11 @@ def register(commands: Any) -> None:
         "start",
         help="start a task on a deployed stack or on continuum dev; prints its id",
         description="Start a task and print its id. Starting the same --task-id again starts "
-        "nothing new. The input is checked against the task's state model before anything is "
-        "written: a start imports the app for it, and writes each task's check beside the "
-        "app's module (__pycache__/MODULE.APP.continuum-start.json), which the next starts "
-        "use instead of importing the app while every file the app loaded, the environment "
-        "and the directory are unchanged. A model with code of its own (a validator, a "
-        "serializer, an alias, a default factory) is checked by the app every time, and so "
-        "is an input the cached check refuses.",
+        "nothing new.",
     )
     start.add_argument("task", metavar="TASK", help="the task's name")
     start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
     start.add_argument("--task-id", default=None, help="the id to give it (default: a new one)")
-    start.add_argument(
-        "--no-input-cache",
-        action="store_true",
-        help="check the input with the app itself, not the kept check (for a state model "
-        "that the app's import builds from something other than its Python files)",
-    )
     add_app_option(start)
     add_stack_options(start)
     start.set_defaults(func=cmd_start)
@@ -76,28 +63,16 @@ def register(commands: Any) -> None:
 def cmd_start(args: argparse.Namespace) -> int:
     """``continuum start TASK``: print the new task's id."""
     from continuum.backends.queue import QueueError
-    from continuum.cli import input_cache
 
     stack = Stack.from_args(args)
     stack.need_bucket()
     stack.need_queue()
     payload = parse_input(args.input)
-    target = app_target(args.app, "start")
-    context = input_cache.context(target, stack_prefix=stack.prefix)
+    app = load_app(app_target(args.app, "start"))
+    stack.configure(app)
     task_id = args.task_id or uuid.uuid4().hex
     try:
-        cached = None if args.no_input_cache else input_cache.load(target, context)
-        task = cached.tasks.get(args.task) if cached else None
-        state = task.state(payload) if task else None
-        if cached and task and state is not None:
-            stack.client(cached.limits).start_validated(
-                task.name, state, task_id, state_version=task.version
-            )
-        else:
-            app = load_app(target)
-            stack.configure(app)
-            app.client().start(args.task, payload, task_id=task_id)
-            input_cache.save(target, context, app)
+        app.client().start(args.task, payload, task_id=task_id)
     except QueueError as exc:
         # The record exists; only its first continuation is missing.
         why = explain(exc, stack) or str(exc)

@@ -6,12 +6,33 @@ The timings are benchmarks/cli_start.py's; this is the structure that keeps them
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.outside.fresh_main import run_main
-from tests.outside.processes import cli, dev_stack
+from tests.outside.processes import ROOT, cli, dev_stack
+
+#: Run in a fresh interpreter: the command's main, then what it loaded and the clients it made.
+RUN_MAIN = """
+import json, sys
+import botocore.session
+
+made = []
+create_client = botocore.session.Session.create_client
+
+def counted(self, service_name, *args, **kwargs):
+    made.append(service_name)
+    return create_client(self, service_name, *args, **kwargs)
+
+botocore.session.Session.create_client = counted
+from continuum.cli import main
+
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "clients": made}), file=sys.stderr)
+"""
 
 #: What none of them may load: the app, the task machinery and the runtimes, Powertools, the
 #: integrations, tracing, test tools, boto3.
@@ -31,6 +52,17 @@ NOT_LOADED = (
     "freezegun",
     "boto3",
 )
+
+
+def run_main(*argv: str, env: dict[str, str]) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_MAIN, *argv], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    loaded["stderr"] = done.stderr
+    return loaded
 
 
 def heavy(modules: list[str]) -> list[str]:
