@@ -74,7 +74,8 @@ def register(commands: Any) -> None:
         "fork",
         help="start a new task from any past checkpoint of a task",
         description="Start task NEW_ID from a stored version of TASK_ID's record (bucket "
-        "versioning): continuum inspect lists the versions; 'latest' takes the current one.",
+        "versioning): continuum inspect TASK_ID --json lists them (checkpoints[].version_id); "
+        "'latest' takes the current one.",
     )
     fork.add_argument("task_id", metavar="TASK_ID")
     fork.add_argument("--at", required=True, metavar="VERSION", help="a version id, or latest")
@@ -125,8 +126,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from continuum._ops.inspection import inspect_task
 
+    client = Stack.from_args(args).client()
     view = inspect_task(
-        Stack.from_args(args).client().records, args.task_id, versions=args.versions
+        client.records, args.task_id, versions=args.versions, links=client.settings.links()
     )
     if args.html:
         return _write_timeline(view, args.html)
@@ -235,6 +237,8 @@ def _head_lines(view: TaskView) -> list[str]:
         until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
         ident = f" (id {waiter.id})" if waiter.id else ""
         lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
+        if waiter.url:
+            lines.append(f"    link: {waiter.url}")
         lines.extend(_request_lines(waiter.id, waiter.request))
     return lines
 
@@ -279,7 +283,10 @@ def _agent_lines(view: TaskView) -> list[str]:
                 f"  tool {event.tool}({_short(event.args)}) -> {_short(event.result)}{failed}"
             )
         else:
-            lines.append(f"  approval of {event.tool}({_short(event.args)}): {event.decision}")
+            said = f": {_short(event.comment)}" if event.comment else ""
+            lines.append(
+                f"  approval of {event.tool}({_short(event.args)}): {event.decision}{said}"
+            )
     return lines
 
 
