@@ -17,6 +17,7 @@ from continuum.cli.common import CliError, Stack, add_stack_options
 
 if TYPE_CHECKING:
     from continuum._ops.inspection import TaskView
+    from continuum._ops.status import TaskSummary
 
 #: The most characters of the state ``inspect`` prints (``--json`` prints all of it).
 STATE_CHARS = 2000
@@ -114,13 +115,22 @@ def cmd_list(args: argparse.Namespace) -> int:
         for task in tasks:
             print(task.model_dump_json())
         return 0
-    print(f"{'TASK ID':34} {'TASK':16} {'STATUS':10} {'TURN':>5} {'INV':>5}  UPDATED")
+    print("\n".join(list_lines(tasks)))
+    return 0
+
+
+def list_lines(tasks: list[TaskSummary]) -> list[str]:
+    """``continuum list`` as text: a header and a line per task, each column as wide as its
+    widest value (a child's id is its parent's and more)."""
+    ids = max([len("TASK ID"), 34, *(len(t.task_id) for t in tasks)])
+    names = max([len("TASK"), 16, *(len(t.task_name) for t in tasks)])
+    lines = [f"{'TASK ID':{ids}} {'TASK':{names}} {'STATUS':10} {'TURN':>5} {'INV':>5}  UPDATED"]
     for t in tasks:
-        print(
-            f"{t.task_id:34} {t.task_name:16} {t.status.value:10} {t.turn:>5} "
+        lines.append(
+            f"{t.task_id:{ids}} {t.task_name:{names}} {t.status.value:10} {t.turn:>5} "
             f"{t.invocations:>5}  {t.updated_at:%Y-%m-%d %H:%M:%S}"
         )
-    return 0
+    return lines
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
