@@ -213,6 +213,7 @@ class Progress:
         from continuum.errors import ContinuumError, RecordNotFoundError
 
         began = datetime.now(UTC) - timedelta(seconds=processed.seconds)
+        where = ""  # a failed task's traceback, under its line
         fired = f"schedule {processed.schedule!r} fired: " if processed.schedule else ""
         if processed.task_id is None:
             line = f"a message that names no task ({processed.source})"
@@ -239,7 +240,10 @@ class Progress:
                     line += f" (suspended: {status.suspend_reason})"
                 if status.error:
                     line += f": {status.error.message}"
+                    if status.error.traceback:
+                        where = "".join(f"\n    {t}" for t in status.error.traceback.splitlines())
         if processed.source != "continuations":
             line = f"{processed.source}: {line}"
         with self.lock:
-            print(f"{time.strftime('%H:%M:%S')} {line} [{processed.seconds:.2f}s]", flush=True)
+            stamp = time.strftime("%H:%M:%S")
+            print(f"{stamp} {line} [{processed.seconds:.2f}s]{where}", flush=True)

@@ -95,6 +95,27 @@ def test_a_schedule_fire_is_shown_as_its_schedule_and_the_run_it_started(capsys)
     assert not any("names no task" in line for line in lines)
 
 
+def test_a_failed_task_is_shown_with_the_traceback_of_the_code_that_raised(capsys):
+    queue = InMemoryContinuationQueue()
+    app = Continuum(store=InMemoryRecordStore(), queue=queue)
+
+    @app.step
+    def parse(text: str) -> int:
+        return int(text)
+
+    @app.task(state=Count)
+    def count(ctx: TaskContext[Count]) -> int:
+        return parse("zwei")
+
+    client = app.client()
+    client.start("count", {}, task_id="count-2")
+    run_worker(app, queue, client, until=lambda done: len(done) == 1)
+    out = capsys.readouterr().out
+    assert "task count-2 count: failed" in out
+    assert "\n    Traceback (most recent call last):" in out
+    assert "        return int(text)" in out
+
+
 def run_worker(app, queue, client, until):
     shutdown = Shutdown()
     processed = []
