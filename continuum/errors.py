@@ -34,9 +34,10 @@ class ContinuumError(Exception):
         self.step = step
         self.generation = generation
         self.hint = hint
-        super().__init__(self._render())
+        super().__init__(self.rendered())
 
-    def _render(self) -> str:
+    def rendered(self) -> str:
+        """The message with its facts and hint, as ``str(error)`` shows it."""
         facts = [
             f"{name}={value!r}"
             for name, value in (
@@ -244,9 +245,19 @@ class ChildTaskError(ContinuumError):
     Attributes:
         child_id: the child task's id.
         error_type: the child's error type; ``message``: its error message.
+        child_traceback: where the child's code raised (its last frames), when it was kept.
     """
 
-    def __init__(self, message: str, *, child_id: str, error_type: str, **facts: object) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        child_id: str,
+        error_type: str,
+        child_traceback: str | None = None,
+        **facts: object,
+    ) -> None:
         self.child_id = child_id
         self.error_type = error_type
+        self.child_traceback = child_traceback
         super().__init__(message, **facts)  # type: ignore[arg-type]

@@ -137,4 +137,5 @@ class BatchResult(BaseModel):
             raise BatchError(
                 f"{len(failed)} of {self.total_count} items failed; item {failed[0].index}: {what}",
                 failures=[(item.index, item.error) for item in failed],
+                step=first.step if first is not None else None,
             )

@@ -1,8 +1,11 @@
 """Observers: hooks on what a worker does, for logs, metrics and traces of your own.
 
 Register any number with ``app.observe(observer)``. Each is a :class:`Observer` subclass that
-overrides the events it wants; they are called in order, on the worker's thread. An observer
-that raises is logged and skipped: it never breaks the task. Step, wait and context events
+overrides the events it wants; they are called in order, on the thread where the event
+happened: the worker's for the turn's own steps, a pool thread for the steps of an item of
+``ctx.map`` or a branch of ``ctx.parallel`` (several at once), so an observer keeps what it
+holds per event keyed by the event (``task_id``, ``path``, ``key``), not in one attribute. An
+observer that raises is logged and skipped: it never breaks the task. Step, wait and context events
 are the turn's hot path: they cost nothing unless an observer overrides one of them.
 ``continuum.integrations.opentelemetry.Tracing`` is an observer built on these events alone.
 
@@ -10,11 +13,15 @@ Times are epoch seconds of the clock continuum reads (the virtual clock where on
 
 Example (OpenTelemetry; ``tracer`` is yours):
     >>> class Spans(Observer):
+    ...     def __init__(self):
+    ...         self.spans = {}  # by step: the steps of ctx.map items run at the same time
     ...     def step_started(self, event):
-    ...         self.span = tracer.start_span(event.key, attributes={"task": event.task_id})
+    ...         span = tracer.start_span(event.path + event.key)
+    ...         self.spans[event.task_id, event.path, event.key] = span
     ...     def step_ended(self, event):
-    ...         self.span.set_attribute("outcome", event.outcome)
-    ...         self.span.end()
+    ...         span = self.spans.pop((event.task_id, event.path, event.key))
+    ...         span.set_attribute("outcome", event.outcome)
+    ...         span.end()
     >>> app.observe(Spans())  # doctest: +SKIP
 """
 

@@ -37,9 +37,8 @@ from continuum._fanout.branches import (
     enter,
     entered,
     state_of,
-    type_of,
 )
-from continuum._fanout.context_runner import ContextRunner
+from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
@@ -240,9 +239,8 @@ class _Batch:
             return Ended(signal=exc, progress=True)
         if isinstance(exc, ControlFlow):
             return Ended(signal=exc, progress=child.state.progress)
-        message = exc.message if isinstance(exc, ContinuumError) else str(exc)
-        turn = self.runner.state.record.turn
-        error = ErrorInfo(type=type_of(exc), message=message[:2000], turn=turn)
+        error = error_info(exc, self.runner.state.record.turn)
+        error.message = error.message[:2000]
         return Ended(error=error, progress=True)
 
     def _finish(self, index: int, ended: Ended) -> None:

@@ -32,7 +32,7 @@ from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
 from continuum._define.observers import Observers
 from continuum._define.steps import return_adapter, stable_name
-from continuum._fanout.context_runner import ContextRunner
+from continuum._fanout.context_runner import ContextRunner, traceback_of
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.turn_state import TurnState
@@ -367,7 +367,12 @@ class Block:
     def failed(self, exc: Exception) -> None:
         assert self.child is not None
         check_state(self.runner, self.before, "child context", self.key)
-        failure = ErrorInfo(type=type_of(exc), message=str(exc)[:2000])
+        failure = ErrorInfo(
+            type=type_of(exc),
+            message=str(exc)[:2000],
+            step=exc.step if isinstance(exc, ContinuumError) else None,
+            traceback=traceback_of(exc),
+        )
         context_ended(self.state, "context", self.entry, self.child.state.path, failure)
 
     def progress(self) -> None:
@@ -407,5 +412,5 @@ def _error(error: ErrorInfo | None, task_id: str, key: str) -> ContinuumError:
         error_type=error.type,
         step_traceback=error.traceback,
         task_id=task_id,
-        step=key,
+        step=error.step or key,
     )

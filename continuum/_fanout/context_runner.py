@@ -28,7 +28,7 @@ from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import Halt, StepWrapper, TurnState
 from continuum._waits.wait_calls import WaitCaller
-from continuum.errors import ContinuumError, StepError
+from continuum.errors import BatchError, ChildTaskError, ContinuumError, StepError
 
 if TYPE_CHECKING:
     from continuum._fanout.child_tasks import ChildTasks
@@ -122,7 +122,8 @@ class ContextRunner:
         try:
             try:
                 value = fn(self.ctx, *args)
-            except Exception:
+            except Exception as exc:
+                located(exc, state.path)
                 self._check_awaited()
                 check_unwinding(state)
                 raise
@@ -162,7 +163,8 @@ class ContextRunner:
         try:
             try:
                 value = await call
-            except Exception:
+            except Exception as exc:
+                located(exc, state.path)
                 if self._unwound_elsewhere(task_body) is None:
                     check_unwinding(state)
                 elif state.refused is not None:
@@ -306,13 +308,29 @@ def error_info(exc: BaseException, turn: int) -> ErrorInfo:
     message = exc.message if isinstance(exc, ContinuumError) else str(exc)
     step = exc.step if isinstance(exc, ContinuumError) else None
     return ErrorInfo(
-        type=error_type, message=message, step=step, turn=turn, traceback=_traceback_of(exc)
+        type=error_type, message=message, step=step, turn=turn, traceback=traceback_of(exc)
     )
 
 
-def _traceback_of(exc: BaseException) -> str | None:
-    """Where the user's code raised: a step's own traceback, or the task code's; continuum's
-    own errors carry their facts instead."""
-    if isinstance(exc, StepError):
-        return exc.step_traceback
-    return None if isinstance(exc, ContinuumError) else bounded_traceback(exc)
+def located(exc: Exception, path: str) -> None:
+    """``exc`` leaves the child context at ``path``: the step it names (keyed in that
+    context's journal) is named by its path from the task, once, however deep it came from."""
+    if path and isinstance(exc, ContinuumError) and exc.step and not exc.step.startswith(path):
+        exc.step = f"{path}{exc.step}"
+        exc.args = (exc.rendered(),)
+
+
+def traceback_of(exc: BaseException) -> str | None:
+    """Where the user's code raised: a step's own traceback, a failed item's or child task's,
+    or the task code's; continuum's other errors carry their facts instead."""
+    match exc:
+        case StepError():
+            return exc.step_traceback
+        case BatchError():
+            kept = (e.traceback for _, e in exc.failures if isinstance(e, ErrorInfo))
+            return next((text for text in kept if text), None)
+        case ChildTaskError():
+            return exc.child_traceback
+        case ContinuumError():
+            return None
+    return bounded_traceback(exc)

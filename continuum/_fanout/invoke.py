@@ -238,6 +238,7 @@ def _outcome(entry: JournalEntry, task_id: str) -> Any:
         f"child task {entry.ref} failed: {error.type}: {error.message}",
         child_id=str(entry.ref),
         error_type=error.type,
+        child_traceback=error.traceback,
         task_id=task_id,
         step=entry.key,
     )

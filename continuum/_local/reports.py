@@ -40,10 +40,15 @@ class InvocationReport:
     reason: str | None = None
     #: the invocation only moved a long wait's timer on (no user code ran).
     hop: bool = False
-    #: another task than the one followed ran (a child task): its id, name and batch index.
+    #: another task than the one followed ran (a child task, or a schedule's run): its id,
+    #: name and batch index.
     task_id: str | None = None
     task_name: str | None = None
     index: int | None = None
+    #: the schedule whose run that other task is (None: a child, or no other task).
+    schedule: str | None = None
+    #: the invocation took a schedule's fire (``status``: its outcome), and ran no task.
+    fire: bool = False
 
 
 @dataclass
@@ -54,6 +59,7 @@ class RunSummary:
     status: str
     result: Any
     error: str | None
+    #: the task's own invocations (its timer hops not among them).
     invocations: int
     continuations: int
     steps: int
@@ -70,6 +76,9 @@ class RunSummary:
     aws_calls: dict[str, int] = field(default_factory=dict)
     #: where the task's code raised, when it failed so.
     traceback: str | None = None
+    #: every invocation of the run, those of other tasks (children, schedules' runs), schedule
+    #: fires and timer hops included: the numbers its lines count.
+    all_invocations: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
@@ -107,6 +116,19 @@ def handled_on(app: Any) -> Handled:
         return handled
 
 
+#: Outcomes of a schedule's fire: it starts a run (another task), or skips.
+FIRES = frozenset({Outcome.STARTED, Outcome.SKIPPED})
+
+
+def fire_of(
+    number: int, outcomes: list[tuple[str | None, str]], seconds: float, overran: bool
+) -> InvocationReport | None:
+    """The report of an invocation that took only a schedule's fire (None: it took more)."""
+    if not outcomes or any(task or outcome not in FIRES for task, outcome in outcomes):
+        return None
+    return InvocationReport(number, outcomes[-1][1], 0, 0, 0, seconds, overran, fire=True)
+
+
 def kept_status(outcomes: list[tuple[str | None, str]], task_id: str) -> bool:
     """Whether these outcomes left ``task_id``'s status and waiters unchanged."""
     return all(outcome in KEEPS_STATUS for handled, outcome in outcomes if handled == task_id)
@@ -130,7 +152,12 @@ def invocation_of(
 
 
 def summary_of(
-    record: TaskRecord, counter: CallCounter, *, overruns: int, seconds: float
+    record: TaskRecord,
+    counter: CallCounter,
+    *,
+    overruns: int,
+    seconds: float,
+    all_invocations: int = 0,
 ) -> RunSummary:
     """A run's summary from the task's record and the AWS calls ``counter`` counted."""
     return RunSummary(
@@ -151,6 +178,7 @@ def summary_of(
         scheduler_calls=counter.total("scheduler"),
         aws_calls=dict(sorted(counter.calls.items())),
         traceback=record.error.traceback if record.error else None,
+        all_invocations=all_invocations,
     )
 
 

@@ -29,6 +29,7 @@ from continuum._local.lambda_emulation import ACCOUNT, REGION, LocalLambdaContex
 from continuum._local.reports import (
     InvocationReport,
     RunSummary,
+    fire_of,
     handled_on,
     invocation_of,
     kept_status,
@@ -414,7 +415,8 @@ class LocalRuntime:
         after = self.record(run.task_id)
         if on_invocation is not None:
             on_invocation(
-                self._other(handled, run.task_id, seconds, overran)
+                fire_of(self.invocations, handled, seconds, overran)
+                or self._other(handled, run.task_id, seconds, overran)
                 or invocation_of(self.invocations, run.before, after, seconds, overran)
             )
         run.before, run.stale = after, False
@@ -437,6 +439,9 @@ class LocalRuntime:
         self._seen[ran[0]] = after
         inv.task_id, inv.task_name = ran[0], after.task_name
         inv.index = after.parent.index if after.parent is not None else None
+        if after.parent is None:  # not a child: a schedule's run, named {schedule}-{time}
+            names = [n for n in self.app.registry.schedules if ran[0].startswith(f"{n}-")]
+            inv.schedule = max(names, key=len, default=None)
         return inv
 
     def next_due(self) -> float | None:
@@ -454,7 +459,13 @@ class LocalRuntime:
 
     def summary(self, record: TaskRecord, *, overruns: int = 0, seconds: float = 0.0) -> RunSummary:
         """A run's summary from the task's record and the calls counted so far."""
-        return summary_of(record, self.counter, overruns=overruns, seconds=seconds)
+        return summary_of(
+            record,
+            self.counter,
+            overruns=overruns,
+            seconds=seconds,
+            all_invocations=self.invocations,
+        )
 
 
 class _NextFire:

@@ -26,17 +26,20 @@ worker's save is refused and it stops (412).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from continuum._define.recurring import run_task_id
 from continuum._local.runtime import event_record
 from continuum._local.shutdown import InvocationContext, Shutdown
 from continuum._local.worker_defaults import DEFAULT_GRACE_S, POLL_WAIT_S
-from continuum._record.continuation import peek_task_id
+from continuum._record.continuation import is_schedule_fire, peek_task_id
 from continuum._worker.sqs_batch import LambdaContext, logger
 from continuum.backends.queue import ContinuationQueue, QueueError, QueueMessage
 
@@ -90,6 +93,21 @@ class Processed:
     task_id: str | None
     failed: bool
     seconds: float
+    #: the recurring schedule whose fire it was (``task_id``: the run it starts), or None.
+    schedule: str | None = None
+
+
+def peek_message(body: str) -> tuple[str | None, str | None]:
+    """The schedule a message is a fire of (None: a continuation) and the task it names: a
+    fire names the run it starts (None when its body is not one a fire sends)."""
+    if not is_schedule_fire(body):
+        return None, peek_task_id(body)
+    try:
+        fire = json.loads(body)
+        scheduled = datetime.strptime(fire["at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return str(fire["schedule"]), run_task_id(str(fire["schedule"]), scheduled)
+    except (ValueError, TypeError, KeyError):
+        return None, None
 
 
 class QueueWorker:
@@ -195,7 +213,7 @@ class QueueWorker:
 
     def _invoke(self, source: QueueSource, index: int, message: QueueMessage) -> None:
         started = time.monotonic()
-        task_id = peek_task_id(message.body)
+        schedule, task_id = peek_message(message.body)
         self._running[source.name, index] = task_id or message.message_id
         failed = True
         try:
@@ -215,7 +233,8 @@ class QueueWorker:
         finally:
             self._running[source.name, index] = None
         if self.on_processed is not None:
-            self.on_processed(Processed(source.name, task_id, failed, time.monotonic() - started))
+            seconds = time.monotonic() - started
+            self.on_processed(Processed(source.name, task_id, failed, seconds, schedule))
 
     def _release(self, source: QueueSource, message: QueueMessage) -> None:
         """Give back a message received after the stop: visible again at once."""

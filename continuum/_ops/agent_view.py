@@ -44,6 +44,8 @@ class AgentEvent(BaseModel):
     result: Any = None
     #: an approval's answer: "approved", "denied" or "waiting".
     decision: str | None = None
+    #: what the person who answered an approval said with it (the model reads it).
+    comment: str | None = None
     #: the error, when the step failed.
     error: str | None = None
 
@@ -112,6 +114,8 @@ def _approval(
         approved = isinstance(result, dict) and result.get("approved") is True
         event.decision = "approved" if approved else "denied"
         event.result = result
+        comment = result.get("message") if isinstance(result, dict) else None
+        event.comment = comment if isinstance(comment, str) and comment else None
 
 
 def _walk(entries: list[JournalEntry], path: str) -> Iterator[tuple[str, JournalEntry]]:

@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from continuum._base.callback_links import CallbackLinks
 from continuum._ops.agent_view import AgentEvent, agent_events
 from continuum._ops.prices import dollars
-from continuum._ops.status import unstarted_hint
+from continuum._ops.status import WaitingFor, shown_waiter, unstarted_hint
 from continuum._record.codec import parse_record, unpack_blob
 from continuum._record.history import InvocationRun, RunOutcome, Usage
 from continuum._record.model import (
@@ -30,7 +31,6 @@ from continuum._record.model import (
     check_task_id,
 )
 from continuum._record.persistence import Records
-from continuum._record.waiting_for import Waiter
 from continuum._worker.wake import waiting_for
 from continuum.backends.store import NoSuchKey
 from continuum.errors import ContinuumError, RecordNotFoundError
@@ -90,7 +90,8 @@ class TaskView(BaseModel):
     finished_at: datetime | None = None
     result: Any = None
     error: ErrorInfo | None = None
-    waiting_for: list[Waiter] = Field(default_factory=list)
+    #: what it waits for, each open callback with its link when the app has links on.
+    waiting_for: list[WaitingFor] = Field(default_factory=list)
     #: why a task that has never run is not running, and what to do (``TaskStatus.hint``).
     hint: str | None = None
     state: Any = None
@@ -106,8 +107,16 @@ class TaskView(BaseModel):
     agent: list[AgentEvent] = Field(default_factory=list)
 
 
-def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERSIONS) -> TaskView:
-    """The view of ``task_id`` from its record and up to ``versions`` earlier versions.
+def inspect_task(
+    records: Records,
+    task_id: str,
+    *,
+    versions: int = DEFAULT_VERSIONS,
+    links: CallbackLinks | None = None,
+) -> TaskView:
+    """The view of ``task_id`` from its record and up to ``versions`` earlier versions; each
+    open callback has its link when ``links`` is given and has a signing key (as
+    ``Client.status`` shows it).
 
     Raises:
         RecordNotFoundError: no such task.
@@ -127,7 +136,7 @@ def inspect_task(records: Records, task_id: str, *, versions: int = DEFAULT_VERS
         finished_at=record.finished_at,
         result=record.result,
         error=record.error,
-        waiting_for=waiting_for(record),
+        waiting_for=[shown_waiter(record, w, links) for w in waiting_for(record)],
         hint=unstarted_hint(record, records.inbox),
         state=record.state,
         counters=record.counters,

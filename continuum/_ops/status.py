@@ -90,7 +90,7 @@ def task_status(
     status = TaskStatus.model_validate(
         record.model_dump(include=set(TaskStatus.model_fields) - derived)
     )
-    status.waiting_for = [_shown(record, waiter, links) for waiter in waiting_for(record)]
+    status.waiting_for = [shown_waiter(record, waiter, links) for waiter in waiting_for(record)]
     status.parent = record.parent.task_id if record.parent else None
     if record.children:
         status.children = children_summary(record, inbox)
@@ -129,7 +129,8 @@ def unstarted_hint(record: TaskRecord, inbox: Inbox) -> str | None:
     )
 
 
-def _shown(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> WaitingFor:
+def shown_waiter(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> WaitingFor:
+    """``waiter`` as a person sees it: a callback's with its link, when ``links`` can sign one."""
     shown = WaitingFor.model_validate(waiter.model_dump())
     token = (waiter.id or "").rpartition(".")[2]
     callback = record.callbacks.get(token) if waiter.kind == WaitKind.CALLBACK else None

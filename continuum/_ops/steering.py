@@ -119,7 +119,10 @@ class Steering:
                 task_id=task_id,
                 hint="`continuum resume` sends a suspended or waiting task's continuation",
             )
-        failed = record.error.step if record.error else None
+        # The error names the step by its path from the task; its journal entry by its key.
+        failed = (
+            record.error.step.rpartition("/")[2] if record.error and record.error.step else None
+        )
         singles = {batch.prefix for batch in record.children if batch.single}
         children = reopen_failed(record.journal, failed, singles, record.error)
         # Its failed children first: the parent, running again, then waits for their ends.

@@ -238,6 +238,7 @@ class Claim:
         record.status = status
         record.error = error
         record.lease = None
+        record.suspend_reason = None  # it no longer waits: the status says how it ended
         end_recovery(record)
         record.finished_at = utcnow()
         if status != Status.SUCCEEDED:

@@ -155,6 +155,7 @@ class DeadLetters:
         record.error = dead_lettered(record, message, delivery)  # names the lease it ends
         record.status = Status.FAILED
         record.lease = None
+        record.suspend_reason = None
         record.finished_at = utcnow()
         request = self.records.inbox.close_to_cancel(record.task_id)
         if request is not None:  # a cancel accepted before this finish wins, as in endings

@@ -42,6 +42,9 @@ from continuum.cli.common import (
 WATCH_EVERY_S = 0.3
 #: Seconds the dev server waits beyond the worker's grace period before it kills it.
 KILL_AFTER_S = 3.0
+#: A worker process killed this soon after its start is not started again by itself (a loop of
+#: kills, such as the OOM killer at each start, waits for a change to the app instead).
+RESTART_AGAIN_AFTER_S = 10.0
 #: The timeline pages' default port (the stack's endpoint takes the next one).
 UI_PORT = 5050
 #: Ports that browsers refuse to open (Chromium's restricted ports, which Firefox's list
@@ -270,11 +273,13 @@ class _WorkerProcess:
         self.env = env
         self.process: subprocess.Popen[bytes] | None = None
         self.reported = False
+        self.started_at = 0.0
 
     def start(self) -> None:
         # The command is this interpreter running continuum's own CLI, built above.
         self.process = subprocess.Popen(self.command, env=self.env, start_new_session=True)  # noqa: S603
         self.reported = False
+        self.started_at = time.monotonic()
 
     def stop(self, grace_s: float) -> None:
         """SIGTERM: its tasks suspend within the grace period; killed if it takes longer."""
@@ -294,12 +299,37 @@ class _WorkerProcess:
             self.process.kill()
 
     def report_exit(self) -> None:
-        """Say once that the worker exited by itself (say, the app failed to import)."""
-        if self.process is None or self.reported or self.process.poll() is None:
+        """Say once why the worker process ended by itself. Killed by a signal (kill -9, the
+        OOM killer), it is started again, as Lambda would run the next invocation, unless it
+        was killed again soon after a start; exited (the app failed to import, say), it
+        waits for a change to the app's files."""
+        process = self.process
+        if process is None or self.reported or process.poll() is None:
             return
         self.reported = True
+        code = process.returncode
+        if code >= 0:
+            print(
+                f"continuum dev: the worker process exited with code {code} (its output above "
+                "says why); it starts again when a .py file changes",
+                flush=True,
+            )
+            return
+        try:
+            killed = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            killed = f"killed by signal {-code}"
+        if time.monotonic() - self.started_at < RESTART_AGAIN_AFTER_S:
+            print(
+                f"continuum dev: the worker process was {killed} again within "
+                f"{RESTART_AGAIN_AFTER_S:g} s of its start; it starts again when a .py file "
+                "changes",
+                flush=True,
+            )
+            return
         print(
-            f"continuum dev: the workers exited (code {self.process.returncode}); fix the app, "
-            "and they restart when a file changes",
+            f"continuum dev: the worker process was {killed}; starting it again (the records "
+            "fence what it was running: its tasks continue)",
             flush=True,
         )
+        self.start()

@@ -17,8 +17,11 @@ def show_summary(summary: RunSummary, *, json_line: bool) -> None:
     """What the run took, each figure after its name: invocations, timer hops, turns, steps,
     AWS calls and wall time (and the JSON line)."""
     calls = ", ".join(f"{k} {v}" for k, v in summary.aws_calls.items())
+    others = summary.all_invocations - summary.invocations - summary.hops
+    # The lines count every invocation; the task's own figures come first.
+    besides = f"  other invocations {others} (other tasks, schedule fires)" if others > 0 else ""
     print(
-        f"\ninvocations {summary.invocations}  timer hops {summary.hops}  "
+        f"\ninvocations {summary.invocations}{besides}  timer hops {summary.hops}  "
         f"continuations {summary.continuations}  turns {summary.turns}  "
         f"steps executed {summary.steps}  steps replayed {summary.steps_replayed}  "
         f"overruns {summary.overruns}\n"
@@ -43,10 +46,17 @@ class InvocationPrinter:
             self.hops += 1
             return
         self.flush()
-        why = status_words(inv.status, inv.reason)
         flag = "  OVERRAN" if inv.overran else ""
+        if inv.fire:
+            took = {"schedule-started": "started its run", "schedule-skipped": "skipped"}
+            what = took.get(inv.status, inv.status)
+            print(f"invocation {inv.number:>3}  a schedule's fire: {what}{flag}", flush=True)
+            return
+        why = status_words(inv.status, inv.reason)
         child = ""
-        if inv.task_id is not None:  # a child task ran in this invocation
+        if inv.schedule is not None:  # a schedule's run ran in this invocation
+            child = f"  schedule {inv.schedule}'s run {inv.task_id}"
+        elif inv.task_id is not None:  # a child task ran in this invocation
             index = f"[{inv.index}]" if inv.index is not None else ""
             child = f"  child {inv.task_name}{index}"
         print(

@@ -17,6 +17,7 @@ from continuum.cli.common import CliError, Stack, add_stack_options
 
 if TYPE_CHECKING:
     from continuum._ops.inspection import TaskView
+    from continuum._ops.status import TaskSummary
 
 #: The most characters of the state ``inspect`` prints (``--json`` prints all of it).
 STATE_CHARS = 2000
@@ -74,7 +75,8 @@ def register(commands: Any) -> None:
         "fork",
         help="start a new task from any past checkpoint of a task",
         description="Start task NEW_ID from a stored version of TASK_ID's record (bucket "
-        "versioning): continuum inspect lists the versions; 'latest' takes the current one.",
+        "versioning): continuum inspect TASK_ID --json lists them (checkpoints[].version_id); "
+        "'latest' takes the current one.",
     )
     fork.add_argument("task_id", metavar="TASK_ID")
     fork.add_argument("--at", required=True, metavar="VERSION", help="a version id, or latest")
@@ -113,20 +115,30 @@ def cmd_list(args: argparse.Namespace) -> int:
         for task in tasks:
             print(task.model_dump_json())
         return 0
-    print(f"{'TASK ID':34} {'TASK':16} {'STATUS':10} {'TURN':>5} {'INV':>5}  UPDATED")
+    print("\n".join(list_lines(tasks)))
+    return 0
+
+
+def list_lines(tasks: list[TaskSummary]) -> list[str]:
+    """``continuum list`` as text: a header and a line per task, each column as wide as its
+    widest value (a child's id is its parent's and more)."""
+    ids = max([len("TASK ID"), 34, *(len(t.task_id) for t in tasks)])
+    names = max([len("TASK"), 16, *(len(t.task_name) for t in tasks)])
+    lines = [f"{'TASK ID':{ids}} {'TASK':{names}} {'STATUS':10} {'TURN':>5} {'INV':>5}  UPDATED"]
     for t in tasks:
-        print(
-            f"{t.task_id:34} {t.task_name:16} {t.status.value:10} {t.turn:>5} "
+        lines.append(
+            f"{t.task_id:{ids}} {t.task_name:{names}} {t.status.value:10} {t.turn:>5} "
             f"{t.invocations:>5}  {t.updated_at:%Y-%m-%d %H:%M:%S}"
         )
-    return 0
+    return lines
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from continuum._ops.inspection import inspect_task
 
+    client = Stack.from_args(args).client()
     view = inspect_task(
-        Stack.from_args(args).client().records, args.task_id, versions=args.versions
+        client.records, args.task_id, versions=args.versions, links=client.settings.links()
     )
     if args.html:
         return _write_timeline(view, args.html)
@@ -235,6 +247,8 @@ def _head_lines(view: TaskView) -> list[str]:
         until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
         ident = f" (id {waiter.id})" if waiter.id else ""
         lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
+        if waiter.url:
+            lines.append(f"    link: {waiter.url}")
         lines.extend(_request_lines(waiter.id, waiter.request))
     return lines
 
@@ -279,7 +293,10 @@ def _agent_lines(view: TaskView) -> list[str]:
                 f"  tool {event.tool}({_short(event.args)}) -> {_short(event.result)}{failed}"
             )
         else:
-            lines.append(f"  approval of {event.tool}({_short(event.args)}): {event.decision}")
+            said = f": {_short(event.comment)}" if event.comment else ""
+            lines.append(
+                f"  approval of {event.tool}({_short(event.args)}): {event.decision}{said}"
+            )
     return lines
 
 

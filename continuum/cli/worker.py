@@ -210,14 +210,19 @@ class Progress:
     def show(self, processed: Any) -> None:
         from datetime import UTC, datetime, timedelta
 
-        from continuum.errors import ContinuumError
+        from continuum.errors import ContinuumError, RecordNotFoundError
 
         began = datetime.now(UTC) - timedelta(seconds=processed.seconds)
+        where = ""  # a failed task's traceback, under its line
+        fired = f"schedule {processed.schedule!r} fired: " if processed.schedule else ""
         if processed.task_id is None:
             line = f"a message that names no task ({processed.source})"
         else:
             try:
                 status = self.client.status(processed.task_id)
+            except RecordNotFoundError as exc:
+                why = "the fire failed" if processed.failed else "the previous run is unfinished"
+                line = f"{fired}no run started ({why})" if fired else f"task {exc.task_id}: {exc}"
             except ContinuumError as exc:
                 line = f"task {processed.task_id}: {exc}"
             else:
@@ -227,7 +232,7 @@ class Progress:
                     return
                 counters = status.counters
                 line = (
-                    f"task {status.task_id} {status.task_name}: {status.status.value}, "
+                    f"{fired}task {status.task_id} {status.task_name}: {status.status.value}, "
                     f"turn {status.turn}, {counters.invocations} invocations, "
                     f"{counters.steps_executed} steps"
                 )
@@ -235,7 +240,10 @@ class Progress:
                     line += f" (suspended: {status.suspend_reason})"
                 if status.error:
                     line += f": {status.error.message}"
+                    if status.error.traceback:
+                        where = "".join(f"\n    {t}" for t in status.error.traceback.splitlines())
         if processed.source != "continuations":
             line = f"{processed.source}: {line}"
         with self.lock:
-            print(f"{time.strftime('%H:%M:%S')} {line} [{processed.seconds:.2f}s]", flush=True)
+            stamp = time.strftime("%H:%M:%S")
+            print(f"{stamp} {line} [{processed.seconds:.2f}s]{where}", flush=True)

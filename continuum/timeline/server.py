@@ -209,7 +209,12 @@ class TimelineServer:
         self, task_id: str, notice: Notice | None, status: HTTPStatus = HTTPStatus.OK
     ) -> Reply:
         try:
-            view = inspect_task(self.client.records, task_id, versions=self.versions)
+            view = inspect_task(
+                self.client.records,
+                task_id,
+                versions=self.versions,
+                links=self.client.settings.links(),
+            )
         except RecordNotFoundError:
             return _message(HTTPStatus.NOT_FOUND, f"no task {task_id!r}")
         served = Served(token=self.token, base=f"/tasks/{quote(task_id, safe='')}")

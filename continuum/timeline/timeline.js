@@ -113,7 +113,7 @@ function agentBox() {
     ? [`model ${e.model || ""}`, e.tool_calls.map((c) => `${c.tool}(${text(c.args)})`).join("\n"),
       e.error || e.text || ""]
     : e.kind === "tool_call" ? [`tool ${e.tool}`, text(e.args), e.error || text(e.result)]
-      : [`approval ${e.tool}`, text(e.args), e.decision]);
+      : [`approval ${e.tool}`, text(e.args), e.comment ? `${e.decision}: ${e.comment}` : e.decision]);
   return el("section", { id: "agent", class: "box" },
     el("h2", {}, `Agent (${events.length})`, " ", el("small", {}, `turn ${T.task.turn}`)),
     table(["", "asked", "answer"], rows, "agent"));
@@ -166,6 +166,7 @@ function waitsBox() {
     el("ul", {}, waits.map((w) => el("li", { class: `waiter waiter-${w.kind}` },
       el("span", {}, waiterText(w)),
       w.id && el("code", { class: w.kind === "callback" ? "callback-id" : "id" }, w.id),
+      w.url && el("a", { class: "callback-link", href: w.url }, "link to answer"),
       w.kind === "callback" && askedBox(w),
       live && w.kind === "callback" && w.id && answerForms(w),
     ))));

@@ -67,6 +67,18 @@ def test_inspect_tells_an_agent_turn_as_model_requests_tool_calls_and_approvals(
     assert agent[-1]["kind"] == "model_request"
 
 
+def test_inspect_and_the_page_show_what_the_person_who_denied_an_approval_said():
+    app = importlib.import_module("samples.support_agent").app
+    with TaskRunner(app) as runner:
+        task = runner.run("support", QUESTION)
+        why = "the teapot was a gift: refund the sender"
+        task.callback("approve.issue_refund").complete({"approved": False, "message": why})
+        view = inspect_task(runner.app.client().records, task.task_id)
+    assert f"approval of issue_refund({REFUND}): denied: {why}" in agent_lines(render(view))
+    (approval,) = [e for e in timeline_data(view)["task"]["agent"] if e["kind"] == "approval"]
+    assert (approval["decision"], approval["comment"]) == ("denied", why)
+
+
 @pytest.mark.slow  # a dev stack or worker in subprocesses: seconds each
 def test_inspect_of_an_agent_task_on_a_stack_shows_the_approval_it_waits_for_then_its_answer():
     from samples.support_agent import app

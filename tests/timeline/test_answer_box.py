@@ -98,3 +98,23 @@ def test_a_wrong_answer_typed_in_is_refused_on_the_page_saying_what_is_expected(
     assert '"digest": "d-1"' in notice
     assert page.runtime.app.client().status(page.task_id).status == "waiting"
     assert page.runtime.invoke_once() is None  # nothing was written, nothing woke the task
+
+
+def test_the_waits_box_links_each_callback_as_its_status_does(quiet, browser):
+    app = Continuum(signing_key="k", callback_url="https://links.example.test")
+
+    @app.task(state=Refund)
+    def refund(ctx: TaskContext[Refund]) -> Any:
+        return ctx.create_callback("approve.refund", request={"order": ctx.state.order}).result()
+
+    runtime = LocalRuntime(app, budget_s=5, backend="memory", virtual_time=True)
+    with runtime.time.running():
+        runtime.run("refund", {"order": "A-2"}, task_id="refund-2")
+        [waiter] = app.client().status("refund-2").waiting_for
+        with TimelineServer(app.client()) as server:
+            browser.open(f"{server.url}tasks/refund-2")
+            links = browser.evaluate(
+                "[...document.querySelectorAll('#waits a.callback-link')].map((a) => a.href)"
+            )
+    assert waiter.url is not None
+    assert links == [waiter.url]

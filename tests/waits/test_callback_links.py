@@ -108,6 +108,27 @@ def test_with_an_endpoint_each_callback_has_its_link(make_runtime, flavour):
     assert "/cb/" not in raw  # derived, not stored
 
 
+def test_inspect_and_the_timeline_page_show_each_callback_link_the_status_shows(
+    make_runtime, flavour
+):
+    from continuum._ops.inspection import inspect_task
+    from continuum.cli.steer import render
+    from continuum.timeline.model import timeline_data
+
+    app, _ = link_app(flavour, signing_key="k", callback_url=BASE)
+    runtime = make_runtime(app)
+    with runtime.time.running():
+        waiting = runtime.run("review", {})
+        client = app.client()
+        urls = [w.url for w in client.status(waiting.task_id).waiting_for]
+        view = inspect_task(client.records, waiting.task_id, links=client.settings.links())
+    assert all(urls)
+    assert [w.url for w in view.waiting_for] == urls
+    assert [w["url"] for w in timeline_data(view)["task"]["waiting_for"]] == urls
+    text = render(view)
+    assert all(f"link: {url}" in text for url in urls)
+
+
 def test_the_environment_names_the_endpoint(make_runtime, monkeypatch, flavour):
     monkeypatch.setenv("CONTINUUM_CALLBACK_URL", BASE)
     app, seen = link_app(flavour, signing_key="k")
