@@ -91,6 +91,17 @@ def count(text: str) -> int:
 JSON_SOURCES = "as JSON; @FILE reads it from a file, - from standard input"
 
 
+#: Control characters a terminal acts on (escape sequences, carriage returns), written as
+#: escapes: what a task wrote (its error, its result, a tool's arguments) is shown, not obeyed.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), *range(127, 160)) if c not in (9, 10)}
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with the control characters a terminal would act on escaped (tabs and line
+    breaks kept)."""
+    return text.translate(_CONTROLS)
+
+
 def parse_input(text: str, *, flag: str = "--input") -> Any:
     """The value of a JSON flag (``--input`` by default), or a one-line error. ``@FILE`` reads
     the JSON from a file and ``-`` from standard input, so that a large value need not pass
@@ -104,6 +115,11 @@ def parse_input(text: str, *, flag: str = "--input") -> Any:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise CliError(f"{flag} {text}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise CliError(
+                f"{flag} {text}: {path} is not UTF-8 text (JSON is UTF-8; a shell's redirect "
+                "may have written UTF-16: save it as UTF-8)"
+            ) from None
         source = f"{flag} @{path}"
     try:
         return json.loads(text)

@@ -112,11 +112,13 @@ def print_result(
     status: str, task_id: str, result: Any, error: str | None, traceback: str | None = None
 ) -> None:
     """How the task ended: its status, then its result, or its error and where it raised."""
+    from continuum.cli.common import terminal_safe
+
     print(f"\n{status} task {task_id}")
     if result is not None:
-        print(result if isinstance(result, str) else json.dumps(result))
+        print(terminal_safe(result) if isinstance(result, str) else json.dumps(result))
     if error:
-        print(f"error: {error}")
+        print(f"error: {terminal_safe(error)}")
     if traceback:
-        print(traceback)
+        print(terminal_safe(traceback))
     sys.stdout.flush()

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from continuum.cli.common import CliError, Stack, add_stack_options
+from continuum.cli.common import CliError, Stack, add_stack_options, terminal_safe
 
 if TYPE_CHECKING:
     from continuum._ops.inspection import TaskView
@@ -115,7 +115,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for task in tasks:
             print(task.model_dump_json())
         return 0
-    print("\n".join(list_lines(tasks)))
+    print(terminal_safe("\n".join(list_lines(tasks))))
     return 0
 
 
@@ -145,7 +145,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(view.model_dump_json(indent=1))
         return 0
-    print(render(view))
+    print(terminal_safe(render(view)))
     return 0
 
 

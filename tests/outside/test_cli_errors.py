@@ -78,3 +78,17 @@ def test_a_negative_count_of_versions_to_inspect_is_refused_in_one_line(stack_en
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert "argument --versions: must be zero or a positive whole number, got '-5'" in line
+
+
+def test_what_a_task_wrote_is_shown_on_a_terminal_not_obeyed(capsys):
+    """An error, a result or a traceback holding escape sequences (a line erased, the
+    clipboard written) prints them as escapes: the error line still reads as the error."""
+    from continuum.cli.run_output import print_result
+
+    print_result(
+        "failed", "t-1", "\x1b]52;c;aGk=\x07done", "boom\x1b[2K\rtask ok", "Traceback\x1b[1A\n"
+    )
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\r" not in out
+    assert "error: boom\\x1b[2K\\x0dtask ok" in out

@@ -103,3 +103,13 @@ def test_every_json_flag_says_it_takes_a_file_or_standard_input(command, flag):
     text = cli(*command[:1], *(["complete"] if command[0] == "callback" else []), "--help",
                env=base_env()).stdout  # fmt: skip
     assert "@FILE reads it from a file, - from standard input" in " ".join(text.split()), flag
+
+
+def test_a_json_file_that_is_not_utf8_is_a_one_line_error(tmp_path):
+    """A shell's redirect on Windows writes UTF-16: a clear error, no traceback."""
+    from continuum.cli.common import CliError, parse_input
+
+    source = tmp_path / "input.json"
+    source.write_text('{"n": 1}', encoding="utf-16")
+    with pytest.raises(CliError, match="is not UTF-8 text"):
+        parse_input(f"@{source}")
