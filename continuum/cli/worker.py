@@ -19,6 +19,7 @@ from continuum.cli.common import (
     count,
     grace_seconds,
     load_app,
+    terminal_safe,
 )
 
 if TYPE_CHECKING:
@@ -246,4 +247,5 @@ class Progress:
             line = f"{processed.source}: {line}"
         with self.lock:
             stamp = time.strftime("%H:%M:%S")
-            print(f"{stamp} {line} [{processed.seconds:.2f}s]{where}", flush=True)
+            said = terminal_safe(f"{line} [{processed.seconds:.2f}s]{where}")
+            print(f"{stamp} {said}", flush=True)
