@@ -62,6 +62,29 @@ def utcnow() -> datetime:
     return datetime.now(UTC) if source is None else source.now_utc()
 
 
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` (a retry's backoff, a short sleep): on the running virtual clock, a
+    jump of it (a test does not wait in real time for what it reads as virtual); else
+    ``time.sleep``."""
+    advance = getattr(_top, "advance", None)
+    if advance is None:
+        time.sleep(seconds)
+    else:
+        advance(seconds)
+
+
+async def sleep_async(seconds: float) -> None:
+    """``sleep``, awaited: a jump of the running virtual clock, else ``asyncio.sleep``."""
+    import asyncio
+
+    advance = getattr(_top, "advance", None)
+    if advance is None:
+        await asyncio.sleep(seconds)
+    else:
+        advance(seconds)
+        await asyncio.sleep(0)
+
+
 def run(source: VirtualClock) -> None:
     """``source`` is the clock from now on (until :func:`stop`)."""
     global _top

@@ -21,7 +21,6 @@ import contextvars
 import functools
 import inspect
 import threading
-import time
 import types
 import typing
 import weakref
@@ -31,6 +30,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast
 
 from pydantic import TypeAdapter
 
+from continuum._base import clock
 from continuum._define.callbacks import Callback
 from continuum._record.waiting_for import Duration, Signal
 from continuum.errors import ConfigurationError, ContinuumError
@@ -192,7 +192,7 @@ class Step(Generic[P, R]):
             except Exception as exc:
                 if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
                     raise
-                time.sleep(self.options.backoff_s * 2 ** (attempt - 1))
+                clock.sleep(self.options.backoff_s * 2 ** (attempt - 1))
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         runner = active_runner.get()
@@ -239,7 +239,6 @@ class AsyncStep(Step[P, R]):
 
     async def run_nested_async(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Awaited inside another step: part of its work, as :meth:`Step.run_nested`."""
-        import asyncio
 
         attempt = 0
         while True:
@@ -249,7 +248,7 @@ class AsyncStep(Step[P, R]):
             except Exception as exc:
                 if not isinstance(exc, self.options.retry_on) or attempt > self.options.retries:
                     raise
-                await asyncio.sleep(self.options.backoff_s * 2 ** (attempt - 1))
+                await clock.sleep_async(self.options.backoff_s * 2 ** (attempt - 1))
 
 
 def make_step(fn: Callable[P, R], options: StepOptions) -> Step[P, R]:

@@ -20,6 +20,7 @@ import inspect
 from collections.abc import Coroutine
 from typing import Any
 
+from continuum._base import clock
 from continuum._define.steps import AsyncStep, Step
 from continuum._steps.attempts import Attempts, Sleep
 from continuum._steps.signals import Preempted
@@ -93,7 +94,7 @@ class AsyncStepCaller:
                         break
                 elif isinstance(command, Sleep):
                     try:
-                        await asyncio.sleep(command.seconds)
+                        await clock.sleep_async(command.seconds)
                     except BaseException as exc:  # cancelled: through the attempts' finally
                         command = live.throw(exc)
                     else:

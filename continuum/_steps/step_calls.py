@@ -11,9 +11,9 @@ of an attempt that does not return is in ``attempt_endings.py``.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from continuum._base import clock
 from continuum._base.clock import now_s
 from continuum._base.json_values import from_json
 from continuum._define.steps import Step
@@ -73,7 +73,7 @@ class StepCaller:
                 elif isinstance(command, Sleep):
                     try:
                         with state.unlocked():
-                            time.sleep(command.seconds)
+                            clock.sleep(command.seconds)
                     except BaseException as exc:  # it leaves through the attempts' finally
                         command = live.throw(exc)
                     else:

@@ -14,10 +14,9 @@ takes the same; a signal's key also goes to ``record.signals_taken``, so no late
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import TYPE_CHECKING, Any
 
+from continuum._base import clock
 from continuum._base.clock import now_s
 from continuum._define import callbacks
 from continuum._define.callbacks import Callback
@@ -79,7 +78,7 @@ class WaitCaller:
             if short is not None:  # slept in place
                 entry, seconds = short
                 with self.state.unlocked():
-                    time.sleep(seconds)
+                    clock.sleep(seconds)
                 self._done(entry)
 
     async def sleep_async(self, duration: Duration, name: str | None) -> None:
@@ -89,7 +88,7 @@ class WaitCaller:
             short = self._sleep(duration, name)
         if short is not None:
             entry, seconds = short
-            await asyncio.sleep(seconds)
+            await clock.sleep_async(seconds)
             with self.state.lock:
                 self._done(entry)
 

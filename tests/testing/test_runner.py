@@ -259,3 +259,62 @@ def test_advance_needs_the_virtual_clock():
     app, _ = shop()
     with TaskRunner(app, virtual_time=False) as runner, pytest.raises(ConfigurationError):
         runner.advance(1)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_backoff_and_a_short_sleep_pass_on_the_virtual_clock_not_in_real_time(
+    flavour, monkeypatch
+):
+    """A retry's backoff that fits in the invocation (ten minutes) and a half-second sleep
+    move the TaskRunner's virtual clock; nothing sleeps in real time for them."""
+    import asyncio
+    import time as real_time
+
+    slept: list[float] = []
+    real_sleep, real_async_sleep = real_time.sleep, asyncio.sleep
+
+    def counted_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        real_sleep(min(seconds, 0.01))
+
+    async def counted_async_sleep(seconds: float, *args: object) -> None:
+        slept.append(seconds)
+        await real_async_sleep(0)
+
+    monkeypatch.setattr(real_time, "sleep", counted_sleep)
+    monkeypatch.setattr(asyncio, "sleep", counted_async_sleep)
+    app, starts = Continuum(), []
+
+    if flavour == "sync":
+
+        @app.step(retries=1, backoff_s=600)
+        def flaky() -> str:
+            starts.append(real_time.time())
+            if len(starts) == 1:
+                raise ConnectionError("down")
+            return "up"
+
+        @app.task(state=Empty)
+        def job(ctx: TaskContext[Empty]) -> str:
+            ctx.sleep(0.5, name="blink")
+            return flaky()
+
+    else:
+
+        @app.step(retries=1, backoff_s=600)
+        async def flaky() -> str:
+            starts.append(real_time.time())
+            if len(starts) == 1:
+                raise ConnectionError("down")
+            return "up"
+
+        @app.task(state=Empty)
+        async def job(ctx: TaskContext[Empty]) -> str:
+            await ctx.sleep_async(0.5, name="blink")
+            return await flaky()
+
+    with TaskRunner(app) as runner:
+        handle = runner.run("job", {})
+        assert (handle.status, handle.result) == ("succeeded", "up")
+    assert starts[1] - starts[0] >= 600  # on the virtual clock
+    assert not [s for s in slept if s >= 0.5], slept
