@@ -102,8 +102,9 @@ class StepStarted:
 
 @dataclass(frozen=True, slots=True)
 class StepEnded:
-    """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused`` or
-    ``preempted``; ``error_type`` names what it raised."""
+    """An attempt of a live step ended: ``ok``, ``failed``, ``retry``, ``paused``,
+    ``preempted`` or ``cancelled`` (its asyncio task was cancelled: nothing is recorded, and a
+    later call runs it again); ``error_type`` names what it raised."""
 
     task_id: str
     key: str

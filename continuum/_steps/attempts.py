@@ -20,6 +20,7 @@ suspended, preempted, paused: ``attempt_endings``). A sync task's driver
 from __future__ import annotations
 
 import inspect
+from asyncio import CancelledError
 from collections.abc import Generator
 from typing import Any, TypeAlias
 
@@ -110,6 +111,10 @@ def attempts(
             took = round(state.clock() - started, 6)
             state.log_step(key, wall, took, attempt, "preempted", name=step.name)
             raise preempted(state, key, stats, started) from None
+        except CancelledError:  # its asyncio task was cancelled mid-attempt: nothing recorded
+            took = round(state.clock() - started, 6)
+            state.log_step(key, wall, took, attempt, "cancelled", name=step.name)
+            raise
         except Paused as pause:
             unmark(state, pending)
             raise paused(

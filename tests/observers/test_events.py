@@ -308,3 +308,30 @@ def test_a_batch_that_completes_early_ends_the_items_and_waits_it_no_longer_need
     waits = {e.key: e.outcome for e in seen.of(WaitEnded)}
     assert sorted(waits) == sorted(e.key for e in seen.of(WaitStarted))
     assert waits == {"race#0/0/short#0": "ok", "race#0/1/long#0": "abandoned"}
+
+
+def test_an_async_step_cancelled_mid_attempt_ends_cancelled(make_runtime):
+    """``asyncio.wait_for`` gives up on a slow step: its attempt ends ``cancelled`` (nothing
+    recorded, so it runs again if called again), not left open."""
+    import asyncio
+
+    app, seen = Continuum(), Recorder()
+    app.observe(seen)
+
+    @app.step
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    @app.task(state=Empty)
+    async def impatient(ctx: TaskContext[Empty]) -> str:
+        try:
+            return await asyncio.wait_for(slow(), timeout=0.05)
+        except TimeoutError:
+            return "gave up"
+
+    summary = make_runtime(app).run("impatient", {})
+    assert summary.status == "succeeded"
+    (started,) = seen.of(StepStarted)
+    (ended,) = seen.of(StepEnded)
+    assert (ended.key, ended.attempt, ended.outcome) == (started.key, 1, "cancelled")
