@@ -4,7 +4,9 @@ One trace per task across all its invocations, whatever process runs them: the t
 the ids of the spans that outlive an invocation (the task's root, a step whose attempts span
 invocations, a wait, a child context) derive from the task's stack (bucket and prefix) and
 id, so every invocation names them alike without talking to the others. Such a span is sent
-once, when it ends, with its true start time (from the events, which read it from the record);
+once, when it ends and a write of the record holds what it ended (``operations_saved``, or the
+invocation's end; never by a worker fenced at its end), with its true start time (from the
+events, which read it from the record);
 a replayed step, wait or context sends nothing. What is still open when an invocation ends (a
 wait, a step whose retry waits) is sent as a span of that invocation with status UNSET.
 
@@ -22,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,6 +51,7 @@ from continuum._define.events import (
     InvocationEnded,
     InvocationStarted,
     OperationEnded,
+    OperationsSaved,
     OperationStarted,
     StepEnded,
     StepStarted,
@@ -67,6 +71,8 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.OK)
 #: Outcomes of an invocation that end its span with status ERROR.
 _FAILED_OUTCOMES = ("failed", "crashed")
+#: The outcome of an invocation whose record another worker took meanwhile.
+_FENCED = "fenced"
 Naming = Literal["continuum", "aws"]
 
 
@@ -343,6 +349,22 @@ class _TaskTrace:
     finished: TaskFinished | None = None
     #: times ``client.retry`` ran the task again: every span id names its run
     retries: int = 0
+    #: the Lambda request id of the invocation that runs here (the lease's owner)
+    request_id: str | None = None
+    #: spans that ended, with their end time (ns), sent when a write of the record holds
+    #: them: a worker that dies before it sends none of what its redo sends again
+    held: deque[tuple[Span, int]] = field(default_factory=deque)
+
+    def hold(self, span: Span, end: int) -> None:
+        """End ``span`` at ``end`` once the record's next write holds what it ended."""
+        self.held.append((span, end))
+
+    def send_held(self) -> None:
+        """End (send) the spans a write of the record now holds."""
+        held = self.held
+        while held:  # popleft is atomic: a map item's thread may hold one meanwhile
+            span, end = held.popleft()
+            span.end(end_time=end)
 
     def span_id(self, *names: object) -> int:
         """The id of the span ``names`` name in this run of the task."""
@@ -492,7 +514,7 @@ class Tracing(Observer):
         )
         if status is not None:
             span.set_status(status)
-        span.end(end_time=_ns(max(end, start)))
+        task.hold(span, _ns(max(end, start)))
 
     def _context_span(self, task: _TaskTrace, turn: int, path: str) -> int:
         """The span of the child context at ``path`` (the root for the turn itself)."""
@@ -554,6 +576,7 @@ class Tracing(Observer):
             created_at=created,
             invocation_number=event.number,
             retries=event.retries,
+            request_id=event.request_id,
         )
         with self._lock:
             self._tasks[event.task_id] = task
@@ -580,12 +603,22 @@ class Tracing(Observer):
         task.invocation_links = [
             Link(task.invocation.get_span_context(), words.link(event.request_id))
         ]
+        task.send_held()  # the crash report: the claim's write holds it
         self._log_keys(task.invocation)
 
     def invocation_ended(self, event: InvocationEnded) -> None:
         with self._lock:
-            task = self._tasks.pop(event.task_id, None)
-        if task is None or task.invocation is None:
+            task = self._tasks.get(event.task_id)
+            if task is None or task.request_id != event.request_id:
+                return  # a stale worker's end: the state is the next worker's (or gone)
+            del self._tasks[event.task_id]
+        if task.invocation is None:
+            return
+        if event.outcome == _FENCED:
+            # Another worker holds the task and reports this invocation as crashed, under
+            # this one's ids: what it did is not in the record, and is never sent.
+            task.held.clear()
+            self._log_keys(None)
             return
         ended = max(event.ended_at, event.started_at)
         for span in task.attempts.values():  # an attempt cut off by a control-flow unwind
@@ -603,7 +636,13 @@ class Tracing(Observer):
         span.end(end_time=_ns(ended))
         if task.finished is not None:
             self._send_root(task, task.finished, ended)
+        task.send_held()  # the hold's last write is done
         self._log_keys(None)
+
+    def operations_saved(self, event: OperationsSaved) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is not None:
+            task.send_held()
 
     def _send_open(self, task: _TaskTrace, ended: float) -> None:
         """Send what is open as the invocation ends (a wait, a step whose retry waits) as a
@@ -710,7 +749,7 @@ class Tracing(Observer):
                 span.set_status(Status(StatusCode.ERROR, f"{event.error_type}: {event.error}"))
             elif outcome == "ok":
                 span.set_status(_OK)
-            span.end(end_time=_ns(event.ended_at))
+            task.hold(span, _ns(event.ended_at))
             self._log_keys(task.invocation)
         if outcome not in ("ok", "failed"):
             return  # the step goes on: its span is sent when it ends
