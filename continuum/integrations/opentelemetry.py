@@ -71,6 +71,8 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.OK)
 #: Outcomes of an invocation that end its span with status ERROR.
 _FAILED_OUTCOMES = ("failed", "crashed")
+#: Outcomes of a wait, context or operation that end its span with no status (UNSET).
+_UNSET_OUTCOMES = ("cancelled",)
 #: The outcome of an invocation whose record another worker took meanwhile.
 _FENCED = "fenced"
 Naming = Literal["continuum", "aws"]
@@ -369,6 +371,16 @@ class _TaskTrace:
     def span_id(self, *names: object) -> int:
         """The id of the span ``names`` name in this run of the task."""
         return run_span_id(self.stack, self.task_id, self.retries, *names)
+
+
+def _status_of(outcome: str, error: str | None) -> Status | None:
+    """The status of a wait, context or operation that ended with ``outcome``: none (UNSET)
+    for one a cancel ended, as for a cancelled task's root."""
+    if outcome == "ok":
+        return _OK
+    if outcome in _UNSET_OUTCOMES:
+        return None
+    return Status(StatusCode.ERROR, error or outcome)
 
 
 def _ns(seconds: float) -> int:
@@ -785,7 +797,6 @@ class Tracing(Observer):
         if task is None:
             return
         task.waits.pop((event.turn, event.key), None)
-        ok = event.outcome == "ok"
         self._emit(
             self._words.wait_name(event.name),
             task,
@@ -801,7 +812,7 @@ class Tracing(Observer):
                 task.retries,
             ),
             attributes=self._words.wait(event.kind, event.key, event.name, event.outcome),
-            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            status=_status_of(event.outcome, event.error),
             links=task.invocation_links,
         )
 
@@ -839,7 +850,6 @@ class Tracing(Observer):
         group = task.groups.pop((event.turn, _holder_path(event.key)), None)
         if group is None or not group.touched:
             return  # replayed: nothing ended inside it here, so it ended before
-        ok = event.outcome == "ok"
         self._emit(
             self._words.operation_name(event.kind, event.name),
             task,
@@ -848,6 +858,6 @@ class Tracing(Observer):
             parent=self._holder_span(task, event.turn, _holder_path(event.key)),
             span_id=group.span_id,
             attributes=self._words.operation(event.kind, event.key, event.name, event.outcome),
-            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            status=_status_of(event.outcome, event.error),
             links=task.invocation_links,
         )
