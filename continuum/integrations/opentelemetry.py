@@ -71,6 +71,16 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.OK)
 #: Outcomes of an invocation that end its span with status ERROR.
 _FAILED_OUTCOMES = ("failed", "crashed")
+#: What an open operation of the record is, by its journal kind: the wait kind (or ``step``).
+_OPEN_KINDS = {
+    "sleep": ("sleep", ""),
+    "callback_result": ("callback", ".result"),
+    "signal": ("signal", ""),
+    "children": ("children", ""),
+    "step": ("step", ""),
+}
+#: The statuses of an operation the record holds that its next invocation goes on with.
+_OPEN_STATUSES = ("started", "pending")
 #: Outcomes of a wait, context or operation that end its span with no status (UNSET).
 _UNSET_OUTCOMES = ("cancelled",)
 #: The outcome of an invocation whose record another worker took meanwhile.
@@ -336,6 +346,8 @@ class _TaskTrace:
     #: when the task was created (or its first invocation started, if earlier)
     created_at: float
     invocation: Span | None = None
+    #: when this invocation claimed the task: what is open in it starts no earlier
+    invocation_started: float = 0.0
     invocation_number: int = 0
     invocation_links: list[Link] = field(default_factory=list)
     #: the root's context, made once: the parent handed to the SDK
@@ -345,6 +357,9 @@ class _TaskTrace:
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
     #: waits reached and not answered in this invocation, by (turn, key)
     waits: dict[tuple[int, str], WaitStarted] = field(default_factory=dict)
+    #: waits and steps the record held open at its last write (some reached, or retried,
+    #: in an earlier invocation), by (turn, key): (kind, name, since, attempts)
+    saved_open: dict[tuple[int, str], tuple[str, str, float, int]] = field(default_factory=dict)
     #: operations made of others entered in this invocation, by (turn, their context's path)
     groups: dict[tuple[int, str], _Group] = field(default_factory=dict)
     #: the task finished in this invocation: its root, sent when the invocation ends
@@ -471,8 +486,10 @@ class Tracing(Observer):
         links: list[Link] | None = None,
     ) -> Span:
         """Start a span of ``task``'s trace under span ``parent`` (None: the trace's root),
-        with id ``span_id`` when given."""
+        with id ``span_id`` when given; nothing starts before its task (a fork's wait, reached
+        in the task it was forked from, starts with the fork)."""
         tracer = self._tracer or self._get_tracer()
+        start = max(start, task.created_at)
         context = Context() if parent is None else self._parent(task, parent)
         ids = self._ids
         if ids is None or (span_id is None and parent is not None):  # the SDK's own ids
@@ -589,6 +606,7 @@ class Tracing(Observer):
             invocation_number=event.number,
             retries=event.retries,
             request_id=event.request_id,
+            invocation_started=event.started_at,
         )
         with self._lock:
             self._tasks[event.task_id] = task
@@ -653,8 +671,16 @@ class Tracing(Observer):
 
     def operations_saved(self, event: OperationsSaved) -> None:
         task = self._tasks.get(event.task_id)
-        if task is not None:
-            task.send_held()
+        if task is None:
+            return
+        task.send_held()
+        since, saved_open = task.invocation_started, {}
+        for op in event.operations:
+            if op.status in _OPEN_STATUSES and op.kind in _OPEN_KINDS:
+                kind, suffix = _OPEN_KINDS[op.kind]
+                name = op.name.removesuffix(suffix)
+                saved_open[op.turn, op.id] = kind, name, op.started_at or since, op.attempt
+        task.saved_open = saved_open
 
     def _send_open(self, task: _TaskTrace, ended: float) -> None:
         """Send what is open as the invocation ends (a wait, a step whose retry waits) as a
@@ -662,11 +688,13 @@ class Tracing(Observer):
         words, invocation = self._words, task.invocation
         assert invocation is not None
         parent = invocation.get_span_context().span_id
+        since = task.invocation_started  # what began earlier shows from this invocation's start
+        self._send_saved_open(task, ended)
         for (turn, key), wait in task.waits.items():
             self._emit(
                 words.wait_name(wait.name),
                 task,
-                start=wait.started_at,
+                start=max(wait.started_at, since),
                 end=ended,
                 parent=parent,
                 span_id=task.span_id("open", turn, key, task.invocation_number),
@@ -677,7 +705,7 @@ class Tracing(Observer):
             self._emit(
                 words.operation_name(started.kind, started.name),
                 task,
-                start=started.started_at,
+                start=max(started.started_at, since),
                 end=ended,
                 parent=parent,
                 span_id=task.span_id(
@@ -692,11 +720,33 @@ class Tracing(Observer):
             self._emit(
                 name,
                 task,
-                start=first,
+                start=max(first, since),
                 end=ended,
                 parent=parent,
                 span_id=task.span_id("open", turn, key, task.invocation_number),
                 attributes=words.step(key, name, attempts, "started"),
+            )
+
+    def _send_saved_open(self, task: _TaskTrace, ended: float) -> None:
+        """Send what the record held open at its last write and this invocation did not
+        reach live (a wait reached in an earlier one): its spans are this invocation's too."""
+        words, invocation = self._words, task.invocation
+        assert invocation is not None
+        parent, since = invocation.get_span_context().span_id, task.invocation_started
+        for (turn, key), (kind, name, first, attempts) in task.saved_open.items():
+            if (turn, key) in task.waits or (turn, key) in task.firsts:
+                continue  # reached here: sent with what this invocation knows of it
+            step = kind == "step"
+            self._emit(
+                name if step else words.wait_name(name),
+                task,
+                start=max(first, since),
+                end=ended,
+                parent=parent,
+                span_id=task.span_id("open", turn, key, task.invocation_number),
+                attributes=words.step(key, name, attempts, "started")
+                if step
+                else words.wait(kind, key, name, "started"),
             )
 
     def task_finished(self, event: TaskFinished) -> None:
@@ -797,6 +847,7 @@ class Tracing(Observer):
         if task is None:
             return
         task.waits.pop((event.turn, event.key), None)
+        task.saved_open.pop((event.turn, event.key), None)
         self._emit(
             self._words.wait_name(event.name),
             task,
