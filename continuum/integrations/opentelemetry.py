@@ -447,6 +447,8 @@ class Tracing(Observer):
         self._tasks: dict[str, _TaskTrace] = {}
         self._lock = threading.Lock()
         self._logger = logger
+        #: the logger's methods that add and remove keys, found at the first span
+        self._keys: tuple[Any, Any] | None = None
         self._words = _VOCABULARIES[naming]
         #: the last trace id given to the logger, and its hex form
         self._trace_hex: tuple[int, str] = (0, "")
@@ -562,19 +564,29 @@ class Tracing(Observer):
         return self._context_span(task, turn, path)
 
     def _log_keys(self, span: Span | None) -> None:
-        logger = self._logger
-        if logger is None:
-            from aws_lambda_powertools import Logger
-
-            logger = self._logger = Logger(service="continuum")
+        keys = self._keys or self._key_methods()
         if span is None:
-            logger.remove_keys(["trace_id", "span_id"])
+            keys[1](["trace_id", "span_id"])
             return
         context = span.get_span_context()
         trace_hex = self._trace_hex
         if trace_hex[0] != context.trace_id:
             trace_hex = self._trace_hex = (context.trace_id, f"{context.trace_id:032x}")
-        logger.append_keys(trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
+        keys[0](trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
+
+    def _key_methods(self) -> tuple[Any, Any]:
+        """The logger's methods that add and remove keys: its thread's own where it has them
+        (a ``map``'s items run steps side by side on threads, each in its own span)."""
+        logger = self._logger
+        if logger is None:
+            from aws_lambda_powertools import Logger
+
+            logger = self._logger = Logger(service="continuum")
+        self._keys = (
+            getattr(logger, "thread_safe_append_keys", None) or logger.append_keys,
+            getattr(logger, "thread_safe_remove_keys", None) or logger.remove_keys,
+        )
+        return self._keys
 
     # -- invocations -------------------------------------------------------------------------
 
