@@ -82,7 +82,7 @@ _OPEN_KINDS = {
 #: The statuses of an operation the record holds that its next invocation goes on with.
 _OPEN_STATUSES = ("started", "pending")
 #: Outcomes of a wait, context or operation that end its span with no status (UNSET).
-_UNSET_OUTCOMES = ("cancelled",)
+_UNSET_OUTCOMES = ("cancelled", "abandoned")
 #: The outcome of an invocation whose record another worker took meanwhile.
 _FENCED = "fenced"
 Naming = Literal["continuum", "aws"]
@@ -138,6 +138,7 @@ _AWS_STATUS = {
     "paused": "STARTED",
     "preempted": "STARTED",
     "started": "STARTED",
+    "abandoned": "CANCELLED",  # an item its batch no longer needs, and the waits it was in
 }
 
 
@@ -390,7 +391,8 @@ class _TaskTrace:
 
 def _status_of(outcome: str, error: str | None) -> Status | None:
     """The status of a wait, context or operation that ended with ``outcome``: none (UNSET)
-    for one a cancel ended, as for a cancelled task's root."""
+    for one a cancel ended, as for a cancelled task's root, or one its batch no longer needed
+    (it neither succeeded nor failed)."""
     if outcome == "ok":
         return _OK
     if outcome in _UNSET_OUTCOMES:
@@ -884,7 +886,6 @@ class Tracing(Observer):
         if task is None:
             return
         name = f"{event.name} {event.index}" if event.kind == "item" else event.name
-        ok = event.outcome == "ok"
         self._emit(
             name,
             task,
@@ -893,7 +894,7 @@ class Tracing(Observer):
             parent=self._holder_span(task, event.turn, _parent_path(event.path)),
             span_id=self._context_span(task, event.turn, event.path),
             attributes=self._words.context(event.kind, event.path, event.name, event.outcome),
-            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            status=_status_of(event.outcome, event.error),
             links=task.invocation_links,
         )
 
