@@ -48,6 +48,7 @@ from continuum._base.trace_ids import (
 )
 from continuum._define.events import (
     ContextEnded,
+    ContextStarted,
     InvocationEnded,
     InvocationStarted,
     OperationEnded,
@@ -361,6 +362,8 @@ class _TaskTrace:
     #: waits and steps the record held open at its last write (some reached, or retried,
     #: in an earlier invocation), by (turn, key): (kind, name, since, attempts)
     saved_open: dict[tuple[int, str], tuple[str, str, float, int]] = field(default_factory=dict)
+    #: child contexts started in this invocation and not ended, by (turn, path)
+    contexts: dict[tuple[int, str], ContextStarted] = field(default_factory=dict)
     #: operations made of others entered in this invocation, by (turn, their context's path)
     groups: dict[tuple[int, str], _Group] = field(default_factory=dict)
     #: the task finished in this invocation: its root, sent when the invocation ends
@@ -665,8 +668,14 @@ class Tracing(Observer):
             self._log_keys(None)
             return
         ended = max(event.ended_at, event.started_at)
-        for span in task.attempts.values():  # an attempt cut off by a control-flow unwind
+        # An attempt cut off without an end (a control-flow unwind, its asyncio task
+        # cancelled): preempted, or abandoned when the task finished without its step.
+        cut_off = "preempted" if task.finished is None else "abandoned"
+        for span in task.attempts.values():
+            span.set_attribute(*self._words.attempt_outcome(cut_off))
             span.end(end_time=_ns(ended))
+        if task.finished is not None:
+            self._send_abandoned_steps(task, ended)
         self._send_open(task, ended)
         span = task.invocation
         for name, value in self._words.invocation_end(
@@ -740,6 +749,36 @@ class Tracing(Observer):
                 span_id=task.span_id("open", turn, key, task.invocation_number),
                 attributes=words.step(key, name, attempts, "started"),
             )
+
+    def _send_abandoned_steps(self, task: _TaskTrace, ended: float) -> None:
+        """Send the steps and contexts still open when their task finished (an asyncio task
+        cancelled mid-attempt, and its context): they never end, and what ended in them
+        hangs under them."""
+        for (turn, key), (first, step_span, name, attempts) in task.firsts.items():
+            self._emit(
+                name,
+                task,
+                start=first,
+                end=ended,
+                parent=self._holder_span(task, turn, _holder_path(key)),
+                span_id=step_span,
+                attributes=self._words.step(key, name, attempts, "abandoned"),
+                links=task.invocation_links,
+            )
+        task.firsts.clear()
+        for (turn, path), started in task.contexts.items():
+            name = f"{started.name} {started.index}" if started.kind == "item" else started.name
+            self._emit(
+                name,
+                task,
+                start=started.started_at,
+                end=ended,
+                parent=self._holder_span(task, turn, _parent_path(path)),
+                span_id=self._context_span(task, turn, path),
+                attributes=self._words.context(started.kind, path, started.name, "abandoned"),
+                links=task.invocation_links,
+            )
+        task.contexts.clear()
 
     def _send_saved_open(self, task: _TaskTrace, ended: float) -> None:
         """Send what the record held open at its last write and this invocation did not
@@ -881,10 +920,16 @@ class Tracing(Observer):
             links=task.invocation_links,
         )
 
+    def context_started(self, event: ContextStarted) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is not None:
+            task.contexts[event.turn, event.path] = event
+
     def context_ended(self, event: ContextEnded) -> None:
         task = self._tasks.get(event.task_id)
         if task is None:
             return
+        task.contexts.pop((event.turn, event.path), None)
         name = f"{event.name} {event.index}" if event.kind == "item" else event.name
         self._emit(
             name,
