@@ -10,11 +10,13 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, Status, TaskContext
+from continuum._define.events import InvocationEnded, InvocationStarted
 from continuum._local.lambda_emulation import LocalLambdaContext
+from continuum.integrations.opentelemetry import Tracing
 from tests.conftest import continuation, share, sqs_event
 from tests.integrations.conftest import WorkerDied, drive_through_deaths
 from tests.support import LocalRuntime
-from tests.tracing.conftest import doubled, named, spans_of
+from tests.tracing.conftest import doubled, named, provider_of, spans_of
 
 
 class Plan(BaseModel):
@@ -105,3 +107,28 @@ def test_a_fenced_worker_sends_nothing_the_crash_report_of_it_sends(traced, expo
     invocations = [s for s in spans if s.name.lower() == "invocation"]
     assert sorted(s.status.status_code.name for s in invocations) == ["ERROR", "OK"]
     assert len(named(spans, "slow")) == 1
+
+
+def test_a_stale_workers_end_in_the_same_process_leaves_the_new_workers_invocation_alone(
+    exporter,
+):
+    tracing = Tracing(tracer_provider=provider_of(exporter))
+
+    def started(number: int, request_id: str) -> InvocationStarted:
+        return InvocationStarted(
+            "shared-1", "job", number, 0, "continue", number == 1, number, request_id,
+            100.0, 100.0 + number, stack="memory/tasks",
+        )  # fmt: skip
+
+    def ended(number: int, request_id: str, outcome: str) -> InvocationEnded:
+        return InvocationEnded(
+            "shared-1", "job", outcome, 1.0, 0, 0, number, request_id, 100.0 + number, 110.0
+        )
+
+    tracing.invocation_started(started(1, "stale"))
+    tracing.invocation_started(started(2, "taker"))  # the lease expired: another took it
+    tracing.invocation_ended(ended(1, "stale", "fenced"))
+    tracing.invocation_ended(ended(2, "taker", "suspended"))
+    [invocation] = spans_of(exporter)
+    assert invocation.attributes is not None
+    assert invocation.attributes["continuum.invocation.number"] == 2
