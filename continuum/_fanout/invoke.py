@@ -48,6 +48,7 @@ from continuum.errors import (
     ChildTaskError,
     ConfigurationError,
     ContinuumError,
+    TaskCancelledError,
 )
 
 #: Child records created at once by ``map_tasks`` before the budget is checked again.
@@ -80,7 +81,12 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
         # Re-entering the unfinished batch: a cancel delivered here takes its place in the
         # journal, so a replay after a suspension delivers it again (the ids stay in
         # record.children, for the cancel of the children).
-        now = state.boundary(reopen=entry is not None)
+        try:
+            now = state.boundary(reopen=entry is not None)
+        except TaskCancelledError:
+            if entry is not None:  # the cancel takes the unanswered wait's place: it ends here
+                _ended(state, entry, outcome="cancelled")
+            raise
         if entry is None and state.observers is not None:
             from continuum._define.events import WaitStarted
 
@@ -91,13 +97,15 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
     return key, entry
 
 
-def _ended(state: TurnState, entry: JournalEntry) -> None:
-    """Tell the observers the children's wait at ``entry`` was answered."""
+def _ended(state: TurnState, entry: JournalEntry, *, outcome: str | None = None) -> None:
+    """Tell the observers the children's wait at ``entry`` was answered (or ended by
+    ``outcome``)."""
     if state.observers is None:
         return
     now = now_s()
     error = entry.error
-    outcome = "ok" if entry.ok else "timeout" if error and "Timeout" in error.type else "failed"
+    if outcome is None:
+        outcome = "ok" if entry.ok else "timeout" if error and "Timeout" in error.type else "failed"
     from continuum._define.events import WaitEnded
 
     started = entry.since or now

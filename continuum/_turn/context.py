@@ -19,7 +19,7 @@ from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, as_step, stable_name
 from continuum._record.waiting_for import Duration, Signal, derived_name
 from continuum._steps.signals import Paused
-from continuum.errors import ConditionNotMetError, ContinuumError
+from continuum.errors import ConditionNotMetError, ContinuumError, TaskCancelledError
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum._define.completion import BatchResult, Completion
@@ -597,7 +597,11 @@ class _Operation:
             *(started.task_id, started.kind, started.name, started.key, started.turn),
             started_at=started.started_at,
             ended_at=now_s(),
-            outcome="ok" if exc is None else "failed",
+            outcome="ok"
+            if exc is None
+            else "cancelled"
+            if isinstance(exc, TaskCancelledError)
+            else "failed",
             error=None if exc is None else f"{type(exc).__name__}: {exc}",
         )
         self.state.emit("operation_ended", ended)

@@ -38,6 +38,7 @@ from continuum.errors import (
     CallbackFailedError,
     CallbackTimeoutError,
     ContinuumError,
+    TaskCancelledError,
 )
 
 if TYPE_CHECKING:
@@ -127,7 +128,14 @@ class WaitCaller:
         key = self.state.journal.key_for(name, None)
         entry = self.state.journal.replay(name, key)
         if entry is None or entry.partial:
-            now = self.state.boundary(reopen=entry is not None)  # a wait reached live is one
+            try:
+                now = self.state.boundary(reopen=entry is not None)  # a wait reached live
+            except TaskCancelledError:
+                if entry is not None and kind != EntryKind.CALLBACK and self.state.observers:
+                    # the cancel takes the unanswered wait's place: it ends here
+                    ended = wait_ended(self.state, entry, 0.0, outcome="cancelled")
+                    self.state.emit("wait_ended", ended)
+                raise
             self.reached_at = 0.0 if entry is not None else now
             if entry is not None:
                 self.state.journal.reopen()
@@ -370,14 +378,18 @@ def wait_event(state: TurnState, kind: EntryKind, label: str, key: str, now: flo
     return WaitStarted(state.task_id, kind_name, name, state.path + key, state.turn, now)
 
 
-def wait_ended(state: TurnState, entry: JournalEntry, reached_at: float) -> WaitEnded:
-    """The event of a wait answered now (``reached_at``: when it was reached, if in this call)."""
+def wait_ended(
+    state: TurnState, entry: JournalEntry, reached_at: float, *, outcome: str | None = None
+) -> WaitEnded:
+    """The event of a wait answered now (``reached_at``: when it was reached, if in this call;
+    ``outcome``: how it ended, if not by its entry's answer)."""
     now = now_s()
     kind = EntryKind(entry.kind)
     started = entry.since or reached_at or now
     event = wait_event(state, kind, entry.name, entry.key, started)
     error = entry.error
-    outcome = "ok" if error is None else "timeout" if "Timeout" in error.type else "failed"
+    if outcome is None:
+        outcome = "ok" if error is None else "timeout" if "Timeout" in error.type else "failed"
     from continuum._define.events import WaitEnded
 
     return WaitEnded(

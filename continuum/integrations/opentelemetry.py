@@ -4,7 +4,9 @@ One trace per task across all its invocations, whatever process runs them: the t
 the ids of the spans that outlive an invocation (the task's root, a step whose attempts span
 invocations, a wait, a child context) derive from the task's stack (bucket and prefix) and
 id, so every invocation names them alike without talking to the others. Such a span is sent
-once, when it ends, with its true start time (from the events, which read it from the record);
+once, when it ends and a write of the record holds what it ended (``operations_saved``, or the
+invocation's end; never by a worker fenced at its end), with its true start time (from the
+events, which read it from the record);
 a replayed step, wait or context sends nothing. What is still open when an invocation ends (a
 wait, a step whose retry waits) is sent as a span of that invocation with status UNSET.
 
@@ -22,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,9 +48,11 @@ from continuum._base.trace_ids import (
 )
 from continuum._define.events import (
     ContextEnded,
+    ContextStarted,
     InvocationEnded,
     InvocationStarted,
     OperationEnded,
+    OperationsSaved,
     OperationStarted,
     StepEnded,
     StepStarted,
@@ -67,6 +72,20 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.OK)
 #: Outcomes of an invocation that end its span with status ERROR.
 _FAILED_OUTCOMES = ("failed", "crashed")
+#: What an open operation of the record is, by its journal kind: the wait kind (or ``step``).
+_OPEN_KINDS = {
+    "sleep": ("sleep", ""),
+    "callback_result": ("callback", ".result"),
+    "signal": ("signal", ""),
+    "children": ("children", ""),
+    "step": ("step", ""),
+}
+#: The statuses of an operation the record holds that its next invocation goes on with.
+_OPEN_STATUSES = ("started", "pending")
+#: Outcomes of a wait, context or operation that end its span with no status (UNSET).
+_UNSET_OUTCOMES = ("cancelled", "abandoned")
+#: The outcome of an invocation whose record another worker took meanwhile.
+_FENCED = "fenced"
 Naming = Literal["continuum", "aws"]
 
 
@@ -120,6 +139,7 @@ _AWS_STATUS = {
     "paused": "STARTED",
     "preempted": "STARTED",
     "started": "STARTED",
+    "abandoned": "CANCELLED",  # an item its batch no longer needs, and the waits it was in
 }
 
 
@@ -328,6 +348,8 @@ class _TaskTrace:
     #: when the task was created (or its first invocation started, if earlier)
     created_at: float
     invocation: Span | None = None
+    #: when this invocation claimed the task: what is open in it starts no earlier
+    invocation_started: float = 0.0
     invocation_number: int = 0
     invocation_links: list[Link] = field(default_factory=list)
     #: the root's context, made once: the parent handed to the SDK
@@ -337,16 +359,48 @@ class _TaskTrace:
     attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
     #: waits reached and not answered in this invocation, by (turn, key)
     waits: dict[tuple[int, str], WaitStarted] = field(default_factory=dict)
+    #: waits and steps the record held open at its last write (some reached, or retried,
+    #: in an earlier invocation), by (turn, key): (kind, name, since, attempts)
+    saved_open: dict[tuple[int, str], tuple[str, str, float, int]] = field(default_factory=dict)
+    #: child contexts started in this invocation and not ended, by (turn, path)
+    contexts: dict[tuple[int, str], ContextStarted] = field(default_factory=dict)
     #: operations made of others entered in this invocation, by (turn, their context's path)
     groups: dict[tuple[int, str], _Group] = field(default_factory=dict)
     #: the task finished in this invocation: its root, sent when the invocation ends
     finished: TaskFinished | None = None
     #: times ``client.retry`` ran the task again: every span id names its run
     retries: int = 0
+    #: the Lambda request id of the invocation that runs here (the lease's owner)
+    request_id: str | None = None
+    #: spans that ended, with their end time (ns), sent when a write of the record holds
+    #: them: a worker that dies before it sends none of what its redo sends again
+    held: deque[tuple[Span, int]] = field(default_factory=deque)
+
+    def hold(self, span: Span, end: int) -> None:
+        """End ``span`` at ``end`` once the record's next write holds what it ended."""
+        self.held.append((span, end))
+
+    def send_held(self) -> None:
+        """End (send) the spans a write of the record now holds."""
+        held = self.held
+        while held:  # popleft is atomic: a map item's thread may hold one meanwhile
+            span, end = held.popleft()
+            span.end(end_time=end)
 
     def span_id(self, *names: object) -> int:
         """The id of the span ``names`` name in this run of the task."""
         return run_span_id(self.stack, self.task_id, self.retries, *names)
+
+
+def _status_of(outcome: str, error: str | None) -> Status | None:
+    """The status of a wait, context or operation that ended with ``outcome``: none (UNSET)
+    for one a cancel ended, as for a cancelled task's root, or one its batch no longer needed
+    (it neither succeeded nor failed)."""
+    if outcome == "ok":
+        return _OK
+    if outcome in _UNSET_OUTCOMES:
+        return None
+    return Status(StatusCode.ERROR, error or outcome)
 
 
 def _ns(seconds: float) -> int:
@@ -398,6 +452,8 @@ class Tracing(Observer):
         self._tasks: dict[str, _TaskTrace] = {}
         self._lock = threading.Lock()
         self._logger = logger
+        #: the logger's methods that add and remove keys, found at the first span
+        self._keys: tuple[Any, Any] | None = None
         self._words = _VOCABULARIES[naming]
         #: the last trace id given to the logger, and its hex form
         self._trace_hex: tuple[int, str] = (0, "")
@@ -437,8 +493,10 @@ class Tracing(Observer):
         links: list[Link] | None = None,
     ) -> Span:
         """Start a span of ``task``'s trace under span ``parent`` (None: the trace's root),
-        with id ``span_id`` when given."""
+        with id ``span_id`` when given; nothing starts before its task (a fork's wait, reached
+        in the task it was forked from, starts with the fork)."""
         tracer = self._tracer or self._get_tracer()
+        start = max(start, task.created_at)
         context = Context() if parent is None else self._parent(task, parent)
         ids = self._ids
         if ids is None or (span_id is None and parent is not None):  # the SDK's own ids
@@ -492,7 +550,7 @@ class Tracing(Observer):
         )
         if status is not None:
             span.set_status(status)
-        span.end(end_time=_ns(max(end, start)))
+        task.hold(span, _ns(max(end, start)))
 
     def _context_span(self, task: _TaskTrace, turn: int, path: str) -> int:
         """The span of the child context at ``path`` (the root for the turn itself)."""
@@ -511,19 +569,29 @@ class Tracing(Observer):
         return self._context_span(task, turn, path)
 
     def _log_keys(self, span: Span | None) -> None:
-        logger = self._logger
-        if logger is None:
-            from aws_lambda_powertools import Logger
-
-            logger = self._logger = Logger(service="continuum")
+        keys = self._keys or self._key_methods()
         if span is None:
-            logger.remove_keys(["trace_id", "span_id"])
+            keys[1](["trace_id", "span_id"])
             return
         context = span.get_span_context()
         trace_hex = self._trace_hex
         if trace_hex[0] != context.trace_id:
             trace_hex = self._trace_hex = (context.trace_id, f"{context.trace_id:032x}")
-        logger.append_keys(trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
+        keys[0](trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
+
+    def _key_methods(self) -> tuple[Any, Any]:
+        """The logger's methods that add and remove keys: its thread's own where it has them
+        (a ``map``'s items run steps side by side on threads, each in its own span)."""
+        logger = self._logger
+        if logger is None:
+            from aws_lambda_powertools import Logger
+
+            logger = self._logger = Logger(service="continuum")
+        self._keys = (
+            getattr(logger, "thread_safe_append_keys", None) or logger.append_keys,
+            getattr(logger, "thread_safe_remove_keys", None) or logger.remove_keys,
+        )
+        return self._keys
 
     # -- invocations -------------------------------------------------------------------------
 
@@ -554,6 +622,8 @@ class Tracing(Observer):
             created_at=created,
             invocation_number=event.number,
             retries=event.retries,
+            request_id=event.request_id,
+            invocation_started=event.started_at,
         )
         with self._lock:
             self._tasks[event.task_id] = task
@@ -580,16 +650,32 @@ class Tracing(Observer):
         task.invocation_links = [
             Link(task.invocation.get_span_context(), words.link(event.request_id))
         ]
+        task.send_held()  # the crash report: the claim's write holds it
         self._log_keys(task.invocation)
 
     def invocation_ended(self, event: InvocationEnded) -> None:
         with self._lock:
-            task = self._tasks.pop(event.task_id, None)
-        if task is None or task.invocation is None:
+            task = self._tasks.get(event.task_id)
+            if task is None or task.request_id != event.request_id:
+                return  # a stale worker's end: the state is the next worker's (or gone)
+            del self._tasks[event.task_id]
+        if task.invocation is None:
+            return
+        if event.outcome == _FENCED:
+            # Another worker holds the task and reports this invocation as crashed, under
+            # this one's ids: what it did is not in the record, and is never sent.
+            task.held.clear()
+            self._log_keys(None)
             return
         ended = max(event.ended_at, event.started_at)
-        for span in task.attempts.values():  # an attempt cut off by a control-flow unwind
+        # An attempt cut off without an end (a control-flow unwind, its asyncio task
+        # cancelled): preempted, or abandoned when the task finished without its step.
+        cut_off = "preempted" if task.finished is None else "abandoned"
+        for span in task.attempts.values():
+            span.set_attribute(*self._words.attempt_outcome(cut_off))
             span.end(end_time=_ns(ended))
+        if task.finished is not None:
+            self._send_abandoned_steps(task, ended)
         self._send_open(task, ended)
         span = task.invocation
         for name, value in self._words.invocation_end(
@@ -603,7 +689,21 @@ class Tracing(Observer):
         span.end(end_time=_ns(ended))
         if task.finished is not None:
             self._send_root(task, task.finished, ended)
+        task.send_held()  # the hold's last write is done
         self._log_keys(None)
+
+    def operations_saved(self, event: OperationsSaved) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            return
+        task.send_held()
+        since, saved_open = task.invocation_started, {}
+        for op in event.operations:
+            if op.status in _OPEN_STATUSES and op.kind in _OPEN_KINDS:
+                kind, suffix = _OPEN_KINDS[op.kind]
+                name = op.name.removesuffix(suffix)
+                saved_open[op.turn, op.id] = kind, name, op.started_at or since, op.attempt
+        task.saved_open = saved_open
 
     def _send_open(self, task: _TaskTrace, ended: float) -> None:
         """Send what is open as the invocation ends (a wait, a step whose retry waits) as a
@@ -611,11 +711,13 @@ class Tracing(Observer):
         words, invocation = self._words, task.invocation
         assert invocation is not None
         parent = invocation.get_span_context().span_id
+        since = task.invocation_started  # what began earlier shows from this invocation's start
+        self._send_saved_open(task, ended)
         for (turn, key), wait in task.waits.items():
             self._emit(
                 words.wait_name(wait.name),
                 task,
-                start=wait.started_at,
+                start=max(wait.started_at, since),
                 end=ended,
                 parent=parent,
                 span_id=task.span_id("open", turn, key, task.invocation_number),
@@ -626,7 +728,7 @@ class Tracing(Observer):
             self._emit(
                 words.operation_name(started.kind, started.name),
                 task,
-                start=started.started_at,
+                start=max(started.started_at, since),
                 end=ended,
                 parent=parent,
                 span_id=task.span_id(
@@ -641,11 +743,63 @@ class Tracing(Observer):
             self._emit(
                 name,
                 task,
-                start=first,
+                start=max(first, since),
                 end=ended,
                 parent=parent,
                 span_id=task.span_id("open", turn, key, task.invocation_number),
                 attributes=words.step(key, name, attempts, "started"),
+            )
+
+    def _send_abandoned_steps(self, task: _TaskTrace, ended: float) -> None:
+        """Send the steps and contexts still open when their task finished (an asyncio task
+        cancelled mid-attempt, and its context): they never end, and what ended in them
+        hangs under them."""
+        for (turn, key), (first, step_span, name, attempts) in task.firsts.items():
+            self._emit(
+                name,
+                task,
+                start=first,
+                end=ended,
+                parent=self._holder_span(task, turn, _holder_path(key)),
+                span_id=step_span,
+                attributes=self._words.step(key, name, attempts, "abandoned"),
+                links=task.invocation_links,
+            )
+        task.firsts.clear()
+        for (turn, path), started in task.contexts.items():
+            name = f"{started.name} {started.index}" if started.kind == "item" else started.name
+            self._emit(
+                name,
+                task,
+                start=started.started_at,
+                end=ended,
+                parent=self._holder_span(task, turn, _parent_path(path)),
+                span_id=self._context_span(task, turn, path),
+                attributes=self._words.context(started.kind, path, started.name, "abandoned"),
+                links=task.invocation_links,
+            )
+        task.contexts.clear()
+
+    def _send_saved_open(self, task: _TaskTrace, ended: float) -> None:
+        """Send what the record held open at its last write and this invocation did not
+        reach live (a wait reached in an earlier one): its spans are this invocation's too."""
+        words, invocation = self._words, task.invocation
+        assert invocation is not None
+        parent, since = invocation.get_span_context().span_id, task.invocation_started
+        for (turn, key), (kind, name, first, attempts) in task.saved_open.items():
+            if (turn, key) in task.waits or (turn, key) in task.firsts:
+                continue  # reached here: sent with what this invocation knows of it
+            step = kind == "step"
+            self._emit(
+                name if step else words.wait_name(name),
+                task,
+                start=max(first, since),
+                end=ended,
+                parent=parent,
+                span_id=task.span_id("open", turn, key, task.invocation_number),
+                attributes=words.step(key, name, attempts, "started")
+                if step
+                else words.wait(kind, key, name, "started"),
             )
 
     def task_finished(self, event: TaskFinished) -> None:
@@ -710,7 +864,7 @@ class Tracing(Observer):
                 span.set_status(Status(StatusCode.ERROR, f"{event.error_type}: {event.error}"))
             elif outcome == "ok":
                 span.set_status(_OK)
-            span.end(end_time=_ns(event.ended_at))
+            task.hold(span, _ns(event.ended_at))
             self._log_keys(task.invocation)
         if outcome not in ("ok", "failed"):
             return  # the step goes on: its span is sent when it ends
@@ -746,7 +900,7 @@ class Tracing(Observer):
         if task is None:
             return
         task.waits.pop((event.turn, event.key), None)
-        ok = event.outcome == "ok"
+        task.saved_open.pop((event.turn, event.key), None)
         self._emit(
             self._words.wait_name(event.name),
             task,
@@ -762,16 +916,21 @@ class Tracing(Observer):
                 task.retries,
             ),
             attributes=self._words.wait(event.kind, event.key, event.name, event.outcome),
-            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            status=_status_of(event.outcome, event.error),
             links=task.invocation_links,
         )
+
+    def context_started(self, event: ContextStarted) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is not None:
+            task.contexts[event.turn, event.path] = event
 
     def context_ended(self, event: ContextEnded) -> None:
         task = self._tasks.get(event.task_id)
         if task is None:
             return
+        task.contexts.pop((event.turn, event.path), None)
         name = f"{event.name} {event.index}" if event.kind == "item" else event.name
-        ok = event.outcome == "ok"
         self._emit(
             name,
             task,
@@ -780,7 +939,7 @@ class Tracing(Observer):
             parent=self._holder_span(task, event.turn, _parent_path(event.path)),
             span_id=self._context_span(task, event.turn, event.path),
             attributes=self._words.context(event.kind, event.path, event.name, event.outcome),
-            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            status=_status_of(event.outcome, event.error),
             links=task.invocation_links,
         )
 
@@ -800,7 +959,6 @@ class Tracing(Observer):
         group = task.groups.pop((event.turn, _holder_path(event.key)), None)
         if group is None or not group.touched:
             return  # replayed: nothing ended inside it here, so it ended before
-        ok = event.outcome == "ok"
         self._emit(
             self._words.operation_name(event.kind, event.name),
             task,
@@ -809,6 +967,6 @@ class Tracing(Observer):
             parent=self._holder_span(task, event.turn, _holder_path(event.key)),
             span_id=group.span_id,
             attributes=self._words.operation(event.kind, event.key, event.name, event.outcome),
-            status=_OK if ok else Status(StatusCode.ERROR, event.error or event.outcome),
+            status=_status_of(event.outcome, event.error),
             links=task.invocation_links,
         )
