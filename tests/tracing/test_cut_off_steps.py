@@ -1,6 +1,5 @@
-"""A step attempt cut off without an end (its asyncio task cancelled mid-attempt) is closed
-when the invocation ends: abandoned if the task finished without it, under a step span that
-is sent."""
+"""A step attempt whose asyncio task was cancelled mid-attempt ends cancelled, under a step
+span that is sent abandoned when the task finishes without it."""
 
 from __future__ import annotations
 
@@ -13,10 +12,11 @@ from continuum import Status, TaskContext
 from tests.support import LocalRuntime
 from tests.tracing.conftest import assert_parents_contain_children, attribute, doubled, spans_of
 
-#: The outcome attribute of an attempt and of a step, by naming.
+#: The outcome attribute of an attempt and of a step, and their values, by naming: the
+#: attempt was cancelled; the step, left without its end when the task finished, abandoned.
 OUTCOMES = {
-    "continuum": ("continuum.attempt.outcome", "continuum.step.outcome", "abandoned"),
-    "aws": ("durable.attempt.outcome", "durable.operation.status", "CANCELLED"),
+    "continuum": ("continuum.attempt.outcome", "continuum.step.outcome", "cancelled", "abandoned"),
+    "aws": ("durable.attempt.outcome", "durable.operation.status", "STOPPED", "CANCELLED"),
 }
 
 
@@ -24,7 +24,7 @@ class Plan(BaseModel):
     city: str = "Oslo"
 
 
-def test_a_step_whose_asyncio_task_was_cancelled_mid_attempt_ends_abandoned(
+def test_a_step_whose_asyncio_task_was_cancelled_mid_attempt_ends_cancelled_and_abandoned(
     traced, exporter, naming, aws
 ):
     app = traced(naming)
@@ -53,10 +53,10 @@ def test_a_step_whose_asyncio_task_was_cancelled_mid_attempt_ends_abandoned(
     sent = {s.context.span_id for s in spans}
     assert [s.name for s in spans if s.parent and s.parent.span_id not in sent] == []
     assert_parents_contain_children(spans)
-    attempt_key, step_key, abandoned = OUTCOMES[naming]
+    attempt_key, step_key, cancelled, abandoned = OUTCOMES[naming]
     [attempt] = [s for s in spans if s.name == "slow attempt 1"]
     [step] = [s for s in spans if s.name == "slow" and is_step(s)]  # beside its asyncio task's
-    assert attribute(attempt, attempt_key) == abandoned
+    assert attribute(attempt, attempt_key) == cancelled
     assert attribute(step, step_key) == abandoned
     assert step.status.is_unset
     assert attempt.status.is_unset
