@@ -144,9 +144,10 @@ class WaitStarted:
 
 @dataclass(frozen=True, slots=True)
 class WaitEnded:
-    """A wait was answered, in whatever invocation: ``outcome`` ``ok``, ``timeout`` or
-    ``failed`` (with ``error``); ``started_at`` is when it was first reached, and ``replay``
-    whether that was in an earlier invocation (this one replayed it)."""
+    """A wait ended, in whatever invocation: ``outcome`` ``ok``, ``timeout`` or ``failed``
+    (with ``error``) when answered, ``cancelled`` when a cancel ended it, ``abandoned`` when
+    its batch completed without it; ``started_at`` is when it was first reached, and
+    ``replay`` whether that was in an earlier invocation (this one replayed it)."""
 
     task_id: str
     kind: str
@@ -180,9 +181,9 @@ class ContextStarted:
 
 @dataclass(frozen=True, slots=True)
 class ContextEnded:
-    """A child context finished (``outcome`` ``ok`` or ``failed``, with ``error``), in
-    whatever invocation; ``started_at`` is when it was first reached, and ``replay`` whether
-    that was in an earlier invocation."""
+    """A child context finished (``outcome`` ``ok`` or ``failed``, with ``error``; an item
+    its batch completed without, ``abandoned``), in whatever invocation; ``started_at`` is
+    when it was first reached, and ``replay`` whether that was in an earlier invocation."""
 
     task_id: str
     kind: str
@@ -215,8 +216,9 @@ class OperationStarted:
 
 @dataclass(frozen=True, slots=True)
 class OperationEnded:
-    """The operation returned (``outcome`` ``ok``) or raised (``failed``, with ``error``);
-    sent on replays too (an observer tells a live ending by what ended inside it)."""
+    """The operation returned (``outcome`` ``ok``), raised (``failed``, with ``error``) or
+    was ended by a cancel (``cancelled``); sent on replays too (an observer tells a live
+    ending by what ended inside it)."""
 
     task_id: str
     kind: str
