@@ -128,14 +128,26 @@ def _check_taken_back(
         from_json(adapter, dumped)
     except ValidationError as exc:
         first = exc.errors()[0]["msg"] if exc.errors() else str(exc)
-        declared = getattr(adapter, "_type", None)  # what the adapter was made for
-        name = getattr(declared, "__name__", None) if isinstance(declared, type) else None
         raise UnserializableValueError(
             f"{what} is a {type(value).__name__}, which its declared type "
-            f"{name or declared!s} does not take back ({first}): a replay could not rebuild it",
+            f"{_declared(adapter)} does not take back ({first}): a replay could not rebuild it",
             task_id=task_id,
             hint="return what the annotation declares, or declare what it returns",
         ) from None
+
+
+def _declared(adapter: TypeAdapter[Any]) -> str:
+    """The type an adapter was made for, as a person reads it (``dict[str, int]``, a model's
+    name), or its schema's kind (``dict``) where the adapter does not keep it (pydantic 2.7)."""
+    declared = getattr(adapter, "_type", None)
+    if isinstance(declared, type):
+        return declared.__name__
+    if declared is not None:
+        return str(declared)
+    schema: Any = adapter.core_schema
+    if schema.get("type") == "model":
+        return str(schema["cls"].__name__)
+    return str(schema.get("type", "annotation"))
 
 
 def from_json(adapter: TypeAdapter[Any], json_value: Any) -> Any:
