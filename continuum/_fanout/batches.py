@@ -11,7 +11,6 @@ continue. A cancel request stops the batch and raises TaskCancelledError where i
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -278,8 +277,7 @@ class _Batch:
             item = self.runner.child(entry.children, path, self.halt).state
             for inner in entry.children:
                 if inner.partial and inner.kind in _WAITS:
-                    ended = wait_ended(item, inner, 0.0)
-                    state.emit("wait_ended", dataclasses.replace(ended, outcome="abandoned"))
+                    state.emit("wait_ended", wait_ended(item, inner, 0.0, outcome="abandoned"))
             context_ended(state, "item", entry, path, None, index, outcome="abandoned")
 
     def _verdict(self) -> CompletionReason | None:
