@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from continuum._record.model import JournalEntry
+from continuum._record.model import JournalEntry, walk_with_paths
 
 MODEL_REQUEST = "model.request"
 TOOL_CALL = ".call_tool:"
@@ -56,7 +56,7 @@ def agent_events(journal: list[JournalEntry], load: Callable[[str], Any]) -> lis
     events: list[AgentEvent] = []
     asked: list[dict[str, Any]] = []  # the tool calls of the last response not yet seen
     approvals: dict[str, AgentEvent] = {}
-    for path, entry in _walk(journal, ""):
+    for path, entry in walk_with_paths(journal):
         key, name = path + entry.key, entry.name
         result = _result(entry, load)
         error = f"{entry.error.type}: {entry.error.message}" if entry.error else None
@@ -116,12 +116,6 @@ def _approval(
         event.result = result
         comment = result.get("message") if isinstance(result, dict) else None
         event.comment = comment if isinstance(comment, str) and comment else None
-
-
-def _walk(entries: list[JournalEntry], path: str) -> Iterator[tuple[str, JournalEntry]]:
-    for entry in entries:
-        yield path, entry
-        yield from _walk(entry.children or [], f"{path}{entry.key}/")
 
 
 def _result(entry: JournalEntry, load: Callable[[str], Any]) -> Any:

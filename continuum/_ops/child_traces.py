@@ -6,11 +6,9 @@ that run, so the parent's new run waits under another span id, which the child m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from continuum._base.trace_ids import task_trace_id, traceparent, wait_span_id
 from continuum._fanout.child_tasks import child_id
-from continuum._record.model import EntryKind, JournalEntry, TaskRecord
+from continuum._record.model import EntryKind, TaskRecord, walk_with_paths
 
 
 def retried_children_traceparents(
@@ -24,7 +22,9 @@ def retried_children_traceparents(
     """
     trace = task_trace_id(stack, record.task_id, record.traceparent if record.parent else None)
     waits: dict[str, str] = {}  # the id (a batch's: its prefix) of each call's children -> its wait
-    for path, entry in _calls(record.journal, ""):
+    for path, entry in walk_with_paths(record.journal):
+        if entry.kind != EntryKind.CHILDREN:
+            continue
         base = child_id(record.task_id, turn=record.turn, path=path, key=entry.key, index=None)
         if base != entry.ref:
             continue  # not where it was made: a virtual child context's, whose path is unknown
@@ -40,12 +40,3 @@ def retried_children_traceparents(
         if wait is not None:
             found[child] = wait
     return found
-
-
-def _calls(journal: list[JournalEntry], path: str) -> Iterator[tuple[str, JournalEntry]]:
-    """Every call of child tasks in ``journal``, with the path of the context it was made in."""
-    for entry in journal:
-        if entry.kind == EntryKind.CHILDREN:
-            yield path, entry
-        elif entry.children:
-            yield from _calls(entry.children, f"{path}{entry.key}/")

@@ -174,6 +174,17 @@ def walk(journal: list[JournalEntry]) -> Iterator[JournalEntry]:
             yield from walk(entry.children)
 
 
+def walk_with_paths(
+    journal: list[JournalEntry], path: str = ""
+) -> Iterator[tuple[str, JournalEntry]]:
+    """``walk``, each entry with the path of the context it is in (``block#1/``; ``""`` at
+    the top): its id is that path and its key."""
+    for entry in journal:
+        yield path, entry
+        if entry.children:
+            yield from walk_with_paths(entry.children, f"{path}{entry.key}/")
+
+
 class EntryKind(StrEnum):
     """What a journal entry records."""
 

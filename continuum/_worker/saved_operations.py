@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from continuum._base.clock import now_s
 from continuum._define.observers import Observers
-from continuum._record.model import JournalEntry
+from continuum._record.model import JournalEntry, walk_with_paths
 
 if TYPE_CHECKING:
     from continuum._define.events import SavedOperation
@@ -46,14 +46,6 @@ def status_of(entry: JournalEntry) -> str:
     return "succeeded" if entry.ok else "failed"
 
 
-def with_ids(entries: list[JournalEntry], path: str = "") -> Iterator[tuple[str, JournalEntry]]:
-    """Every entry with its id (its key under its context's path), depth first."""
-    for entry in entries:
-        yield path + entry.key, entry
-        if entry.children:
-            yield from with_ids(entry.children, f"{path}{entry.key}/")
-
-
 class SavedOperations:
     """The operations an invocation's record held at its last write, and the observers to
     tell of what each next write changed (``claim.saved`` calls ``saved``)."""
@@ -61,7 +53,7 @@ class SavedOperations:
     def __init__(self, observers: Observers, claim: Claim) -> None:
         self.observers, self.claim = observers, claim
         record = claim.record
-        self.known = {op_id: signature(e) for op_id, e in with_ids(record.journal)}
+        self.known = {path + e.key: signature(e) for path, e in walk_with_paths(record.journal)}
         self.started_at = claim.run.started_at.timestamp() if claim.run is not None else 0.0
         #: what turns that ended since the last write held, and which of it changed.
         self.ended: dict[tuple[int, str], SavedOperation] = {}
@@ -115,7 +107,8 @@ class SavedOperations:
         from continuum._define.events import SavedOperation
 
         turn = self.claim.record.turn
-        for op_id, entry in with_ids(journal):
+        for path, entry in walk_with_paths(journal):
+            op_id = path + entry.key
             parent, _, _ = op_id.rpartition("/")
             since, ended = entry.since, None
             # the journal keeps a step's first start and its last attempt's length: one
