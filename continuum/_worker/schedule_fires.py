@@ -33,7 +33,7 @@ from continuum._define.settings import Settings
 from continuum._record.continuation import Continuations, decode_schedule_fire
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
-from continuum._record.schedule_runs import FireDecision, RunMarkers, ScheduleRuns, SkippedFire
+from continuum._record.schedule_runs import FireDecision, ScheduleRuns, SkippedFire
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.endings import Outcome
 from continuum._worker.sqs_batch import Delivery, logger
@@ -89,7 +89,7 @@ class ScheduleFires:
         self.records = records
         self.continuations = continuations
         self.settings = settings
-        self.markers = RunMarkers(records.store, prefix=records.prefix)
+        self.markers = records.run_markers
 
     def handle(self, delivery: Delivery) -> Outcome:
         """A fire from the queue: what it did, or REJECTED (acknowledged) if it cannot start."""
