@@ -148,7 +148,9 @@ class Records(InboxObjects, Protocol):
         ...
 
     def task_ids(self) -> list[str]:
-        """Every task id that has a record, sorted."""
+        """Every task id that has a record, sorted (one LIST a thousand tasks on S3). It may
+        also name a task id that has inbox objects only (a refused forged start, a cancel
+        for an id never started): a caller loads each and skips what raises."""
         ...
 
     def history(self, task_id: str, *, most: int) -> list[PastRecord]:
