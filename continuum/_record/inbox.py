@@ -1,8 +1,9 @@
 """A task's inbox: what the outside world sends it, as small objects beside its record.
 
 Nothing from outside writes the record: a write there would fence the worker that holds it.
-Instead each callback answer, heartbeat, signal and cancel request is its own object under
-``{prefix}/{task_id}/inbox/``, followed by a wake message::
+Instead each callback answer, heartbeat, signal and cancel request is its own object in the
+task's inbox (the record-level seam's inbox objects; on S3 under ``{prefix}/{task_id}/inbox/``),
+followed by a wake message::
 
     inbox/callbacks/{token}.json        one answer per callback (If-None-Match: the first wins)
     inbox/heartbeats/{token}.json       the latest heartbeat of a callback (overwritten)

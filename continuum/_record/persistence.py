@@ -4,8 +4,9 @@
 of keys, etags, tags, versions or listings: those belong to one implementation of it,
 ``blob_records.BlobRecords``, on a :class:`~continuum.backends.RecordStore` (S3, or the
 in-memory bucket), which stays the blob store below it. A backend of another shape (a table
-with conditional writes, say DynamoDB) implements this protocol instead, and passes the
-record-level contract suite (``tests/backends/test_records_contract.py``).
+with conditional writes, say DynamoDB) would implement this protocol instead and pass the
+record-level contract suite (``tests/backends/test_records_contract.py``); the app builds
+``BlobRecords`` on the store it is given today.
 
 A *revision* is an opaque string that the seam hands out with every record it loads or
 writes, and that changes with every write of the record (S3: its etag; a table: a version
