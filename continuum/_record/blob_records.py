@@ -10,7 +10,7 @@ lost the record (:class:`RecordConflictError`) stops instead of overwriting.
 Large values go to blobs beside the record (``blobs.py``: when an upload may be skipped,
 who removes superseded blobs, and the sweep when a task finishes).
 
-When a task finishes, ``replace`` sweeps its objects (``sweep.py``) after the write lands;
+When a task finishes, ``swap`` sweeps its objects (``sweep.py``) after the write lands;
 a sweep cut short is finished by a later message of the task.
 """
 
