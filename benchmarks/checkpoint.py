@@ -10,7 +10,7 @@ on loopback, as a Lambda talks to S3), in one run: **segmented** (the default: t
 large lists are cut into content-addressed segments) and **whole**
 (``segmenting=None``: the state is one gzip blob, as before segments).
 
-Size and time, through ``Records``, medians of interleaved repeats: bytes uploaded (the sum of
+Size and time, through ``BlobRecords``, medians of interleaved repeats: bytes uploaded (the sum of
 the PUT bodies) and seconds of the first save (the whole history is new) and of a save after
 one more turn (what a checkpoint costs; target: at most 64 KB uploaded), of a save with the
 state unchanged (what a claim costs), and of a load by a fresh store (GET the record, then its
@@ -43,8 +43,8 @@ from pydantic import BaseModel
 from benchmarks import ScriptedContext, check, emit, median
 from continuum import Continuum, TaskContext
 from continuum._base.json_values import copy_json
+from continuum._record.blob_records import BlobRecords
 from continuum._record.model import TaskRecord
-from continuum._record.persistence import Records
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum.backends.s3 import S3RecordStore
 from continuum.backends.store import RecordStore
@@ -193,7 +193,7 @@ class Side:
 
     def __init__(self, store: CountingStore, mode: str, state: dict[str, Any]) -> None:
         self.store, self.mode = store, mode
-        self.records = Records(store, prefix=mode, segmenting=MODES[mode])
+        self.records = BlobRecords(store, prefix=mode, segmenting=MODES[mode])
         self.record = TaskRecord(task_id="chat-1", task_name="chat", state=copy_json(state))
         self.figures: dict[str, list[float]] = {}
         self.etag = self.measure("first_save", lambda: self.records.create(self.record))
@@ -212,13 +212,13 @@ class Side:
         self.record.state["messages"].extend(copy_json(messages))
         self.etag = self.measure("turn_save", self.save)
         self.etag = self.measure("unchanged_save", self.save)
-        fresh = Records(self.store, prefix=self.mode)
+        fresh = BlobRecords(self.store, prefix=self.mode)
         loaded, _ = self.measure("load", lambda: fresh.load("chat-1"))
         check(loaded.state == self.record.state, f"{self.mode}: a fresh store loaded another state")
         check(self.figures["turn_save_upload"][-1] > 0, f"{self.mode}: a turn's save uploaded 0 B")
 
     def save(self) -> str:
-        return self.records.replace(self.record, etag=self.etag)
+        return self.records.swap(self.record, revision=self.etag)
 
     def report(self, s3: Any) -> None:
         got, mode = self.figures, self.mode

@@ -23,6 +23,7 @@ from continuum._local.runtime import (
 )
 from continuum._local.virtual_time import VirtualTime
 from continuum._ops.inspection import inspect_task
+from continuum._record.blob_records import BlobRecords
 from continuum._record.blobs import FINISHED_TAG
 from continuum._record.codec import decode_record, encode_record, pack_blob, unpack_blob
 from continuum._record.continuation import (
@@ -85,6 +86,7 @@ __all__ = [
     "Admission",
     "AdmissionRule",
     "AdmissionRules",
+    "BlobRecords",
     "Budget",
     "CallbackAnswer",
     "Claim",

@@ -36,8 +36,8 @@ from continuum._app.options import (
 from continuum._define.observers import Observer, Observers
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
+from continuum._record.blob_records import BlobRecords
 from continuum._record.continuation import Continuations
-from continuum._record.persistence import Records
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext
@@ -81,7 +81,7 @@ class Continuum(Decorators):
         self.meter = Meter()
         #: hooks on what the worker does (``app.observe``).
         self.observers = Observers()
-        self._records: Records | None = None
+        self._records: BlobRecords | None = None
         self._continuations: Continuations | None = None
         self._worker: Worker | None = None
         self._links: LinkEndpoint | None = None
@@ -207,11 +207,11 @@ class Continuum(Decorators):
         self._records = self._continuations = self._worker = self._links = None
 
     @property
-    def records(self) -> Records:
+    def records(self) -> BlobRecords:
         """The task records (S3, or the store given)."""
         if self._records is None:
             settings = self.settings
-            self._records = Records(
+            self._records = BlobRecords(
                 self.meter.wrap(self._backends.store()),
                 prefix=self._backends.prefix,
                 inline_limit=settings.inline_limit_bytes,

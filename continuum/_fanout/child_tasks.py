@@ -201,12 +201,12 @@ class ChildTasks:
         """Point a created child, not started yet, past its successor's taken slot."""
         with _refused_as(task_id):
             records = self.client.records
-            record, etag = records.load(task_id)
+            record, revision = records.load(task_id)
             if record.parent is None or record.parent.successor == successor:
                 return
             record.parent = record.parent.model_copy(update={"successor": successor})
             try:
-                records.replace(record, etag=etag)
+                records.swap(record, revision=revision)
             except ContinuumError as exc:
                 raise Suspend(f"could not relink child {task_id} ({exc}); continuing") from exc
 

@@ -184,15 +184,15 @@ class DevStack:
         records and send callbacks, signals and cancels with it."""
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
+        from continuum._record.blob_records import BlobRecords
         from continuum._record.continuation import Continuations
-        from continuum._record.persistence import Records
         from continuum.backends.s3 import S3RecordStore
         from continuum.backends.sqs import SQSContinuationQueue
 
         keys = split_keys(self.signing_key, source="the dev stack's signing key")
         queue = SQSContinuationQueue(self.client("sqs"), self.queue_url)
         return Client(
-            Records(S3RecordStore(self.client("s3"), BUCKET), prefix=prefix or DEFAULT_PREFIX),
+            BlobRecords(S3RecordStore(self.client("s3"), BUCKET), prefix=prefix or DEFAULT_PREFIX),
             Continuations(queue, keys=keys),
             settings=Settings(signing_keys=keys),
         )

@@ -37,8 +37,8 @@ from continuum._local.reports import (
     waits_for_outside,
 )
 from continuum._local.virtual_time import DueTimes, RealTime, VirtualTime
+from continuum._record.blob_records import BlobRecords
 from continuum._record.model import Counters, TaskRecord
-from continuum._record.persistence import Records
 from continuum._worker.metering import CallCounter, Uncounted
 from continuum.backends.queue import MAX_DELAY_S, ContinuationQueue
 from continuum.backends.scheduler import ContinuationScheduler, Schedule, ScheduleState
@@ -176,7 +176,7 @@ class LocalRuntime:
         if scheduler:
             with self.time.running():  # the firer starts at the clock's time, not the real now
                 self._setup_scheduler(endpoint_url)
-        self.observer = Records(self.observer_store, prefix=app.records.prefix)
+        self.observer = BlobRecords(self.observer_store, prefix=app.records.prefix)
         self.handled = handled_on(app)
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()

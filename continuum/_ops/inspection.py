@@ -19,10 +19,8 @@ from continuum._base.callback_links import CallbackLinks
 from continuum._ops.agent_view import AgentEvent, agent_events
 from continuum._ops.prices import dollars
 from continuum._ops.status import WaitingFor, shown_waiter, unstarted_hint
-from continuum._record.codec import parse_record, unpack_blob
 from continuum._record.history import InvocationRun, RunOutcome, Usage
 from continuum._record.model import (
-    BlobRef,
     Counters,
     ErrorInfo,
     JournalEntry,
@@ -32,8 +30,7 @@ from continuum._record.model import (
 )
 from continuum._record.persistence import Records
 from continuum._worker.wake import waiting_for
-from continuum.backends.store import NoSuchKey
-from continuum.errors import ContinuumError, RecordNotFoundError
+from continuum.errors import RecordNotFoundError
 
 #: Earlier record versions read by default (one GET each): enough for a task's recent past.
 DEFAULT_VERSIONS = 200
@@ -146,7 +143,9 @@ def inspect_task(
         checkpoints=checkpoints,
         parent=_parent(record),
         children=_children(records, record),
-        agent=agent_events(record.journal, lambda digest: _blob(records, record.task_id, digest)),
+        agent=agent_events(
+            record.journal, lambda digest: records.large_value(record.task_id, digest)
+        ),
     )
 
 
@@ -190,37 +189,22 @@ def _completeness(run: InvocationRun) -> tuple[int, int, int]:
 def _from_versions(
     records: Records, record: TaskRecord, most: int
 ) -> tuple[list[Checkpoint], dict[int, InvocationRun]]:
-    key = records.record_key(record.task_id)
-    try:
-        found = [v for v in records.store.versions(key) if not v.is_delete_marker][:most]
-    except Exception:  # no versioning, or no permission to list versions: the current only
-        found = []
     checkpoints: list[Checkpoint] = []
     runs: dict[int, InvocationRun] = {}
-    for version in reversed(found):  # oldest first
-        try:
-            body = records.store.get(key, version_id=version.version_id).body
-            old = parse_record(body, task_id=record.task_id)
-        except (NoSuchKey, ContinuumError, ValueError):
-            continue
+    for past in records.history(record.task_id, most=most):  # oldest first
+        old = past.record
         for run in old.history:
             _keep(runs, run)
-        state, missing = old.state, False
-        if old.state_ref is not None:
-            try:
-                state = _blob(records, record.task_id, old.state_ref.sha256)
-            except (NoSuchKey, ContinuumError, ValueError):
-                state, missing = None, True
         checkpoints.append(
             Checkpoint(
-                version_id=version.version_id,
-                saved_at=version.last_modified,
+                version_id=past.version,
+                saved_at=past.saved_at,
                 status=old.status,
                 generation=old.generation,
                 turn=old.turn,
                 reason=_reason(old),
-                state=state,
-                state_missing=missing,
+                state=past.state,
+                state_missing=past.state_missing,
                 journal=old.journal,
                 invocation=old.history[-1].number if old.history else None,
             )
@@ -236,12 +220,6 @@ def _reason(record: TaskRecord) -> str | None:
     if record.status in (Status.SUSPENDED, Status.WAITING):
         return record.suspend_reason
     return None
-
-
-def _blob(records: Records, task_id: str, digest: str) -> Any:
-    key = records.blobs.key(task_id, digest)
-    packed = records.store.get(key).body
-    return unpack_blob(BlobRef(sha256=digest, size=0, stored=len(packed)), packed, task_id=task_id)
 
 
 def summary_line(record: TaskRecord) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from continuum._define.recurring import SCHEDULE_PREFIX, ScheduleDeclaration, ch
 from continuum._define.settings import Settings
 from continuum._record.continuation import schedule_fire_body
 from continuum._record.persistence import Records
-from continuum._record.schedule_runs import RunMarkers, ScheduleRuns
+from continuum._record.schedule_runs import ScheduleRuns
 from continuum._turn.tasks import Registry
 from continuum.backends.recurrence import cron_times, parse_cron, rate_period, rate_times
 from continuum.backends.scheduler import ContinuationScheduler, Schedule
@@ -151,7 +151,7 @@ def schedule_rows(
     last did from the store when ``records`` is given."""
     made = {s.name: s for s in scheduler.schedules(name_prefix=SCHEDULE_PREFIX)}
     names = sorted({*app.registry.schedules, *(n[len(SCHEDULE_PREFIX) :] for n in made)})
-    markers = RunMarkers(records.store, prefix=records.prefix) if records else None
+    markers = records.run_markers if records else None
     now = utcnow()
     rows = []
     for name in names:

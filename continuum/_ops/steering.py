@@ -107,7 +107,7 @@ class Steering:
     def _retry(self, task_id: str, *, traceparent: str | None) -> int:
         """``retry``; ``traceparent``: the span the new run hangs under (a child's, when its
         parent's retry retries it: the wait of the parent's new run)."""
-        record, etag = self.records.load(check_task_id(task_id))
+        record, revision = self.records.load(check_task_id(task_id))
         if _reopened_by_retry(record):
             # A retry already reopened it (its failed children first), and may have died
             # before its send: send it again (the fence makes a duplicate harmless).
@@ -141,7 +141,7 @@ class Steering:
         if traceparent is not None:
             record.traceparent = traceparent
         end_recovery(record)
-        self.records.replace(record, etag=etag)
+        self.records.swap(record, revision=revision)
         self.records.revive(task_id, record.blob_refs())
         self.continuations.send(task_id, generation=record.generation, reason=RETRY)
         return record.generation

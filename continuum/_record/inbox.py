@@ -1,8 +1,9 @@
 """A task's inbox: what the outside world sends it, as small objects beside its record.
 
 Nothing from outside writes the record: a write there would fence the worker that holds it.
-Instead each callback answer, heartbeat, signal and cancel request is its own object under
-``{prefix}/{task_id}/inbox/``, followed by a wake message::
+Instead each callback answer, heartbeat, signal and cancel request is its own object in the
+task's inbox (the record-level seam's inbox objects; on S3 under ``{prefix}/{task_id}/inbox/``),
+followed by a wake message::
 
     inbox/callbacks/{token}.json        one answer per callback (If-None-Match: the first wins)
     inbox/heartbeats/{token}.json       the latest heartbeat of a callback (overwritten)
@@ -22,20 +23,13 @@ record and wakes the generation it finds; one of the two always sees the other.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from continuum._base.clock import now_s, utcnow
 from continuum._base.json_values import dump_json
-from continuum._base.trace_ids import stack_of
 from continuum._record.waiting_for import Signal
-from continuum.backends.store import (
-    NoSuchKey,
-    PreconditionFailed,
-    RecordStore,
-    put_with_retries,
-)
 
 if TYPE_CHECKING:
     from continuum._record.inbox_items import CallbackAnswer, CancelRequest, StartRefusal
@@ -78,34 +72,50 @@ class Listing:
         return sorted(k for k in self.keys if k.startswith(f"signals/{name}/"))
 
 
+class InboxObjects(Protocol):
+    """The objects of tasks' inboxes, by task id and name (``signals/s/1.json``): the part of
+    the record-level seam (``persistence.Records``) that the inbox is written on."""
+
+    def inbox_put(self, task_id: str, name: str, body: bytes, *, create: bool) -> bool:
+        """Write an object. ``create``: only if the name is free (atomically: of two creates
+        exactly one returns True; a retry whose first attempt landed unseen is that one);
+        False if it was taken. Otherwise overwrite, and return True."""
+        ...
+
+    def inbox_get(self, task_id: str, name: str) -> bytes | None:
+        """An object's body; None if there is none of that name."""
+        ...
+
+    def inbox_list(self, task_id: str) -> list[str]:
+        """Every name in the task's inbox now (a put that returned before is in it), in
+        ascending code-point order."""
+        ...
+
+    def inbox_delete(self, task_id: str, name: str) -> None:
+        """Remove an object; nothing happens if there is none of that name."""
+        ...
+
+
 class Inbox:
-    """The inboxes of the tasks under one prefix of a store.
+    """The inboxes of a deployment's tasks, on the seam's inbox objects.
 
     Args:
-        store: the bytes (S3, or the in-memory fake).
-        prefix: inboxes live at ``{prefix}/{task_id}/inbox/``.
+        objects: where they are kept (``persistence.Records``).
+        stack: where these tasks live (``Records.stack``): what tells their traces from
+            another deployment's tasks of the same ids.
     """
 
-    def __init__(self, store: RecordStore, *, prefix: str) -> None:
-        self.store = store
-        self.prefix = prefix
-
-    @property
-    def stack(self) -> str:
-        """The bucket and prefix these tasks live in: what tells their traces from another
-        deployment's tasks of the same ids."""
-        return stack_of(self.store, self.prefix)
-
-    def key(self, task_id: str, relative: str) -> str:
-        return f"{self.prefix}/{task_id}/inbox/{relative}"
+    def __init__(self, objects: InboxObjects, *, stack: str) -> None:
+        self.objects = objects
+        self.stack = stack
 
     # -- reading (the worker) ------------------------------------------------------------------
 
     def list(self, task_id: str, *, at: float | None = None) -> Listing:
-        """Every key in the task's inbox (one LIST), listed ``at`` (epoch s; default: now)."""
-        base = self.key(task_id, "")
-        keys = frozenset(k[len(base) :] for k in self.store.list_keys(base))
-        return Listing(keys=keys, listed_at=now_s() if at is None else at)
+        """Every name in the task's inbox (S3: one LIST), listed ``at`` (epoch s; default:
+        now)."""
+        names = frozenset(self.objects.inbox_list(task_id))
+        return Listing(keys=names, listed_at=now_s() if at is None else at)
 
     # The models of the inbox's objects are imported where one is read or written (see
     # inbox_items.py): thread safely, an import holds its module's lock until it is done.
@@ -152,9 +162,8 @@ class Inbox:
         return relative, signal
 
     def _read(self, task_id: str, relative: str, model: type[M]) -> M | None:
-        try:
-            body = self.store.get(self.key(task_id, relative)).body
-        except NoSuchKey:
+        body = self.objects.inbox_get(task_id, relative)
+        if body is None:
             return None
         try:
             return model.model_validate_json(body)
@@ -171,7 +180,7 @@ class Inbox:
         from continuum._record.inbox_items import Heartbeat
 
         body = Heartbeat(at=utcnow()).model_dump_json().encode()
-        put_with_retries(self.store, self.key(task_id, f"heartbeats/{token}.json"), body)
+        self.objects.inbox_put(task_id, f"heartbeats/{token}.json", body, create=False)
 
     def put_signal(self, task_id: str, signal: Signal) -> bool:
         """Write a signal; False if one with its name and id was sent before (a no-op)."""
@@ -196,6 +205,10 @@ class Inbox:
         request = self.cancel(task_id)
         return request if request is not None and not request.closed else None
 
+    def reopen_to_cancel(self, task_id: str) -> None:
+        """Remove a close left by a finish whose write never landed: cancels are taken again."""
+        self.objects.inbox_delete(task_id, "cancel.json")
+
     def put_start_refusal(self, task_id: str, reason: str) -> bool:
         """Say why a worker refused a message naming the task; False if one said so before
         (nothing written: each forged message must not cost a write, the first stays)."""
@@ -214,15 +227,6 @@ class Inbox:
         return self._read(task_id, relative, model)
 
     def _create(self, task_id: str, relative: str, model: BaseModel) -> bool:
+        # The body is unique (it carries a timestamp): a retry can tell its own write.
         body = dump_json(model.model_dump(mode="json"))
-        key = self.key(task_id, relative)
-        try:
-            put_with_retries(self.store, key, body, if_none_match=True)
-        except PreconditionFailed:
-            # A retried PUT whose first attempt landed finds its own object: the body is
-            # unique (it carries a timestamp), so an equal body means the write was ours.
-            try:
-                return self.store.get(key).body == body
-            except NoSuchKey:
-                return False
-        return True
+        return self.objects.inbox_put(task_id, relative, body, create=True)

@@ -1,309 +1,187 @@
-"""Task records on a RecordStore: create, load, compare-and-swap, and their blobs.
+"""The record-level seam: what the worker, the client and the operators ask of storage.
 
-Every write of a record is conditional: ``create`` uses ``If-None-Match: *`` so a task id is
-started once; ``replace`` uses ``If-Match`` on the etag the writer last saw, so a worker that
-lost the record (:class:`RecordConflictError`) stops instead of overwriting.
+:class:`Records` speaks of task records, their inboxes, their history and their sweep, never
+of keys, etags, tags, versions or listings: those belong to one implementation of it,
+``blob_records.BlobRecords``, on a :class:`~continuum.backends.RecordStore` (S3, or the
+in-memory bucket), which stays the blob store below it. A backend of another shape (a table
+with conditional writes, say DynamoDB) would implement this protocol instead and pass the
+record-level contract suite (``tests/backends/test_records_contract.py``); the app builds
+``BlobRecords`` on the store it is given today.
 
-Large values go to blobs beside the record (``blobs.py``: when an upload may be skipped,
-who removes superseded blobs, and the sweep when a task finishes).
-
-When a task finishes, ``replace`` sweeps its objects (``sweep.py``) after the write lands;
-a sweep cut short is finished by a later message of the task.
+A *revision* is an opaque string that the seam hands out with every record it loads or
+writes, and that changes with every write of the record (S3: its etag; a table: a version
+attribute). A swap is conditional on it, not on the record's ``generation``: the generation
+fences continuations and stays the same across the saves of one invocation, each of which
+must still fence the others.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from continuum._base.clock import utcnow
-from continuum._record.blobs import FINISHED_TAGS, BlobGone, BlobKeys, Blobs
-from continuum._record.codec import (
-    DEFAULT_INLINE_LIMIT_BYTES,
-    describe_blobs,
-    encode_record,
-    inline_blobs,
-    parse_record,
-)
-from continuum._record.inbox import Inbox
+from continuum._record.inbox import Inbox, InboxObjects
 from continuum._record.model import BlobRef, TaskRecord
-from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting
-from continuum._record.sweep import Sweeper, SweepIncompleteError
-from continuum.backends.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
-from continuum.errors import (
-    BlobMissingError,
-    RecordConflictError,
-    RecordExistsError,
-    RecordNotFoundError,
-)
 
-logger = logging.getLogger("continuum._record.persistence")
-
-RECORD_NAME = "record.json"
-#: How often a reader retries when a blob vanished under it (a writer superseded it).
-BLOB_RACE_RETRIES = 2
+if TYPE_CHECKING:
+    from continuum._record.schedule_runs import RunMarkers
 
 
-class Records:
-    """The task records under one prefix of a store.
+class PastRecord(NamedTuple):
+    """One earlier write of a record, as the history keeps it.
 
-    Args:
-        store: the bytes (S3, or the in-memory fake).
-        prefix: the key prefix of the records: ``{prefix}/{task_id}/record.json``.
-        inline_limit: values whose JSON is larger go to blobs.
-        max_value_bytes: the largest state, result, step result or cursor accepted (JSON).
-        segmenting: where a large state's large lists are cut into segments, so that a
-            checkpoint uploads only the segments that changed (None: the state is one blob).
+    ``version``: what :meth:`Records.load_version` reads it again by; ``record``: as written,
+    its state inline when the state's blob could be read (``state_missing`` when it could
+    not), other large values still references.
     """
 
-    def __init__(
-        self,
-        store: RecordStore,
-        *,
-        prefix: str = "tasks",
-        inline_limit: int = DEFAULT_INLINE_LIMIT_BYTES,
-        max_value_bytes: int | None = None,
-        segmenting: Segmenting | None = DEFAULT_SEGMENTING,
-    ) -> None:
-        self.store = store
-        self.prefix = prefix.strip("/")
-        self.inline_limit = inline_limit
-        self.max_value_bytes = max_value_bytes
-        self.segmenting = segmenting
-        self.blobs = Blobs(store, prefix=self.prefix)
-        self.inbox = Inbox(store, prefix=self.prefix)
-        self.sweeper = Sweeper(store, self.blobs, self.inbox, self.record_key)
-        self._local = threading.local()
+    version: str
+    saved_at: datetime
+    record: TaskRecord
+    state: Any
+    state_missing: bool
+
+
+class Records(InboxObjects, Protocol):
+    """The task records of one deployment, their inboxes, history and sweep.
+
+    Every method is safe to call from several threads and several processes at once; the
+    atomicity each one promises is the store's, not a lock's in this process.
+
+    Records:
+        - :meth:`load` reads the current record and its revision. Absent: it raises
+          :class:`~continuum.errors.RecordNotFoundError`, never returns None.
+        - :meth:`create` writes a record only if its task id has none (atomically: of two
+          creates of one id exactly one succeeds; the other raises
+          :class:`~continuum.errors.RecordExistsError`). A create retried after its reply was
+          lost must count as the one that landed (the same record read back is ours).
+        - :meth:`swap` replaces the record only if the stored one still has ``revision``
+          (compare-and-swap, atomic with the write); otherwise, or if the record is gone, it
+          raises :class:`~continuum.errors.RecordConflictError` and writes nothing. A swap
+          retried after its reply was lost must count as landed, as a create does.
+        - Reads after a write that returned see that write (read-after-write), as S3 does.
+    Inbox (the methods of :class:`InboxObjects`, under names such as ``signals/s/1.json``):
+        - ``inbox_put(..., create=True)`` writes only if the name is free, atomically: of two
+          puts of one name exactly one returns True. ``create=False`` overwrites.
+        - ``inbox_list`` answers every name present when it was called (a put that returned
+          before is in it), in ascending code-point order; which signal is taken first is
+          decided above the seam, by the times inside the objects, not by this order.
+        - ``inbox_get`` returns None for an absent name; ``inbox_delete`` of an absent name
+          does nothing.
+    History:
+        - every create and swap appends the record as written to the task's history (S3:
+          bucket versioning); :meth:`history` reads the latest ``most`` of them, oldest
+          first, and is empty where the backend keeps none; :meth:`load_version` reads one.
+    Sweep:
+        - a swap with ``finished=True`` marks the task's objects for expiry after the write
+          lands; :meth:`ensure_swept` finishes a sweep that was cut short (idempotent), and
+          :meth:`revive` takes the mark off again when a finished task is retried.
+    """
 
     @property
     def stack(self) -> str:
-        """Where these records live (bucket and prefix): their tasks' trace ids derive from it."""
-        return self.inbox.stack
+        """Where these records live (for a bucket: the bucket and prefix); their tasks' trace
+        ids derive from it, so it must differ between deployments."""
+        ...
+
+    @property
+    def inbox(self) -> Inbox:
+        """The tasks' inboxes, on this seam's inbox methods."""
+        ...
+
+    @property
+    def max_value_bytes(self) -> int | None:
+        """The largest state, result, step result or cursor accepted (JSON); None: no limit."""
+        ...
 
     @property
     def last_record_bytes(self) -> int:
         """Size of the record this thread last wrote or read (for counters and benchmarks)."""
-        return int(getattr(self._local, "size", 0))
+        ...
 
-    def record_key(self, task_id: str) -> str:
-        return f"{self.prefix}/{task_id}/{RECORD_NAME}"
-
-    # -- create, load, replace ---------------------------------------------------------------
-
-    def create(self, record: TaskRecord) -> str:
-        """Write a new record; raise RecordExistsError if the task id is taken."""
-        body, used = self._encode(record, base_etag=None)
-        key = self.record_key(record.task_id)
-        try:
-            etag = self._put(key, body, if_none_match=True)
-        except PreconditionFailed:
-            etag_or_none = self._landed(key, body)
-            if etag_or_none is None:
-                raise RecordExistsError("task already exists", task_id=record.task_id) from None
-            etag = etag_or_none
-        self.blobs.hold(record.task_id, etag, used)
-        return etag
+    @property
+    def run_markers(self) -> RunMarkers:
+        """What each recurring schedule's fires did (kept beside the records)."""
+        ...
 
     def load(self, task_id: str) -> tuple[TaskRecord, str]:
-        """Read a record and its etag: one GET, then its blobs, in parallel, verified.
+        """The current record, every value inline, and its revision.
 
         Raises:
-            RecordNotFoundError: no such task.
-            RecordCorruptError: it does not parse (BlobMissingError: a blob is gone for good).
+            RecordNotFoundError: no record for this task id.
+            RecordCorruptError: it does not parse (BlobMissingError: a value of it is gone).
             RecordTooNewError: a newer continuum wrote it.
         """
-        key = self.record_key(task_id)
-        for attempt in range(BLOB_RACE_RETRIES + 1):
-            try:
-                stored = self.store.get(key)
-            except NoSuchKey:
-                raise RecordNotFoundError("no record for this task", task_id=task_id) from None
-            self._local.size = len(stored.body)
-            record = parse_record(stored.body, task_id=task_id)
-            gone = self._inline(record)
-            if gone and attempt < BLOB_RACE_RETRIES and self._moved(key, stored.etag):
-                continue  # a writer replaced the record and removed blobs: read it again
-            if gone:  # an earlier record version was restored: bring its blobs back
-                self._restore(record, gone)
-                gone = self._inline(record)
-            if not gone:
-                self.blobs.hold(task_id, stored.etag, self.blobs.keys_of(record))
-                return record, stored.etag
-        raise self._missing(record, gone)
+        ...
 
-    def _inline(self, record: TaskRecord) -> list[BlobGone]:
-        """Fetch the record's blobs into it; the blobs that are gone (then it is unchanged)."""
-        gone: list[BlobGone] = []
+    def create(self, record: TaskRecord) -> str:
+        """Write a new record, only if its task id has none; return its revision.
 
-        def fetch(ref: BlobRef) -> bytes:
-            try:
-                return self.blobs.fetch(record.task_id, ref)
-            except BlobGone as missing:
-                gone.append(missing)  # list.append is atomic: fetches run in parallel
-                raise
+        Raises:
+            RecordExistsError: the task id is taken.
+            PayloadTooLargeError: a value is over ``max_value_bytes``; nothing was written.
+        """
+        ...
 
-        try:
-            inline_blobs(record, fetch)
-        except BlobGone:
-            return sorted(gone, key=lambda missing: missing.key)
-        return []
-
-    def _restore(self, record: TaskRecord, gone: list[BlobGone]) -> None:
-        """Restore every gone blob from a stored version, or raise BlobMissingError."""
-        lost = [missing for missing in gone if not self.blobs.restore(missing.key, missing.ref)]
-        if lost:
-            raise self._missing(record, lost)
-
-    def _missing(self, record: TaskRecord, gone: list[BlobGone]) -> BlobMissingError:
-        first = gone[0]
-        what = describe_blobs(record).get(first.ref.sha256, "a blob")
-        others = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
-        return BlobMissingError(
-            f"the record points at {what}, blob {first.key}{others}, which is gone, and no "
-            "stored version of it matches its digest",
-            task_id=record.task_id,
-            hint="restore that blob from a backup (or an earlier record version whose "
-            "blobs still exist), then run `continuum resume TASK_ID`",
-        )
-
-    def replace(
+    def swap(
         self,
         record: TaskRecord,
         *,
-        etag: str,
+        revision: str,
         finished: bool = False,
         lease_until: datetime | None = None,
     ) -> str:
-        """Compare-and-swap: write ``record`` only if the stored one still has ``etag``.
+        """Compare-and-swap: write ``record`` only if the stored one still has ``revision``;
+        return the new revision (``record.updated_at`` is set here).
 
         Args:
-            record: the new record (``updated_at`` is set here).
-            etag: the etag of the version this write replaces.
-            finished: the task finished: sweep its objects after the write lands.
-            lease_until: the writer's lease; with enough of it left, blobs this write stopped
-                referencing are removed at once.
+            finished: the task finished: sweep its objects once the write has landed.
+            lease_until: the writer's lease; with enough of it left, what this write stopped
+                referencing may be removed at once.
 
         Raises:
-            RecordConflictError: another writer moved the record (412); this one must stop.
+            RecordConflictError: another writer moved the record, or it is gone; nothing was
+                written and this writer must stop.
             PayloadTooLargeError: a value is over ``max_value_bytes``; nothing was written.
-            SweepIncompleteError: the finish write landed (its etag is the error's), its
-                sweep did not complete.
+            SweepIncompleteError: the finish write landed (its revision is the error's
+                ``revision``), its sweep did not complete.
         """
-        record.updated_at = utcnow()
-        body, used = self._encode(record, base_etag=etag)
-        key = self.record_key(record.task_id)
-        try:
-            new_etag = self._put(key, body, if_match=etag)
-        except (PreconditionFailed, NoSuchKey):  # S3 answers 404 to If-Match on a gone key
-            landed = self._landed(key, body)
-            if landed is None:
-                raise RecordConflictError(
-                    "another worker changed the record (412); stopping without writing",
-                    task_id=record.task_id,
-                    generation=record.generation,
-                ) from None
-            new_etag = landed
-        self.blobs.after_write(
-            record.task_id,
-            base_etag=etag,
-            etag=new_etag,
-            used=used,
-            finished=finished,
-            lease_until=lease_until,
-        )
-        if finished:
-            try:
-                self.sweeper.sweep(record.task_id, used)
-            except SweepIncompleteError as exc:
-                exc.etag = new_etag
-                raise
-        return new_etag
-
-    def load_version(self, task_id: str, version_id: str) -> TaskRecord:
-        """An earlier version of a record (bucket versioning), blobs inline; reads only.
-
-        A blob that a later write removed is read from its own earlier versions.
-
-        Raises:
-            RecordNotFoundError: no such version. BlobMissingError: a blob it needs is gone.
-        """
-        key = self.record_key(task_id)
-        try:
-            if not version_id:  # the store reads no version id as the current one
-                raise NoSuchKey(key)
-            body = self.store.get(key, version_id=version_id).body
-        except NoSuchKey:
-            raise RecordNotFoundError(
-                f"no version {version_id!r} of this task's record", task_id=task_id
-            ) from None
-
-        def read_blob(ref: BlobRef) -> bytes:
-            blob_key = self.blobs.key(task_id, ref.sha256)
-            try:
-                return self.store.get(blob_key).body
-            except NoSuchKey:
-                pass
-            for version in self.store.versions(blob_key):
-                if not version.is_delete_marker:
-                    return self.store.get(blob_key, version_id=version.version_id).body
-            raise BlobMissingError(f"blob {blob_key} is gone", task_id=task_id)
-
-        return inline_blobs(parse_record(body, task_id=task_id), read_blob)
-
-    def revive(self, task_id: str, used: list[BlobRef]) -> None:
-        """Take the finished tag off a record and the blobs it uses (a retried task). The tag
-        is overwritten, not removed: an empty tag set is valid on S3 but fails on moto."""
-        reopened = dict.fromkeys(FINISHED_TAGS, "false")
-        for key in [self.record_key(task_id), *(self.blobs.key(task_id, r.sha256) for r in used)]:
-            try:
-                self.store.tag(key, reopened)
-            except Exception as exc:  # only the lifecycle rule's expiry depends on it
-                logger.warning("could not untag %s: %s", key, exc)
+        ...
 
     def task_ids(self) -> list[str]:
-        """Every task id under the prefix (one LIST per thousand tasks)."""
-        folders = self.store.list_keys(f"{self.prefix}/", delimiter="/")
-        names = (f[len(self.prefix) + 1 :].rstrip("/") for f in folders if f.endswith("/"))
-        return sorted(name for name in names if not name.startswith("_"))  # the schedules' own
+        """Every task id that has a record, sorted (one LIST a thousand tasks on S3). It may
+        also name a task id that has inbox objects only (a refused forged start, a cancel
+        for an id never started): a caller loads each and skips what raises."""
+        ...
 
-    # -- encoding and writing ---------------------------------------------------------------
+    def history(self, task_id: str, *, most: int) -> list[PastRecord]:
+        """The latest ``most`` writes of the record, oldest first; empty if the backend keeps
+        no history (or may not read it). A write that cannot be read is left out."""
+        ...
 
-    def _encode(self, record: TaskRecord, *, base_etag: str | None) -> tuple[bytes, BlobKeys]:
-        """The record's JSON, and the blobs it references (uploaded if not proven there)."""
-        put_blob, used = self.blobs.uploader(record.task_id, base_etag=base_etag)
-        body = encode_record(
-            record,
-            put_blob=put_blob,
-            inline_limit=self.inline_limit,
-            max_value_bytes=self.max_value_bytes,
-            segmenting=self.segmenting,
-        )
-        self._local.size = len(body)
-        return body, used
+    def load_version(self, task_id: str, version: str) -> TaskRecord:
+        """One earlier write of the record (``PastRecord.version``), every value inline.
 
-    def _put(
-        self, key: str, body: bytes, *, if_match: str | None = None, if_none_match: bool = False
-    ) -> str:
-        return put_with_retries(
-            self.store, key, body, if_match=if_match, if_none_match=if_none_match
-        )
-
-    def _landed(self, key: str, body: bytes) -> str | None:
-        """After a 412: did our own write land (an earlier attempt whose answer was lost)?
-
-        A retried PutObject whose first attempt succeeded finds its own write and answers 412.
-        The record's body is unique (it carries ``updated_at``), so if the stored body is ours
-        the write happened, and its etag is the new one.
+        Raises:
+            RecordNotFoundError: no such version. BlobMissingError: a value it needs is gone.
         """
-        try:
-            stored = self.store.get(key)
-        except NoSuchKey:
-            return None
-        return stored.etag if stored.body == body else None
+        ...
 
-    def _moved(self, key: str, etag: str) -> bool:
-        try:
-            return self.store.get(key).etag != etag
-        except NoSuchKey:
-            return True
+    def large_value(self, task_id: str, digest: str) -> Any:
+        """A value a record keeps outside itself (a ``BlobRef``: its state, a step's result),
+        by its digest, as it was stored; a value that is gone or corrupt raises."""
+        ...
+
+    def ensure_swept(self, record: TaskRecord) -> bool:
+        """For a message of a finished task: finish its sweep unless it completed; return
+        whether it swept now (one read when it had completed).
+
+        Raises:
+            SweepIncompleteError: the sweep ran and did not complete (retry the message).
+        """
+        ...
+
+    def revive(self, task_id: str, used: list[BlobRef]) -> None:
+        """Take the finished mark off a record and the values it uses (a retried task); a
+        failure is logged, not raised (only expiry depends on it)."""
+        ...

@@ -76,7 +76,7 @@ class RunMarkers:
         return f"{self.prefix}/{RUNS_FOLDER}/{schedule}/{when:%Y%m%dT%H%M%SZ}.json"
 
     def read(self, schedule: str) -> tuple[ScheduleRuns | None, str | None]:
-        """The schedule's object and its etag; (None, None) before its first run.
+        """The schedule's object and its revision (its etag); (None, None) before its first run.
 
         An object that does not parse is treated as absent (and replaced by the next run).
         """
@@ -89,15 +89,16 @@ class RunMarkers:
         except ValidationError:
             return None, stored.etag
 
-    def write(self, runs: ScheduleRuns, *, etag: str | None) -> str:
-        """Replace the object read with ``etag`` (None: create it). Raises PreconditionFailed."""
+    def write(self, runs: ScheduleRuns, *, revision: str | None) -> str:
+        """Replace the object read at ``revision`` (None: create it); return the new one.
+        Raises PreconditionFailed."""
         body = runs.model_dump_json(exclude_none=True).encode()
         return put_with_retries(
             self.store,
             self.key(runs.schedule),
             body,
-            if_match=etag,
-            if_none_match=etag is None,
+            if_match=revision,
+            if_none_match=revision is None,
         )
 
     def decision(self, schedule: str, scheduled_time: datetime) -> FireDecision | None:

@@ -27,7 +27,6 @@ from collections.abc import Callable
 
 from continuum._base.threads import in_parallel
 from continuum._record.blobs import FINISHED_TAGS, BlobKeys, Blobs
-from continuum._record.inbox import Inbox
 from continuum._record.model import TaskRecord
 from continuum.backends.store import NoSuchKey, RecordStore, StoreError
 from continuum.errors import RecordError
@@ -43,10 +42,10 @@ class SweepIncompleteError(RecordError):
 
     The record is left untagged, so the sweep runs again at the task's next message: raised
     out of the handler, this error makes SQS deliver that message again. ``failed`` names
-    the calls that failed; ``etag`` is the record's when a finish write landed just before.
+    the calls that failed; ``revision`` is the record's when a finish write landed just before.
     """
 
-    def __init__(self, task_id: str, failed: list[str], *, etag: str | None = None) -> None:
+    def __init__(self, task_id: str, failed: list[str], *, revision: str | None = None) -> None:
         more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
         super().__init__(
             f"the finished task's objects are not all tidied: {failed[0]}{more}; its record "
@@ -57,25 +56,29 @@ class SweepIncompleteError(RecordError):
             "s3:PutObjectTagging, s3:GetObjectTagging): untagged objects never expire",
         )
         self.failed = failed
-        self.etag = etag
+        self.revision = revision
 
 
 class Sweeper:
-    """Sweeps finished tasks' objects.
+    """Sweeps finished tasks' objects (the blob store's side of ``persistence.Records``).
 
     Args:
         store: the bytes (S3, or the in-memory fake).
         blobs: the tasks' blobs (where they are; which ones a record uses).
-        inbox: the tasks' inboxes.
+        inbox_key: a task id's inbox object key, by name (``""``: the inbox's prefix).
         record_key: a task id's record key.
     """
 
     def __init__(
-        self, store: RecordStore, blobs: Blobs, inbox: Inbox, record_key: Callable[[str], str]
+        self,
+        store: RecordStore,
+        blobs: Blobs,
+        inbox_key: Callable[[str, str], str],
+        record_key: Callable[[str], str],
     ) -> None:
         self.store = store
         self.blobs = blobs
-        self.inbox = inbox
+        self.inbox_key = inbox_key
         self.record_key = record_key
 
     def sweep(self, task_id: str, used: BlobKeys) -> None:
@@ -86,7 +89,7 @@ class Sweeper:
             SweepIncompleteError: a call failed; the record is left untagged.
         """
         failed = self._tidy(self.blobs.folder(task_id), lambda key: key in used)
-        failed += self._tidy(self.inbox.key(task_id, ""), lambda key: True)
+        failed += self._tidy(self.inbox_key(task_id, ""), lambda key: True)
         if not failed:
             failed = self._tidy_keys([self.record_key(task_id)], lambda key: True)
         if failed:

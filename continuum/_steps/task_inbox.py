@@ -108,7 +108,7 @@ class TaskInbox:
         request = _live(lambda: inbox.cancel(self.task_id))
         if request is None or not request.closed:
             return request
-        _live(lambda: inbox.store.delete(inbox.key(self.task_id, "cancel.json")))
+        _live(lambda: inbox.reopen_to_cancel(self.task_id))
         return None
 
     def read(self, relative: str, model: type[M]) -> M | None:

@@ -95,7 +95,7 @@ class Admission:
     context: LambdaContext
     from_memory: bool
     record: TaskRecord
-    etag: str
+    revision: str
     #: the store and queue calls of this message so far, and its clock.
     usage: Usage
     clock: RunClock
@@ -212,7 +212,7 @@ class _Hops:
         try:
             return self.endings.hop(
                 admission.record,
-                admission.etag,
+                admission.revision,
                 message_id=admission.message_id,
                 spent=admission.usage,
                 elapsed_s=admission.clock.elapsed_s(),
@@ -316,7 +316,7 @@ class ClaimRecord(AdmissionRule):
             claim = Claim.take(
                 self.records,
                 record,
-                admission.etag,
+                admission.revision,
                 owner=str(getattr(context, "aws_request_id", None) or "local"),
                 message_id=admission.message_id,
                 remaining_s=left_s,

@@ -1,9 +1,9 @@
 """A claim: one worker's hold on one record, from the claim to the suspension or the finish.
 
-It owns the record's etag and this invocation's lease, and makes every write of the record
+It owns the record's revision and this invocation's lease, and makes every write of the record
 while it holds it, each a compare-and-swap. A write that lost (412) is checked once more: if
 the stored record still carries this claim's lease, nobody else wrote it (an earlier write of
-ours landed unseen, its answer lost), so the claim adopts the stored etag and writes again.
+ours landed unseen, its answer lost), so the claim adopts the stored revision and writes again.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Claim:
     """This worker's hold on a record.
 
     Example:
-        >>> claim = Claim.take(records, record, etag, owner="req-1", message_id="m-1",
+        >>> claim = Claim.take(records, record, revision, owner="req-1", message_id="m-1",
         ...                    remaining_s=900.0)  # doctest: +SKIP
         >>> claim.suspend("budget", message_id="m-1")  # doctest: +SKIP
     """
@@ -47,13 +47,13 @@ class Claim:
         self,
         records: Records,
         record: TaskRecord,
-        etag: str,
+        revision: str,
         lease: Lease,
         run: InvocationRun | None = None,
     ) -> None:
         self.records = records
         self.record = record
-        self.etag = etag
+        self.revision = revision
         self.lease = lease
         #: this invocation's entry in ``record.history``, and what it has cost so far.
         self.run = run
@@ -73,7 +73,7 @@ class Claim:
         cls,
         records: Records,
         record: TaskRecord,
-        etag: str,
+        revision: str,
         *,
         owner: str,
         message_id: str,
@@ -112,7 +112,7 @@ class Claim:
             request_id=owner,
             turn=record.turn,
         )
-        claim = cls(records, record, etag, lease, run)
+        claim = cls(records, record, revision, lease, run)
         claim._write(own_lease=False)
         claim.dropped_schedule = dropped
         return claim
@@ -300,7 +300,7 @@ class Claim:
         """Compare-and-swap the record, knowing an earlier write of ours may have landed.
 
         ``handing_over``: the write that parks the task (wait, suspend). The record is then
-        the stored version its etag names (a warm worker may go on from it), so nothing is
+        the stored version its revision names (a warm worker may go on from it), so nothing is
         counted into it after the write; the next reader of the store would not see it either.
         """
         started = time.monotonic()
@@ -308,20 +308,20 @@ class Claim:
         lease_until = self.lease.expires_at if own_lease else None
         try:
             try:
-                self.etag = records.replace(
-                    record, etag=self.etag, finished=finished, lease_until=lease_until
+                self.revision = records.swap(
+                    record, revision=self.revision, finished=finished, lease_until=lease_until
                 )
             except RecordConflictError:
                 if not own_lease:
                     raise
-                stored, stored_etag = records.load(record.task_id)
+                stored, stored_revision = records.load(record.task_id)
                 if stored.lease != self.lease:
                     raise
-                self.etag = records.replace(
-                    record, etag=stored_etag, finished=finished, lease_until=lease_until
+                self.revision = records.swap(
+                    record, revision=stored_revision, finished=finished, lease_until=lease_until
                 )
         except SweepIncompleteError as exc:  # the finish landed; the worker raises it later
-            self.etag, self.unswept = exc.etag or self.etag, exc
+            self.revision, self.unswept = exc.revision or self.revision, exc
         if self.saved is not None:
             self.saved()
         if handing_over:

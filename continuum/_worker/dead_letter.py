@@ -84,7 +84,7 @@ class DeadLetters:
             return DeadLetterOutcome.REJECTED
         for _ in range(CONFLICT_RETRIES):
             try:
-                record, etag = self.records.load(message.task_id)
+                record, revision = self.records.load(message.task_id)
             except RecordTooNewError as exc:
                 return self._leave_for_newer(message, exc)
             except (RecordNotFoundError, RecordCorruptError) as exc:
@@ -93,7 +93,7 @@ class DeadLetters:
             judged = self._judge(message, delivery, record)
             if judged is not None:
                 return judged
-            failed = self._fail(message, delivery, record, etag)
+            failed = self._fail(message, delivery, record, revision)
             if failed is not None:
                 return failed
         raise RecordConflictError(
@@ -133,7 +133,7 @@ class DeadLetters:
                 return None
             case Verdict.FINISHED:
                 report_to_parent(self.records, self.continuations, record, again=True)
-                swept = self.records.sweeper.ensure_swept(record)
+                swept = self.records.ensure_swept(record)
                 return DeadLetterOutcome.SWEPT if swept else DeadLetterOutcome.LEFTOVER
             case Verdict.RETRY_LATER:
                 # The worker that claimed this very message holds a live lease: dead or
@@ -148,7 +148,7 @@ class DeadLetters:
                 return DeadLetterOutcome.LEFTOVER
 
     def _fail(
-        self, message: Continuation, delivery: Delivery, record: TaskRecord, etag: str
+        self, message: Continuation, delivery: Delivery, record: TaskRecord, revision: str
     ) -> DeadLetterOutcome | None:
         """Write the task failed (cancelled, if a cancel came first) and report it to its
         parent; None if the record moved meanwhile."""
@@ -164,7 +164,7 @@ class DeadLetters:
         end_recovery(record)
         unswept: SweepIncompleteError | None = None
         try:
-            self.records.replace(record, etag=etag, finished=True)
+            self.records.swap(record, revision=revision, finished=True)
         except RecordConflictError:
             return None
         except SweepIncompleteError as exc:

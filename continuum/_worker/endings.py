@@ -138,7 +138,7 @@ class Endings:
             )
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
-        self.recent.keep(record, claim.etag, send_s=send_s)
+        self.recent.keep(record, claim.revision, send_s=send_s)
         self._parked(record, reason)
         logger.info(
             f"task suspended: {reason}",
@@ -155,7 +155,7 @@ class Endings:
         except PayloadTooLargeError as exc:
             return self.give_up(claim, "PayloadTooLargeError", exc.message)
         sent = self.resume_waiting(record)
-        self.recent.keep(record, claim.etag)  # its first timer may come back here
+        self.recent.keep(record, claim.revision)  # its first timer may come back here
         self._parked(record, reason)
         logger.info(
             f"task waiting: {reason}",
@@ -167,7 +167,7 @@ class Endings:
     def hop(
         self,
         record: TaskRecord,
-        etag: str,
+        revision: str,
         *,
         message_id: str,
         spent: Usage,
@@ -199,7 +199,7 @@ class Endings:
         if record.history:
             record.history[-1].hops += 1
         # A conflict (412) is the caller's: its record may have come from memory.
-        etag = self.records.replace(record, etag=etag)
+        revision = self.records.swap(record, revision=revision)
         if replaced is not None and self.long_waits is not None:
             self.long_waits.forget(replaced, task_id=record.task_id)  # before the next timer
         if record.status == Status.WAITING:
@@ -213,7 +213,7 @@ class Endings:
             )
         else:
             send_delayed(record, self.continuations, self.long_waits)
-        self.recent.keep(record, etag)
+        self.recent.keep(record, revision)
         return Outcome.HOPPED
 
     def resume_waiting(self, record: TaskRecord) -> str:
@@ -240,7 +240,7 @@ class Endings:
                 # short is finished (else it raises, and the message comes back).
                 cancel_children(self.children, record)
                 report_to_parent(self.records, self.continuations, record, again=True)
-                swept = self.records.sweeper.ensure_swept(record)
+                swept = self.records.ensure_swept(record)
                 return Outcome.SWEPT if swept else Outcome.FINISHED
             case Verdict.FUTURE:
                 logger.error(

@@ -33,7 +33,7 @@ from continuum._define.settings import Settings
 from continuum._record.continuation import Continuations, decode_schedule_fire
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
-from continuum._record.schedule_runs import FireDecision, RunMarkers, ScheduleRuns, SkippedFire
+from continuum._record.schedule_runs import FireDecision, ScheduleRuns, SkippedFire
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.endings import Outcome
 from continuum._worker.sqs_batch import Delivery, logger
@@ -89,7 +89,7 @@ class ScheduleFires:
         self.records = records
         self.continuations = continuations
         self.settings = settings
-        self.markers = RunMarkers(records.store, prefix=records.prefix)
+        self.markers = records.run_markers
 
     def handle(self, delivery: Delivery) -> Outcome:
         """A fire from the queue: what it did, or REJECTED (acknowledged) if it cannot start."""
@@ -170,7 +170,7 @@ class ScheduleFires:
         if declaration.overlap == "skip":
             return self._fire_unless_overlapping(task, task_id, state, name, scheduled_time)
         for _ in range(OBJECT_RETRIES):
-            runs, etag = self.markers.read(name)
+            runs, revision = self.markers.read(name)
             previous = runs or ScheduleRuns(schedule=name)
             if previous.scheduled_time is not None and previous.scheduled_time > scheduled_time:
                 break  # a late fire: the object keeps naming the latest run
@@ -178,7 +178,7 @@ class ScheduleFires:
                 update={"run": task_id, "scheduled_time": scheduled_time, "started_at": utcnow()}
             )
             try:
-                self.markers.write(started, etag=etag)
+                self.markers.write(started, revision=revision)
                 break
             except PreconditionFailed:
                 continue  # another fire wrote it first: read it again
@@ -198,7 +198,7 @@ class ScheduleFires:
         if decided is not None:
             return self._follow(decided, task, task_id, state, name)
         for _ in range(OBJECT_RETRIES):
-            runs, etag = self.markers.read(name)
+            runs, revision = self.markers.read(name)
             if runs is not None and runs.skipped and runs.skipped.scheduled_time == scheduled_time:
                 return FireResult("skipped", task_id, running=runs.skipped.running)  # again
             running = self._running(runs, task_id)
@@ -215,7 +215,7 @@ class ScheduleFires:
                 update={"run": task_id, "scheduled_time": scheduled_time, "started_at": utcnow()}
             )
             try:
-                self.markers.write(started, etag=etag)
+                self.markers.write(started, revision=revision)
             except PreconditionFailed:
                 continue  # another fire wrote it first: read what it started
             start = FireDecision(scheduled_time=scheduled_time, outcome="started", at=utcnow())
@@ -270,11 +270,11 @@ class ScheduleFires:
         )
         skipped = SkippedFire(scheduled_time=scheduled_time, running=running, at=utcnow())
         for _ in range(OBJECT_RETRIES):  # the decision is made: only the count is at stake
-            runs, etag = self.markers.read(name)
+            runs, revision = self.markers.read(name)
             runs = runs or ScheduleRuns(schedule=name)
             noted = runs.model_copy(update={"skipped": skipped, "skips": runs.skips + 1})
             with contextlib.suppress(PreconditionFailed):
-                self.markers.write(noted, etag=etag)
+                self.markers.write(noted, revision=revision)
                 return
 
     # -- the run ---------------------------------------------------------------------------

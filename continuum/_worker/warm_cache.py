@@ -3,7 +3,7 @@
 A warm Lambda environment often receives the continuation of the task it just suspended, or
 the next timer of a long sleep it just hopped. It then knows the stored record exactly (it
 wrote it) and can go on from it directly: the ``If-Match`` of the claim or hop on the
-remembered etag proves the record has not changed since, and a 412 sends the worker back to
+remembered revision proves the record has not changed since, and a 412 sends the worker back to
 reading it. Only a continuation for exactly the remembered generation of a suspended record,
 or a timer for exactly that of a waiting one, is served from memory; anything else reads the
 store, and so does a message that memory would not end in one of those conditional writes.
@@ -22,7 +22,7 @@ RECENT_RECORDS = 8
 
 
 class RecentRecords:
-    """The last few records this worker suspended, with their etags and send times."""
+    """The last few records this worker suspended, with their revisions and send times."""
 
     def __init__(self, size: int = RECENT_RECORDS) -> None:
         self.size = size
@@ -30,13 +30,13 @@ class RecentRecords:
         self._sends: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def keep(self, record: TaskRecord, etag: str, *, send_s: float | None = None) -> None:
-        """Remember ``record`` as written with ``etag`` (and how long its continuation's send
+    def keep(self, record: TaskRecord, revision: str, *, send_s: float | None = None) -> None:
+        """Remember ``record`` as written with ``revision`` (and how long its continuation's send
         took, for the claim's budget); the caller must not change it afterwards."""
         with self._lock:
             for kept in (self._records, self._sends):
                 kept.pop(record.task_id, None)
-            self._records[record.task_id] = (record, etag)
+            self._records[record.task_id] = (record, revision)
             if send_s is not None:
                 self._sends[record.task_id] = send_s
             for kept in (self._records, self._sends):
@@ -54,7 +54,7 @@ class RecentRecords:
             mine = self._records.pop(message.task_id, None)
         if mine is None:
             return None
-        record, _etag = mine
+        record, _revision = mine
         if record.generation != message.generation:
             return None
         if record.status == Status.SUSPENDED:

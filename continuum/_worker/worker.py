@@ -231,7 +231,7 @@ class Worker:
             except StaleMemory:
                 logger.info("the record moved since this worker last wrote it; reading it")
         try:
-            record, etag = self.records.load(message.task_id)
+            record, revision = self.records.load(message.task_id)
         except RecordNotFoundError as exc:
             logger.error(f"no record for this continuation: {exc}")
             return Outcome.REJECTED
@@ -242,7 +242,7 @@ class Worker:
             # keeps them all) and resumes the task.
             logger.error(f"the record does not parse: {exc}")
             return Outcome.REJECTED
-        return self._run(message, delivery, context, record, etag, from_memory=False)
+        return self._run(message, delivery, context, record, revision, from_memory=False)
 
     def _run(
         self,
@@ -250,14 +250,14 @@ class Worker:
         delivery: Delivery,
         context: LambdaContext,
         record: TaskRecord,
-        etag: str,
+        revision: str,
         *,
         from_memory: bool,
     ) -> Outcome:
         """Steps 1 to 3, the admission's rules, then 4 and 5, the turns and their ending."""
         usage, clock = self._local.usage, self._local.clock
         admission = Admission(
-            message, delivery, context, from_memory, record, etag, usage, clock, now=now_s()
+            message, delivery, context, from_memory, record, revision, usage, clock, now=now_s()
         )
         return self.admission.admit(admission, then=self._invoke)
 

@@ -4,8 +4,10 @@
 included: ``put(..., if_none_match=True)`` creates only if the key is free and
 ``put(..., if_match=etag)`` replaces only if the stored object still has that etag; a lost
 condition raises :class:`PreconditionFailed` (S3's 412). ``s3.S3RecordStore`` implements it on
-a bucket; ``memory.InMemoryRecordStore`` in memory. Everything above it (the codec, blobs,
-compare-and-swap, the sweep) is written once, in ``continuum._record``.
+a bucket; ``memory.InMemoryRecordStore`` in memory. It is the blob store: the record-level
+seam above it (``continuum._record.persistence.Records``: load, create, swap, inbox, history,
+sweep) is implemented on it once, by ``continuum._record.blob_records``, the only code that
+knows its keys, etags, tags and versions.
 """
 
 from __future__ import annotations

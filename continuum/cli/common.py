@@ -274,14 +274,14 @@ class Stack:
         from continuum._base.signing_keys import load_signing_keys
         from continuum._define.settings import Settings
         from continuum._ops.client import Client
+        from continuum._record.blob_records import BlobRecords
         from continuum._record.continuation import Continuations
-        from continuum._record.persistence import Records
         from continuum.backends.s3 import S3RecordStore
 
         store = S3RecordStore(self.boto_client("s3"), self.need_bucket())
         keys = load_signing_keys()
         return Client(
-            Records(store, prefix=self.prefix or DEFAULT_PREFIX),
+            BlobRecords(store, prefix=self.prefix or DEFAULT_PREFIX),
             Continuations(_QueueOnFirstUse(self._queue), keys=keys),
             settings=Settings(signing_keys=keys, callback_url=environment_url()),
         )

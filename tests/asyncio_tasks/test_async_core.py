@@ -544,7 +544,7 @@ def test_a_death_in_gathered_steps_reruns_only_what_was_not_recorded(aws):
         app.handler(sqs_event(body, message_ids=["m"]), ScriptedContext(None, executed=lambda: 0))
     record, etag = app.records.load(task_id)
     record.lease.expires_at = utcnow() - timedelta(seconds=1)  # the dead worker's deadline passes
-    app.records.replace(record, etag=etag)
+    app.records.swap(record, revision=etag)
     app.handler(sqs_event(body, message_ids=["m2"]), ScriptedContext(None, executed=lambda: 0))
     runtime.drive(task_id)
     done = runtime.record(task_id)

@@ -19,7 +19,7 @@ from continuum.testing import InMemoryRecordStore
 from tests.conftest import Blobs
 from tests.support import (
     DEFAULT_SEGMENTING,
-    Records,
+    BlobRecords,
     Segmenting,
     TaskRecord,
     cut_state,
@@ -207,11 +207,11 @@ class CountingStore(InMemoryRecordStore):
 
 def test_loading_gets_the_record_once_and_its_segments_in_parallel():
     store = CountingStore(together=4)
-    records = Records(store)
+    records = BlobRecords(store)
     records.create(TaskRecord(task_id="t1", task_name="chat", state=chat(LONG)))
     store.armed, store.gets = True, []
 
-    fresh = Records(store)
+    fresh = BlobRecords(store)
     record, _etag = fresh.load("t1")
 
     assert record.state == chat(LONG)
@@ -224,7 +224,7 @@ def test_loading_gets_the_record_once_and_its_segments_in_parallel():
 
 def test_a_segment_gone_for_good_fails_the_load_naming_it(monkeypatch):
     store = InMemoryRecordStore()
-    records = Records(store)
+    records = BlobRecords(store)
     records.create(TaskRecord(task_id="t1", task_name="chat", state=chat(LONG)))
     stored = json.loads(store.get("tasks/t1/record.json").body)
     third = stored["state_segments"][0]["segments"][2]["sha256"]
@@ -232,7 +232,7 @@ def test_a_segment_gone_for_good_fails_the_load_naming_it(monkeypatch):
     monkeypatch.setattr(store, "versions", lambda key: [])  # an unversioned bucket
 
     with pytest.raises(BlobMissingError) as info:
-        Records(store).load("t1")
+        BlobRecords(store).load("t1")
     assert f"blobs/{third}.json.gz" in str(info.value)
     assert "segment 3 of " in str(info.value)
     assert "of the list at messages" in str(info.value)

@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from continuum import Continuum, PayloadTooLargeError, TaskContext
-from tests.support import LocalRuntime, Records
+from tests.support import BlobRecords, LocalRuntime
 from tests.waits.flavours import Flavour
 
 LIMIT = 10_000
@@ -60,7 +60,7 @@ def bare_client(app: Continuum) -> Any:
     """A client as the CLI makes one: the stack's bucket and queue, none of the app's settings."""
     from continuum._ops.client import Client
 
-    return Client(Records(app.records.store, prefix=app.records.prefix), app.continuations)
+    return Client(BlobRecords(app.records.store, prefix=app.records.prefix), app.continuations)
 
 
 @dataclass

@@ -210,7 +210,7 @@ def test_a_wake_whose_claim_loses_to_a_timer_hop_looks_again_and_runs_the_task(f
                 hopped["done"] = True
                 record, etag = records.load(task_id)
                 record.generation += 1
-                records.replace(record, etag=etag)
+                records.swap(record, revision=etag)
 
         chain(runtime.store, hop_first)
         client.signal(task_id, "go", "sent")  # its wake names the generation before the hop

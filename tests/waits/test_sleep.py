@@ -162,7 +162,7 @@ def test_a_hop_from_a_remembered_record_that_changed_reads_it_and_hops_on(make_r
         runtime.invoke_once()  # the first hop, remembered
         record, etag = app.records.load(task_id)
         record.forked_from = "another-writer"  # same generation, new etag
-        app.records.replace(record, etag=etag)
+        app.records.swap(record, revision=etag)
         summary = runtime.drive(task_id)
     assert summary.status == "succeeded"
     assert ran == ["before", "after"]

@@ -162,7 +162,7 @@ def test_live_lease_with_the_same_message_is_retried_later(setup):
     record.lease = Lease(
         owner="other", expires_at=utcnow() + timedelta(hours=1), message_id="m-live"
     )
-    app.records.replace(record, etag=etag)
+    app.records.swap(record, revision=etag)
     context = ScriptedContext(None, executed=lambda: sum(calls.values()))
     redelivered = app.handler(sqs_event(continuation(task_id, 0), message_ids=["m-live"]), context)
     duplicate = app.handler(sqs_event(continuation(task_id, 0), message_ids=["m-dup"]), context)

@@ -89,7 +89,7 @@ def expire_lease(app: Continuum, task_id: str) -> None:
     record, etag = app.records.load(task_id)
     assert record.status == Status.RUNNING
     record.lease.expires_at = utcnow() - timedelta(seconds=1)
-    app.records.replace(record, etag=etag)
+    app.records.swap(record, revision=etag)
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
