@@ -6,9 +6,14 @@ invocations, a wait, a child context) derive from the task's stack (bucket and p
 id, so every invocation names them alike without talking to the others. Such a span is sent
 once, when it ends and a write of the record holds what it ended (``operations_saved``, or the
 invocation's end; never by a worker fenced at its end), with its true start time (from the
-events, which read it from the record);
-a replayed step, wait or context sends nothing. What is still open when an invocation ends (a
-wait, a step whose retry waits) is sent as a span of that invocation with status UNSET.
+events, which read it from the record); a replayed step, wait or context sends nothing. What
+is still open when an invocation ends (a wait, a step whose retry waits) is sent as a span of
+that invocation with status UNSET.
+
+Only the invocation's span is open in the SDK while the task runs: a step's attempt, and every
+span that ended, is kept as plain values (``_Later``) and made on the tracer, started and ended
+at once, when a write of the record holds it; the attempt's span id is chosen as it starts,
+so that log lines name it. (A tracer that chooses its own ids gets the attempt as it starts.)
 
 Two vocabularies name the spans and their attributes (docs/tracing.md lists every one):
 ``naming="continuum"`` (the default: ``task <name>``, ``invocation``, ``continuum.*``) and
@@ -321,6 +326,25 @@ _VOCABULARIES: dict[str, _Vocabulary] = {"continuum": _Vocabulary(), "aws": _Aws
 # -- one task's trace in this process ----------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Later:
+    """A span that ended (or an attempt that runs), made on the SDK only when a write of the
+    record holds what it ended: nothing lives in the SDK meanwhile, and the spans a write
+    holds are made one after the other."""
+
+    name: str
+    start: float
+    end: float
+    #: the span it hangs under (None: the trace's root), and its own id when chosen
+    parent: int | None
+    span_id: int | None
+    attributes: dict[str, Any]
+    links: list[Link] | None
+    status: Status | None = None
+    #: the span already started, where the tracer chooses its ids (not the SDK's)
+    span: Span | None = None
+
+
 @dataclass
 class _Group:
     """An operation made of others (``wait_for_callback``) open in this invocation."""
@@ -348,6 +372,8 @@ class _TaskTrace:
     #: when the task was created (or its first invocation started, if earlier)
     created_at: float
     invocation: Span | None = None
+    #: the invocation span's trace and span ids (for the log keys)
+    invocation_ids: tuple[int, int] | None = None
     #: when this invocation claimed the task: what is open in it starts no earlier
     invocation_started: float = 0.0
     invocation_number: int = 0
@@ -356,7 +382,7 @@ class _TaskTrace:
     parents: dict[int, Context] = field(default_factory=dict)
     #: the step's first-attempt time, span id and name by (turn, path + key), and open attempts
     firsts: dict[tuple[int, str], tuple[float, int, str, int]] = field(default_factory=dict)
-    attempts: dict[tuple[int, str], Span] = field(default_factory=dict)
+    attempts: dict[tuple[int, str], _Later] = field(default_factory=dict)
     #: waits reached and not answered in this invocation, by (turn, key)
     waits: dict[tuple[int, str], WaitStarted] = field(default_factory=dict)
     #: waits and steps the record held open at its last write (some reached, or retried,
@@ -372,20 +398,9 @@ class _TaskTrace:
     retries: int = 0
     #: the Lambda request id of the invocation that runs here (the lease's owner)
     request_id: str | None = None
-    #: spans that ended, with their end time (ns), sent when a write of the record holds
-    #: them: a worker that dies before it sends none of what its redo sends again
-    held: deque[tuple[Span, int]] = field(default_factory=deque)
-
-    def hold(self, span: Span, end: int) -> None:
-        """End ``span`` at ``end`` once the record's next write holds what it ended."""
-        self.held.append((span, end))
-
-    def send_held(self) -> None:
-        """End (send) the spans a write of the record now holds."""
-        held = self.held
-        while held:  # popleft is atomic: a map item's thread may hold one meanwhile
-            span, end = held.popleft()
-            span.end(end_time=end)
+    #: spans that ended, made and sent when a write of the record holds them: a worker
+    #: that dies before it sends none of what its redo sends again
+    held: deque[_Later] = field(default_factory=deque)
 
     def span_id(self, *names: object) -> int:
         """The id of the span ``names`` name in this run of the task."""
@@ -539,18 +554,31 @@ class Tracing(Observer):
         links: list[Link] | None = None,
     ) -> None:
         """Send a span that is over: it started at ``start`` and ends at ``end``."""
-        span = self._start(
-            name,
-            task,
-            start=start,
-            parent=parent,
-            span_id=span_id,
-            attributes=attributes,
-            links=links,
+        task.held.append(
+            _Later(name, start, max(end, start), parent, span_id, attributes, links, status)
         )
-        if status is not None:
-            span.set_status(status)
-        task.hold(span, _ns(max(end, start)))
+
+    def _send_held(self, task: _TaskTrace) -> None:
+        """Make and send the spans a write of the record now holds."""
+        held = task.held
+        while held:  # popleft is atomic: a map item's thread may hold one meanwhile
+            self._send(task, held.popleft())
+
+    def _send(self, task: _TaskTrace, later: _Later) -> None:
+        span = later.span
+        if span is None:
+            span = self._start(
+                later.name,
+                task,
+                start=later.start,
+                parent=later.parent,
+                span_id=later.span_id,
+                attributes=later.attributes,
+                links=later.links,
+            )
+        if later.status is not None:
+            span.set_status(later.status)
+        span.end(end_time=_ns(later.end))
 
     def _context_span(self, task: _TaskTrace, turn: int, path: str) -> int:
         """The span of the child context at ``path`` (the root for the turn itself)."""
@@ -568,16 +596,17 @@ class Tracing(Observer):
                 return group.span_id
         return self._context_span(task, turn, path)
 
-    def _log_keys(self, span: Span | None) -> None:
+    def _log_keys(self, ids: tuple[int, int] | None) -> None:
+        """Give the logger the keys of the span of these (trace id, span id); None: none."""
         keys = self._keys or self._key_methods()
-        if span is None:
+        if ids is None:
             keys[1](["trace_id", "span_id"])
             return
-        context = span.get_span_context()
+        trace_id, span_id = ids
         trace_hex = self._trace_hex
-        if trace_hex[0] != context.trace_id:
-            trace_hex = self._trace_hex = (context.trace_id, f"{context.trace_id:032x}")
-        keys[0](trace_id=trace_hex[1], span_id=f"{context.span_id:016x}")
+        if trace_hex[0] != trace_id:
+            trace_hex = self._trace_hex = (trace_id, f"{trace_id:032x}")
+        keys[0](trace_id=trace_hex[1], span_id=f"{span_id:016x}")
 
     def _key_methods(self) -> tuple[Any, Any]:
         """The logger's methods that add and remove keys: its thread's own where it has them
@@ -650,8 +679,10 @@ class Tracing(Observer):
         task.invocation_links = [
             Link(task.invocation.get_span_context(), words.link(event.request_id))
         ]
-        task.send_held()  # the crash report: the claim's write holds it
-        self._log_keys(task.invocation)
+        self._send_held(task)  # the crash report: the claim's write holds it
+        context = task.invocation.get_span_context()
+        task.invocation_ids = context.trace_id, context.span_id
+        self._log_keys(task.invocation_ids)
 
     def invocation_ended(self, event: InvocationEnded) -> None:
         with self._lock:
@@ -671,9 +702,10 @@ class Tracing(Observer):
         # An attempt cut off without an end (a control-flow unwind, its asyncio task
         # cancelled): preempted, or abandoned when the task finished without its step.
         cut_off = "preempted" if task.finished is None else "abandoned"
-        for span in task.attempts.values():
-            span.set_attribute(*self._words.attempt_outcome(cut_off))
-            span.end(end_time=_ns(ended))
+        for attempt in task.attempts.values():
+            self._end_attempt(attempt, cut_off)
+            attempt.end = ended
+            self._send(task, attempt)
         if task.finished is not None:
             self._send_abandoned_steps(task, ended)
         self._send_open(task, ended)
@@ -689,14 +721,14 @@ class Tracing(Observer):
         span.end(end_time=_ns(ended))
         if task.finished is not None:
             self._send_root(task, task.finished, ended)
-        task.send_held()  # the hold's last write is done
+        self._send_held(task)  # the hold's last write is done
         self._log_keys(None)
 
     def operations_saved(self, event: OperationsSaved) -> None:
         task = self._tasks.get(event.task_id)
         if task is None:
             return
-        task.send_held()
+        self._send_held(task)
         since, saved_open = task.invocation_started, {}
         for op in event.operations:
             if op.status in _OPEN_STATUSES and op.kind in _OPEN_KINDS:
@@ -839,16 +871,39 @@ class Tracing(Observer):
         known = task.firsts.get(slot)
         step_span = task.span_id("step", event.turn, key, first) if known is None else known[1]
         task.firsts[slot] = first, step_span, event.name, event.attempt
-        span = self._start(
+        attempt = _Later(
             f"{event.name} attempt {event.attempt}",
-            task,
-            start=event.started_at,
-            parent=step_span,
-            attributes=self._words.attempt(key, event.name, event.attempt, event.replay),
-            links=task.invocation_links,
+            event.started_at,
+            event.started_at,
+            step_span,
+            None,
+            self._words.attempt(key, event.name, event.attempt, event.replay),
+            task.invocation_links,
         )
-        task.attempts[slot] = span
-        self._log_keys(span)
+        ids = self._ids
+        if ids is None:  # the tracer picks the id: the span starts now, for the log keys
+            attempt.span = self._start(
+                attempt.name,
+                task,
+                start=attempt.start,
+                parent=step_span,
+                attributes=attempt.attributes,
+                links=attempt.links,
+            )
+            context = attempt.span.get_span_context()
+            log_ids = context.trace_id, context.span_id
+        else:  # the id is known before the span is made: it is made when it is sent
+            attempt.span_id = ids.fallback.generate_span_id()
+            log_ids = task.trace_id, attempt.span_id
+        task.attempts[slot] = attempt
+        self._log_keys(log_ids)
+
+    def _end_attempt(self, attempt: _Later, outcome: str) -> None:
+        name, value = self._words.attempt_outcome(outcome)
+        if attempt.span is None:
+            attempt.attributes[name] = value
+        else:
+            attempt.span.set_attribute(name, value)
 
     def step_ended(self, event: StepEnded) -> None:
         task = self._tasks.get(event.task_id)
@@ -856,16 +911,17 @@ class Tracing(Observer):
             return
         key = event.path + event.key
         slot = event.turn, key
-        span = task.attempts.pop(slot, None)
+        attempt = task.attempts.pop(slot, None)
         outcome = event.outcome
-        if span is not None:
-            span.set_attribute(*self._words.attempt_outcome(outcome))
+        if attempt is not None:
+            self._end_attempt(attempt, outcome)
             if outcome in ("failed", "retry"):
-                span.set_status(Status(StatusCode.ERROR, f"{event.error_type}: {event.error}"))
+                attempt.status = Status(StatusCode.ERROR, f"{event.error_type}: {event.error}")
             elif outcome == "ok":
-                span.set_status(_OK)
-            task.hold(span, _ns(event.ended_at))
-            self._log_keys(task.invocation)
+                attempt.status = _OK
+            attempt.end = event.ended_at
+            task.held.append(attempt)
+            self._log_keys(task.invocation_ids)
         if outcome not in ("ok", "failed"):
             return  # the step goes on: its span is sent when it ends
         known = task.firsts.pop(slot, None)
