@@ -10,6 +10,7 @@ import argparse
 import uuid
 from typing import Any
 
+from continuum.cli import declaration
 from continuum.cli.common import (
     JSON_SOURCES,
     CliError,
@@ -68,11 +69,19 @@ def cmd_start(args: argparse.Namespace) -> int:
     stack.need_bucket()
     stack.need_queue()
     payload = parse_input(args.input)
-    app = load_app(app_target(args.app, "start"))
+    target = app_target(args.app, "start")
+    declared = declaration.read_declaration(target, args.task)
+    app = load_app(target) if declared is None else declared.app
     stack.configure(app)
     task_id = args.task_id or uuid.uuid4().hex
+    client = app.client()
     try:
-        app.client().start(args.task, payload, task_id=task_id)
+        if declared is None:
+            client.start(args.task, payload, task_id=task_id)
+        else:
+            client.start_declared(
+                declared.name, declared.state_model, declared.version, payload, task_id=task_id
+            )
     except QueueError as exc:
         # The record exists; only its first continuation is missing.
         why = explain(exc, stack) or str(exc)
