@@ -315,3 +315,16 @@ def test_an_unknown_task_imports_the_app_for_its_error(capsys, stack, project):
     assert "nope" in err
     assert project.loaded("app")
     assert objects() == []
+
+
+def test_starting_the_pydantic_ai_sample_imports_neither_the_sample_nor_pydantic_ai():
+    from tests.outside.processes import dev_stack
+    from tests.outside.test_cli_read_commands_load_little import run_main
+
+    with dev_stack() as (_stack, env):
+        env = {**env, "CONTINUUM_APP": "samples.support_agent:app"}
+        question = json.dumps({"question": "Order A-1001 arrived broken."})
+        loaded = run_main("start", "support", "--input", question, env=env)
+    assert loaded["code"] == 0
+    assert "samples.states.support" in loaded["modules"]
+    assert [m for m in loaded["modules"] if m.startswith(("pydantic_ai", "samples.support_"))] == []
