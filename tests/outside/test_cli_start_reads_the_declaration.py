@@ -284,6 +284,12 @@ FALLBACKS = {
     ),
     "a task registered by a call": PLAIN.replace("@app.task(state=Chat)\n", "")
     + "\n\napp.task(state=Chat)(support)\n",
+    "migrations, which are code": PLAIN.replace(
+        "state=Chat", "state=Chat, version=2, migrations={{1: up}}"
+    ).replace("app = Continuum()", "def up(state):\n    return state\n\n\napp = Continuum()"),
+    "a .env loaded by the app module": PLAIN.replace(
+        "app = Continuum()", "def load_dotenv():\n    pass\n\n\nload_dotenv()\napp = Continuum()"
+    ),
     "a task name that is not a literal": PLAIN.replace(
         "state=Chat", "state=Chat, name=NAME"
     ).replace("app = Continuum()", "NAME = 'support'\napp = Continuum()"),
@@ -328,3 +334,41 @@ def test_starting_the_pydantic_ai_sample_imports_neither_the_sample_nor_pydantic
     assert loaded["code"] == 0
     assert "samples.states.support" in loaded["modules"]
     assert [m for m in loaded["modules"] if m.startswith(("pydantic_ai", "samples.support_"))] == []
+
+
+def test_a_package_app_reads_a_model_imported_relatively(capsys, stack, project):
+    package = project.root / project.name("desk")
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "state.py").write_text(MODELS)
+    (package / "boom.py").write_text("raise RuntimeError('the app module was run')\n")
+    head = "from . import boom\nfrom continuum import Continuum, TaskContext\n"
+    (package / "app.py").write_text(head + "from .state import Chat\n" + PLAIN)
+    project.written += [package.name, f"{package.name}.app", f"{package.name}.state"]
+    code, task_id, err = start(capsys, stack, f"{package.name}.app", "support")
+    assert (code, err) == (0, "")
+    assert f"{package.name}.app" not in sys.modules
+    assert record(task_id)["state"]["question"] == "WHERE IS MY PARCEL?"
+
+
+def test_a_model_module_that_imports_the_app_leaves_the_app_imported_and_used(
+    capsys, stack, project
+):
+    app = project.app(PLAIN, boom=False)
+    models = project.root / f"{project.name('models')}.py"
+    models.write_text(models.read_text() + f"\nimport {app}  # noqa\n")
+    code, task_id, err = start(capsys, stack, app, "support")
+    assert (code, err) == (0, "")
+    assert project.loaded("app")
+    assert record(task_id)["task_name"] == "support"
+
+
+def test_a_model_module_that_fails_to_import_fails_start_as_the_app_import_does(
+    capsys, stack, project
+):
+    app = project.app(PLAIN, boom=False)
+    models = project.root / f"{project.name('models')}.py"
+    models.write_text("raise ValueError('models are broken')\n")
+    with pytest.raises(ValueError, match="models are broken"):
+        start(capsys, stack, app, "support")
+    assert objects() == []
