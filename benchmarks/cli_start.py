@@ -5,8 +5,10 @@ as a person runs it, timed on the wall clock from spawn to exit: what the person
 The baseline is the least any Python tool that talks to AWS pays. Kinds run interleaved, so a
 busy moment of the shared machine falls on all of them; each figure is the median of the
 repeats and its ratio to the baseline's median (``ratio``: how many ``import boto3`` it costs).
-``start`` imports the user's app (the support-agent sample: pydantic-ai and its model), as
-on a user's machine. There is no ``continuum result`` command: ``status`` shows the result.
+``start`` starts the support-agent sample's task (an app on pydantic-ai whose state model has a
+module of its own, as ``continuum init`` writes it): it reads the app's source and imports only
+that module (``continuum.cli.declaration``), afresh in every process. There is no
+``continuum result`` command: ``status`` shows the result.
 ``cancel`` asks the pending task to stop (no worker runs it, so it stays pending; the first
 reason wins, so a repeat writes nothing new): it reads the record and sends a wake.
 

@@ -13,38 +13,12 @@ from __future__ import annotations
 import hashlib
 import time
 
-from pydantic import BaseModel
-
 from continuum import Continuum, TaskContext
+from samples.states.research import Message, ModelReply, Research, ToolCall
 
 app = Continuum()
 
 TOOLS = ("search", "fetch", "calculate")
-
-
-class ToolCall(BaseModel):
-    tool: str
-    argument: str
-
-
-class ModelReply(BaseModel):
-    text: str
-    tool_calls: list[ToolCall] = []
-    final: bool = False
-
-
-class Message(BaseModel):
-    role: str
-    content: str
-
-
-class Research(BaseModel):
-    """What the next worker must know: the topic and the conversation so far."""
-
-    topic: str
-    max_turns: int = 12
-    latency_scale: float = 1.0
-    messages: list[Message] = []
 
 
 def _digest(*parts: object) -> int:

@@ -42,6 +42,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from continuum import Continuum, TaskContext
 from continuum.integrations.pydantic_ai import ContinuumDurability, model_from_env
+from samples.states.support import Chat
 
 app = Continuum()
 
@@ -53,12 +54,6 @@ INSTRUCTIONS = (
     "refund policy for the customer's reason (both at once), and issue a refund only when the "
     "policy allows it. Answer the customer in two or three sentences."
 )
-
-
-class Chat(BaseModel):
-    """What the next worker must know: the customer's question."""
-
-    question: str
 
 
 class Order(BaseModel):

@@ -30,6 +30,7 @@ NAME = "my-tides"
 MODULE = "my_tides"
 FILES = [
     f"src/{MODULE}.py",
+    f"src/{MODULE}_state.py",
     "src/handlers.py",
     "src/requirements.txt",
     f"src/wheels/continuum_lambda-{version('continuum-lambda')}-py3-none-any.whl",

@@ -1069,6 +1069,7 @@ def test_project_build_packages_only_src_with_the_standard_python_builder(
         "handlers.py",
         "requirements.txt",
         f"{PROJECT}.py",
+        f"{PROJECT}_state.py",  # the task's state model, all that `continuum start` imports
         "wheels",  # continuum's wheel, which requirements.txt finds (--find-links)
     ]
     requirements = [

@@ -7,7 +7,7 @@ import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from continuum._base.clock import utcnow
 from continuum._base.json_values import dump_json, model_to_json
@@ -32,7 +32,7 @@ from continuum.errors import (
 
 if TYPE_CHECKING:
     from continuum._ops.status import TaskStatus
-    from continuum._turn.tasks import Registry, Task
+    from continuum._turn.tasks import Registry
 
 
 class Client(Mail, Steering):
@@ -109,8 +109,52 @@ class Client(Mail, Steering):
         if self.registry is None:
             raise ConfigurationError("this client has no task registry; use app.client()")
         task = self.registry.task(task_name)
+        return self._create(
+            task.name,
+            task.state_model,
+            task.version,
+            input,
+            task_id,
+            parent=parent,
+            send=send,
+            traceparent=traceparent,
+        )
+
+    def start_declared(
+        self,
+        task_name: str,
+        state_model: type[BaseModel],
+        version: int,
+        input: Any,
+        task_id: str | None = None,
+    ) -> str:
+        """:meth:`start`, for a task known by its declaration rather than this client's registry:
+        its name, its state model and its state version, as ``@app.task`` declares them
+        (``continuum start`` reads them from the app's source without importing the app).
+
+        Raises:
+            InvalidInputError, InvalidTaskIdError, PayloadTooLargeError: as :meth:`start`.
+        """
+        return self._create(
+            task_name, state_model, version, input, task_id, traceparent=caller_traceparent()
+        )
+
+    def _create(
+        self,
+        task_name: str,
+        state_model: type[BaseModel],
+        version: int,
+        input: Any,
+        task_id: str | None,
+        *,
+        parent: ParentLink | None = None,
+        send: bool = True,
+        traceparent: str | None = None,
+    ) -> str:
+        """Validate the input, create the record (once per id), then send the first
+        continuation: everything that can refuse the input refuses it before the record."""
         task_id = check_task_id(task_id) if task_id is not None else uuid.uuid4().hex
-        state = self._validate(task, input, task_id)
+        state = self._validate(task_name, state_model, input, task_id)
         size = len(dump_json(state))
         if size > self.settings.max_state_bytes:
             raise PayloadTooLargeError(
@@ -119,9 +163,9 @@ class Client(Mail, Steering):
             )
         record = TaskRecord(
             task_id=task_id,
-            task_name=task.name,
+            task_name=task_name,
             state=state,
-            state_version=task.version,
+            state_version=version,
             parent=parent,
             max_value_bytes=self.settings.max_state_bytes,
             traceparent=traceparent,
@@ -130,7 +174,7 @@ class Client(Mail, Steering):
             self.records.create(record)
         except RecordExistsError:
             existing, _ = self.records.load(task_id)
-            if existing.task_name != task.name:
+            if existing.task_name != task_name:
                 raise InvalidInputError(
                     f"task id is already used by task {existing.task_name!r}",
                     task_id=task_id,
@@ -215,21 +259,23 @@ class Client(Mail, Steering):
             f"task is {status.status.value}", task_id=task_id, generation=status.generation
         )
 
-    def _validate(self, task: Task[Any], input: Any, task_id: str) -> Any:
+    def _validate(
+        self, task_name: str, state_model: type[BaseModel], input: Any, task_id: str
+    ) -> Any:
         try:
-            if isinstance(input, task.state_model):
+            if isinstance(input, state_model):
                 model = input
             elif isinstance(input, str | bytes):
-                model = task.state_model.model_validate_json(input)
+                model = state_model.model_validate_json(input)
             else:
-                model = task.state_model.model_validate(input)
+                model = state_model.model_validate(input)
         except ValidationError as exc:
             raise InvalidInputError(
-                f"input for task {task.name!r} does not validate against "
-                f"{task.state_model.__name__}: {describe_errors(exc)}",
+                f"input for task {task_name!r} does not validate against "
+                f"{state_model.__name__}: {describe_errors(exc)}",
                 task_id=task_id,
             ) from exc
-        return model_to_json(model, what=f"the input of task {task.name!r}", task_id=task_id)
+        return model_to_json(model, what=f"the input of task {task_name!r}", task_id=task_id)
 
 
 def caller_traceparent() -> str | None:

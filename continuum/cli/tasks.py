@@ -1,7 +1,9 @@
 """continuum start, status and resume: tasks on a deployed stack or on continuum dev.
 
-Only ``start`` imports the app (it checks the input against the task's state model);
-``status`` and ``resume`` need just the stack, so a broken or absent app never hides a task.
+Only ``start`` needs the app (it checks the input against the task's state model): it reads a
+plain declaration from the app module's source and imports only the model's module
+(``continuum.cli.declaration``), else it imports the app. ``status`` and ``resume`` need just
+the stack, so a broken or absent app never hides a task.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import uuid
 from typing import Any
 
+from continuum.cli import declaration
 from continuum.cli.common import (
     JSON_SOURCES,
     CliError,
@@ -29,7 +32,10 @@ def register(commands: Any) -> None:
         "start",
         help="start a task on a deployed stack or on continuum dev; prints its id",
         description="Start a task and print its id. Starting the same --task-id again starts "
-        "nothing new.",
+        "nothing new. The input is checked against the task's state model before anything is "
+        "written: when the app is APP = Continuum(...) with literal arguments and the task "
+        "@APP.task(state=Model, ...) with Model imported from another module, start reads "
+        "the app's source and imports only Model's module; otherwise it imports the app.",
     )
     start.add_argument("task", metavar="TASK", help="the task's name")
     start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
@@ -68,11 +74,19 @@ def cmd_start(args: argparse.Namespace) -> int:
     stack.need_bucket()
     stack.need_queue()
     payload = parse_input(args.input)
-    app = load_app(app_target(args.app, "start"))
+    target = app_target(args.app, "start")
+    declared = declaration.read_declaration(target, args.task)
+    app = load_app(target) if declared is None else declared.app
     stack.configure(app)
     task_id = args.task_id or uuid.uuid4().hex
+    client = app.client()
     try:
-        app.client().start(args.task, payload, task_id=task_id)
+        if declared is None:
+            client.start(args.task, payload, task_id=task_id)
+        else:
+            client.start_declared(
+                declared.name, declared.state_model, declared.version, payload, task_id=task_id
+            )
     except QueueError as exc:
         # The record exists; only its first continuation is missing.
         why = explain(exc, stack) or str(exc)

@@ -2,7 +2,8 @@
 
 The project (``<module>`` is the name in snake case)::
 
-    src/<module>.py        the app, a state model, a step and a task
+    src/<module>.py        the app, a step and a task
+    src/<module>_state.py  the task's state model (all ``continuum start`` imports)
     src/handlers.py        the worker and dead-letter entry points the template names
     src/requirements.txt   what SAM's Python builder installs beside src/: continuum, yours
     src/wheels/            continuum's wheel (on no index): requirements.txt finds it here
@@ -67,7 +68,8 @@ def project_files(name: str) -> dict[str, str | bytes]:
     module = module_name(name)
     values = {"name": name, "module": module}
     return {
-        f"src/{module}.py": fill(load("task.py.tmpl"), {"name": name}),
+        f"src/{module}.py": fill(load("task.py.tmpl"), values),
+        f"src/{module}_state.py": fill(load("state.py.tmpl"), {"name": name}),
         "src/handlers.py": fill(load("handlers.py.tmpl"), {"module": module}),
         "src/requirements.txt": fill(
             load("requirements.txt.tmpl"), {"continuum": continuum_requirements()}

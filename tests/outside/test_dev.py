@@ -16,6 +16,8 @@ from continuum.cli.common import Stack
 from tests.outside.processes import Command, base_env, cli, wait_until
 
 A_SLOW_TASK = """
+from pydantic import BaseModel
+
 
 class Slow(BaseModel):
     n: int
