@@ -21,11 +21,10 @@ from continuum._base.clock import now_s
 from continuum._define.callbacks import Callback
 from continuum._define.steps import active_runner
 from continuum._record.model import EntryKind, JournalEntry
-from continuum._record.waiting_for import Duration, Signal, Waiter
+from continuum._record.waiting_for import Duration, Waiter
 from continuum._steps.signals import Wait
 from continuum._steps.turn_state import TurnState
 from continuum._waits.kinds import callback_wait as callback_kind
-from continuum._waits.kinds import signal_wait as signal_kind
 from continuum._waits.kinds import time_wait as time_kind
 from continuum._waits.kinds.registry import BY_ENTRY
 from continuum._waits.kinds.template import Caller
@@ -110,9 +109,6 @@ class WaitCaller:
         if links is None:
             return None
         return links.url(self.task_id, callback.token)
-
-    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
-        return self.run(signal_kind.enter, name, timeout)
 
     # -- the template each kind's ``enter`` follows ------------------------------------------------
 
