@@ -65,6 +65,7 @@ class ChildWait(WaitOperation):
     event: ClassVar[str] = "children"
     entries: ClassVar[tuple[str, ...]] = ("children",)
     recheck_s: ClassVar[float | None] = CHILD_RECHECK_S
+    in_turn: ClassVar[bool] = False
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         if waiter.id is None:

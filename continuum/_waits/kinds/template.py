@@ -82,6 +82,8 @@ class WaitOperation:
             where no one sends).
         recheck_s: while a task waits on it, its inbox is looked at least this often.
         action: what answering it is called on a page (None: it is not answered from outside).
+        in_turn: entered through ``WaitCaller``'s template, so an observer hears of its start
+            and end (child tasks are entered by the fan-out, which tells its own).
     """
 
     kind: ClassVar[str]
@@ -90,6 +92,7 @@ class WaitOperation:
     outside: ClassVar[bool] = False
     recheck_s: ClassVar[float | None] = None
     action: ClassVar[str | None] = None
+    in_turn: ClassVar[bool] = True
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         """Whether ``listing`` (one LIST of the task's inbox) holds what answers ``waiter``."""
