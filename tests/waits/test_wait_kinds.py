@@ -40,7 +40,7 @@ def test_no_code_switches_on_a_wait_kind_outside_the_kinds():
 
 
 def test_an_unknown_kind_from_a_newer_record_is_never_answered_and_shown_as_it_is():
-    operation = registry.operation_of("webhook")
+    operation = registry.operation_of("a-kind-of-a-newer-version")
     assert not operation.outside
     assert operation.recheck_s is None
 
