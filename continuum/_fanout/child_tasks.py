@@ -11,9 +11,9 @@ first ``max_concurrency``; each child, when it finishes, starts the next one its
 (``ParentLink.successor``), so that a slot freed needs no invocation of the parent. A wake
 from a child says which batch it belongs to (``Continuation.batch``), so the worker can judge
 from one LIST of the parent's inbox, without reading the parent's record, whether the batch
-can decide yet (the child kind of wait, ``continuum._waits.kinds.child_wait``, judges it); and whether its report can be the deciding one at all (a child with a
-successor and no completion policy cannot: its successor reports after it), so that only
-those wakes LIST.
+can decide yet (``continuum._waits.kinds.child_wait`` judges it); and whether its report can
+be the deciding one at all (a child with a successor and no completion policy cannot: its
+successor reports after it), so that only those wakes LIST.
 """
 
 from __future__ import annotations

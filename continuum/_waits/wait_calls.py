@@ -174,12 +174,13 @@ class WaitCaller:
 
 def wait_event(state: TurnState, kind: str, label: str, key: str, now: float) -> WaitStarted:
     """The event of a wait first reached at ``now`` (``kind``: its journal entry's)."""
-    name = label.removesuffix(".result") if kind == EntryKind.CALLBACK_RESULT else label
     operation = BY_ENTRY.get(kind)
     from continuum._define.events import WaitStarted
 
-    event_kind = operation.event if operation is not None else kind
-    return WaitStarted(state.task_id, event_kind, name, state.path + key, state.turn, now)
+    if operation is None:  # not a kind's wait: shown by its entry
+        return WaitStarted(state.task_id, kind, label, state.path + key, state.turn, now)
+    name = operation.named(label)
+    return WaitStarted(state.task_id, operation.event, name, state.path + key, state.turn, now)
 
 
 def wait_ended(

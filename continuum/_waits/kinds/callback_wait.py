@@ -78,6 +78,9 @@ class CallbackWait(WaitOperation):
         if callback is not None and heard(callback, token, listing, read):
             waiter.deadline = callback.deadline()
 
+    def named(self, label: str) -> str:
+        return label.removesuffix(".result")  # the entry of ``cb.result()``
+
     def shown(self, waiter: Waiter, record: TaskRecord) -> Waiter:
         callback = record.callbacks.get(token_of(waiter.id))
         if waiter.request is None and callback is not None:

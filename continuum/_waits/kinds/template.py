@@ -108,6 +108,10 @@ class WaitOperation:
         """Move ``waiter.deadline`` by what came meanwhile (``read(token)``: the latest
         heartbeat in the task's inbox)."""
 
+    def named(self, label: str) -> str:
+        """The wait's name in its events, from its journal entry's name."""
+        return label
+
     def shown(self, waiter: Waiter, record: TaskRecord) -> Waiter:
         """``waiter`` as the status shows it (with what the record keeps beside it)."""
         return waiter
