@@ -93,8 +93,8 @@ class Waiter(KeepsUnknownFields):
     worker can tell from the inbox alone when the batch can decide.
     """
 
-    #: a kind ``WaitKind`` names, or another registered kind's value.
-    kind: WaitKind | str
+    #: a kind ``WaitKind`` names (as that member), or another registered kind's value.
+    kind: WaitKind | str = Field(union_mode="left_to_right")
     name: str
     id: str | None = None
     deadline: datetime | None = None

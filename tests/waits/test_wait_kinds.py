@@ -9,7 +9,7 @@ from pathlib import Path
 
 from continuum import WaitKind
 from continuum._record.inbox import Listing
-from continuum._record.waiting_for import OpenCallback
+from continuum._record.waiting_for import OpenCallback, Waiter
 from continuum._waits.kinds import registry
 from continuum._waits.kinds.callback_wait import heard
 from continuum._waits.kinds.template import WaitOperation
@@ -58,3 +58,10 @@ def test_a_heartbeat_moves_a_callback_only_when_newer_than_the_one_kept():
     assert heard(callback, "t", listing, lambda token: newest)
     assert callback.heartbeat_at == newest
     assert not heard(callback, "t", Listing(), lambda token: datetime(2027, 1, 1, tzinfo=UTC))
+
+
+def test_a_waiter_of_a_known_kind_loads_as_its_member_and_another_kind_as_its_value():
+    known = Waiter.model_validate_json('{"kind": "callback", "name": "a"}')
+    assert known.kind is WaitKind.CALLBACK
+    other = Waiter.model_validate_json('{"kind": "a-kind-of-a-newer-version", "name": "a"}')
+    assert other.kind == "a-kind-of-a-newer-version"
