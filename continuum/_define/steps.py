@@ -32,7 +32,7 @@ from pydantic import TypeAdapter
 
 from continuum._base import clock
 from continuum._define.callbacks import Callback
-from continuum._record.waiting_for import Duration, Signal
+from continuum._record.waiting_for import Duration
 from continuum.errors import ConfigurationError, ContinuumError
 
 P = ParamSpec("P")
@@ -129,8 +129,6 @@ class Runner(Protocol):
     def create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback: ...
-
-    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None: ...
 
     def callback_result(self, callback: Callback) -> Any:
         """``callback.result()``, journaled in this context (whichever made the callback)."""

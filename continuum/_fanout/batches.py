@@ -42,11 +42,9 @@ from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
+from continuum._waits.kinds.registry import TURN_WAITS
 from continuum._waits.wait_calls import wait_ended
 from continuum.errors import ContinuumError, TaskCancelledError
-
-#: the entries of waits an observer hears of (a callback's creation is none)
-_WAITS = (EntryKind.SLEEP, EntryKind.CALLBACK_RESULT, EntryKind.SIGNAL)
 
 #: The most threads one batch runs at once when ``max_concurrency`` does not say.
 DEFAULT_BATCH_THREADS = 32
@@ -276,7 +274,7 @@ class _Batch:
             path = f"{state.path}{self.key}/{index}/"
             item = self.runner.child(entry.children, path, self.halt).state
             for inner in entry.children:
-                if inner.partial and inner.kind in _WAITS:
+                if inner.partial and inner.kind in TURN_WAITS:
                     state.emit("wait_ended", wait_ended(item, inner, 0.0, outcome="abandoned"))
             context_ended(state, "item", entry, path, None, index, outcome="abandoned")
 

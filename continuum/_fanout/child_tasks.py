@@ -11,9 +11,9 @@ first ``max_concurrency``; each child, when it finishes, starts the next one its
 (``ParentLink.successor``), so that a slot freed needs no invocation of the parent. A wake
 from a child says which batch it belongs to (``Continuation.batch``), so the worker can judge
 from one LIST of the parent's inbox, without reading the parent's record, whether the batch
-can decide yet; and whether its report can be the deciding one at all (a child with a
-successor and no completion policy cannot: its successor reports after it), so that only
-those wakes LIST.
+can decide yet (``continuum._waits.kinds.child_wait`` judges it); and whether its report can
+be the deciding one at all (a child with a successor and no completion policy cannot: its
+successor reports after it), so that only those wakes LIST.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from continuum.backends.store import StoreError
 from continuum.errors import ContinuumError, RecordNotFoundError, TaskFinishedError
 
 if TYPE_CHECKING:
-    from continuum._define.completion import Completion
     from continuum._record.model import JournalEntry
     from continuum._steps.turn_state import TurnState
 
@@ -83,44 +82,6 @@ def names_slot(link: ParentLink | None, slot: ParentLink) -> bool:
         and link.batch == slot.batch
         and link.index == slot.index
     )
-
-
-#: A retried child may leave more than one report: a failed child is the only one ``retry``
-#: takes, and a succeeded one never runs again, so the highest of these is its latest.
-_LATEST = {"failed": 0, "cancelled": 1, "succeeded": 2}
-
-
-def batch_counts(listing_keys: frozenset[str], prefix: str) -> dict[str, str]:
-    """child id -> status of the reports in a parent's inbox listing for batch ``prefix``:
-    of a retried child's reports, its latest outcome (whatever order the listing is in)."""
-    found: dict[str, str] = {}
-    for key in listing_keys:
-        if not key.startswith("children/"):
-            continue
-        _, child, leaf = key.split("/", 2)
-        if child == prefix or child.startswith(f"{prefix}."):
-            status = leaf.removesuffix(".json")
-            known = found.get(child)
-            if known is None or _LATEST.get(status, -1) > _LATEST.get(known, -1):
-                found[child] = status
-    return found
-
-
-def decisive(
-    reports: dict[str, str], *, count: int, completion: Completion | dict[str, Any] | None
-) -> bool:
-    """Whether a batch with these reports can decide: all reported, or its policy says stop."""
-    if len(reports) >= count:
-        return True
-    if completion is None:
-        return False
-    if isinstance(completion, dict):
-        from continuum._define.completion import Completion  # loaded with the fan-out's first use
-
-        completion = Completion.model_validate(completion)
-    succeeded = sum(status == "succeeded" for status in reports.values())
-    failed = len(reports) - succeeded
-    return completion.verdict(succeeded=succeeded, failed=failed, total=count) is not None
 
 
 class ChildClient(Protocol):

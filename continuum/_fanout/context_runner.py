@@ -22,7 +22,7 @@ from continuum._base.tracebacks import bounded_traceback
 from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, running, stable_name
 from continuum._record.model import ErrorInfo, JournalEntry
-from continuum._record.waiting_for import Duration, Signal
+from continuum._record.waiting_for import Duration
 from continuum._steps.journal import Journal
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.step_calls import StepCaller
@@ -272,9 +272,6 @@ class ContextRunner:
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
         return self.waits.create_callback(name, timeout, heartbeat, request)
-
-    def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
-        return self.waits.wait_for_signal(name, timeout)
 
     def callback_result(self, callback: Callback) -> Any:
         return self.waits.result_here(callback)

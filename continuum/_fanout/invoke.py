@@ -24,9 +24,7 @@ from continuum._fanout.adoption import mark_taken, pass_over_taken, running_agai
 from continuum._fanout.child_tasks import (
     CHILD_THREADS,
     ChildTasks,
-    batch_counts,
     child_id,
-    decisive,
     paused_when_refused,
 )
 from continuum._fanout.context_runner import ContextRunner
@@ -37,13 +35,13 @@ from continuum._record.waiting_for import (
     Duration,
     ParentLink,
     Waiter,
-    WaitKind,
     check_name,
     epoch_to_datetime,
     seconds_of,
 )
 from continuum._steps.signals import Wait
 from continuum._steps.turn_state import TurnState
+from continuum._waits.kinds.child_wait import CHILD, batch_counts, decisive
 from continuum.errors import (
     ChildTaskError,
     ConfigurationError,
@@ -233,7 +231,7 @@ def invoke(
             _ended(state, entry)
             return _outcome(entry, task_id)
         waiter = Waiter(
-            kind=WaitKind.CHILD, name=label, id=cid, deadline=epoch_to_datetime(entry.deadline)
+            kind=CHILD.kind, name=label, id=cid, deadline=epoch_to_datetime(entry.deadline)
         )
         raise state.unwind(Wait([waiter], f"waiting for child task {cid}"))
 
@@ -293,7 +291,7 @@ def map_tasks(
         if decisive(found, count=n, completion=policy):
             found = running_again(state, _starter(runner), found, task_id)
         if not decisive(found, count=n, completion=policy):
-            waiter = Waiter(kind=WaitKind.CHILD, name=label, id=prefix, count=n, completion=policy)
+            waiter = Waiter(kind=CHILD.kind, name=label, id=prefix, count=n, completion=policy)
             raise state.unwind(Wait([waiter], f"waiting for {n - len(found)} of {n} child tasks"))
         reports = _read_reports(state, found)
         result = _batch_result(reports, n, completion)

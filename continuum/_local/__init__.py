@@ -9,5 +9,5 @@ polls queues outside Lambda, and its defaults: ``worker_defaults``), ``dev_stack
 ``moto_guard`` (the moto server of ``continuum
 dev``), and ``source_watch`` (which files changed, for a reload).
 
-May import: errors, _base, backends, _record, _define, _worker, _ops, _app.
+May import: errors, _base, backends, _record, _define, _waits, _worker, _ops, _app.
 """

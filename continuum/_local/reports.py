@@ -17,7 +17,8 @@ from typing import Any
 
 from continuum._define.observers import MessageHandled, Observer
 from continuum._record.model import Status, TaskRecord
-from continuum._record.waiting_for import WaitKind
+from continuum._waits.kinds.child_wait import CHILD
+from continuum._waits.kinds.registry import operation_of
 from continuum._worker.endings import Outcome
 from continuum._worker.metering import CallCounter
 
@@ -188,22 +189,19 @@ def turns_entered(turn: int) -> int:
     return turn + 1
 
 
-#: What a task waits for that only the outside world can give.
-OUTSIDE = frozenset({WaitKind.CALLBACK, WaitKind.SIGNAL})
-
-
 def waits_for_outside(
     record: TaskRecord, read: Callable[[str], TaskRecord | None] | None = None
 ) -> bool:
-    """Whether the task waits for a callback or a signal, itself or, where it waits for child
+    """Whether the task waits for what only the outside world answers (a callback, a signal),
+    itself or, where it waits for child
     tasks, through one of them (``read`` gives a task's record, None where it has none yet;
     without it, a wait for children counts as one for the outside world)."""
     if record.status != Status.WAITING:
         return False
-    kinds = {waiter.kind for waiter in record.waiting_for}
-    if kinds & OUTSIDE:
+    kinds = [operation_of(waiter.kind) for waiter in record.waiting_for]
+    if any(kind.outside for kind in kinds):
         return True
-    if WaitKind.CHILD not in kinds:
+    if CHILD not in kinds:
         return False
     if read is None:
         return True

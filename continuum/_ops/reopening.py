@@ -23,8 +23,10 @@ import copy
 from typing import Any
 
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, walk
+from continuum._waits.kinds.registry import TURN_WAITS
 
-_WAITS = (EntryKind.STEP, EntryKind.SLEEP, EntryKind.CALLBACK_RESULT, EntryKind.SIGNAL)
+#: What a failed turn's last entry may be for it to reopen there: a step, or a wait.
+_WAITS = TURN_WAITS | {EntryKind.STEP}
 
 
 def reopen_failed(

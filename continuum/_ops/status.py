@@ -11,10 +11,11 @@ from pydantic import BaseModel
 
 from continuum._base.callback_links import CallbackLinks
 from continuum._base.clock import utcnow
-from continuum._fanout.child_tasks import batch_counts
 from continuum._record.inbox import Inbox
 from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
-from continuum._record.waiting_for import Waiter, WaitKind
+from continuum._record.waiting_for import Waiter
+from continuum._waits.kinds.callback_wait import CALLBACK, token_of
+from continuum._waits.kinds.child_wait import batch_counts
 from continuum._worker.wake import waiting_for
 
 #: A start message no worker has taken after this long is worth a word in the status: a worker
@@ -132,8 +133,8 @@ def unstarted_hint(record: TaskRecord, inbox: Inbox) -> str | None:
 def shown_waiter(record: TaskRecord, waiter: Waiter, links: CallbackLinks | None) -> WaitingFor:
     """``waiter`` as a person sees it: a callback's with its link, when ``links`` can sign one."""
     shown = WaitingFor.model_validate(waiter.model_dump())
-    token = (waiter.id or "").rpartition(".")[2]
-    callback = record.callbacks.get(token) if waiter.kind == WaitKind.CALLBACK else None
+    token = token_of(waiter.id)
+    callback = record.callbacks.get(token) if waiter.kind == CALLBACK.kind else None
     if callback is not None and links is not None and links.keys:
         shown.url = links.url(record.task_id, token)
     return shown

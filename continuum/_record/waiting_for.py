@@ -76,7 +76,8 @@ def epoch_to_datetime(seconds: float | None) -> datetime | None:
 
 
 class WaitKind(StrEnum):
-    """What a waiter waits for."""
+    """What a waiter waits for: the kinds continuum has (each is a module of
+    ``continuum._waits.kinds``, whose registry lists every kind, and may list more)."""
 
     TIME = "time"
     CALLBACK = "callback"
@@ -92,7 +93,8 @@ class Waiter(KeepsUnknownFields):
     worker can tell from the inbox alone when the batch can decide.
     """
 
-    kind: WaitKind
+    #: a kind ``WaitKind`` names (as that member), or another registered kind's value.
+    kind: WaitKind | str = Field(union_mode="left_to_right")
     name: str
     id: str | None = None
     deadline: datetime | None = None
@@ -179,15 +181,6 @@ class OpenCallback(KeepsUnknownFields):
             )
         found = [t for t in times if t is not None]
         return min(found) if found else None
-
-
-def request_of(waiter: Waiter, callbacks: dict[str, OpenCallback]) -> Any:
-    """A callback waiter's request, kept once, in its open callback (a record written before
-    that kept a copy in the waiter)."""
-    if waiter.request is not None or waiter.kind != WaitKind.CALLBACK:
-        return waiter.request
-    callback = callbacks.get((waiter.id or "").rpartition(".")[2])
-    return callback.request if callback is not None else None
 
 
 class CancelState(KeepsUnknownFields):

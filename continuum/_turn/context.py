@@ -19,6 +19,7 @@ from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, as_step, stable_name
 from continuum._record.waiting_for import Duration, Signal, derived_name
 from continuum._steps.signals import Paused
+from continuum._waits.kinds import signal_wait
 from continuum.errors import ConditionNotMetError, ContinuumError, TaskCancelledError
 
 if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
@@ -211,7 +212,7 @@ class TaskContext(Generic[S]):
     def wait_for_signal(self, name: str, *, timeout: Duration | None = None) -> Signal | None:
         """Take the oldest signal ``name`` from the task's mailbox, waiting for one without
         compute; None if ``timeout`` passes first. A signal sent before the wait is kept."""
-        return self._runner.wait_for_signal(name, timeout)
+        return self._runner.waits.run(signal_wait.enter, name, timeout)
 
     # -- fan-out ------------------------------------------------------------------------------
 

@@ -20,22 +20,24 @@ sees, and whatever it wrote after, its wake names the new generation.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from datetime import datetime
 from enum import StrEnum
 
 from continuum._base.clock import now_s
-from continuum._fanout.child_tasks import batch_counts, decisive
 from continuum._record.continuation import Continuation, Continuations
 from continuum._record.inbox import Inbox, Listing
 from continuum._record.model import Status, TaskRecord
-from continuum._record.waiting_for import Waiter, WaitKind, epoch_to_datetime
+from continuum._record.waiting_for import Waiter, epoch_to_datetime
+from continuum._waits.kinds.callback_wait import CALLBACK
+from continuum._waits.kinds.child_wait import CHILD_RECHECK_S as CHILD_RECHECK_S
+from continuum._waits.kinds.child_wait import batch_counts, decisive
+from continuum._waits.kinds.registry import operation_of
 from continuum._worker.long_waits import LongWaits
 from continuum.backends.queue import MAX_DELAY_S
 
-#: A task waiting for child tasks has its inbox looked at this often, whatever its deadlines.
-CHILD_RECHECK_S = 900.0
 #: A timer may come this much before its deadline and still count as due (clock skew between
 #: SQS and the worker); the wait itself sleeps what is left in place.
 EARLY_S = 0.5
@@ -47,43 +49,21 @@ class Decision(StrEnum):
     IGNORE = "ignore"
 
 
-def token_of(callback_id: str | None) -> str:
-    return (callback_id or "").rsplit(".", 1)[-1]
-
-
 def answered(record: TaskRecord, listing: Listing) -> bool:
     """Whether the inbox holds something a waiter of ``record`` waits for (or a cancel)."""
     if listing.has_cancel and (record.cancel is None or not record.cancel.delivered):
         return True
-    taken = set(record.signals_taken)
-    for waiter in record.waiting_for:
-        if waiter.kind == WaitKind.CALLBACK and listing.has_answer(token_of(waiter.id)):
-            return True
-        if waiter.kind == WaitKind.SIGNAL and any(
-            key not in taken for key in listing.signal_keys(waiter.name)
-        ):
-            return True
-        if waiter.kind == WaitKind.CHILD and waiter.id is not None:
-            reports = batch_counts(listing.keys, waiter.id)
-            if decisive(reports, count=waiter.count or 1, completion=waiter.completion):
-                return True
-    return False
+    return any(
+        operation_of(waiter.kind).answered(waiter, record, listing) for waiter in record.waiting_for
+    )
 
 
 def refresh_deadlines(record: TaskRecord, inbox: Inbox, listing: Listing, *, now: float) -> None:
-    """Move callback deadlines by the heartbeats that came, and recompute ``wake_at``."""
+    """Move deadlines by what came meanwhile (a callback's heartbeats), and recompute
+    ``wake_at``."""
+    read = functools.partial(inbox.heartbeat, record.task_id)
     for waiter in record.waiting_for:
-        if waiter.kind != WaitKind.CALLBACK:
-            continue
-        token = token_of(waiter.id)
-        callback = record.callbacks.get(token)
-        if callback is None or callback.heartbeat_timeout_s is None:
-            continue
-        if listing.has_heartbeat(token):
-            beat = inbox.heartbeat(record.task_id, token)
-            if beat is not None and (callback.heartbeat_at is None or beat > callback.heartbeat_at):
-                callback.heartbeat_at = beat
-                waiter.deadline = callback.deadline()
+        operation_of(waiter.kind).refresh(waiter, record, listing, read)
     record.wake_at = next_wake(record.waiting_for, now)
 
 
@@ -101,11 +81,13 @@ def decide(record: TaskRecord, listing: Listing, *, timer: bool, now: float) -> 
 
 def next_wake(waiters: list[Waiter], now: float) -> datetime | None:
     """When a waiting record's timer fires: its earliest deadline, and while it waits for
-    child tasks at least every ``CHILD_RECHECK_S`` (a child that died between its result and
-    its wake is then still counted: the timer's worker lists the inbox)."""
+    what its inbox must be looked at for (child tasks: every ``CHILD_RECHECK_S``; a child
+    that died between its result and its wake is then still counted: the timer's worker
+    lists the inbox) at least that often."""
     times: list[datetime | None] = [w.deadline for w in waiters]
-    if any(w.kind == WaitKind.CHILD for w in waiters):
-        times.append(epoch_to_datetime(now + CHILD_RECHECK_S))
+    rechecks = [operation_of(w.kind).recheck_s for w in waiters]
+    if found_s := [s for s in rechecks if s is not None]:
+        times.append(epoch_to_datetime(now + min(found_s)))
     found = [t for t in times if t is not None]
     return min(found) if found else None
 
@@ -180,19 +162,15 @@ def undecided(inbox: Inbox, message: Continuation) -> bool:
 
 def waiting_for(record: TaskRecord) -> list[Waiter]:
     """What a task waits for now, then each open callback not among those."""
-    found = list(record.waiting_for) if record.status == Status.WAITING else []
-    for i, waiter in enumerate(found):
-        callback = record.callbacks.get(token_of(waiter.id))
-        if waiter.kind == WaitKind.CALLBACK and waiter.request is None and callback is not None:
-            # A record written before waiters carried requests: its callback has one.
-            found[i] = waiter.model_copy(update={"request": callback.request})
+    waiting = record.waiting_for if record.status == Status.WAITING else []
+    found = [operation_of(w.kind).shown(w, record) for w in waiting]
     ids = {w.id for w in found if w.id}
     for token, callback in record.callbacks.items():
         callback_id = f"{record.task_id}.{token}"
         if callback_id not in ids:
             found.append(
                 Waiter(
-                    kind=WaitKind.CALLBACK,
+                    kind=CALLBACK.kind,
                     name=callback.name,
                     id=callback_id,
                     deadline=callback.deadline(),

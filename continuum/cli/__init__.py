@@ -12,7 +12,7 @@ A command module imports what only it needs inside its functions, so ``continuum
 the commands that talk to AWS work from a plain ``pip install continuum-lambda``; the local
 runtime (``run``, ``dev``) says to install ``continuum-lambda[local]`` when moto is missing.
 
-May import: errors, _base, backends, _record, _define, _turn, _worker, _ops, _app, _local,
+May import: errors, _base, backends, _record, _define, _waits, _turn, _worker, _ops, _app, _local,
 timeline, scaffold.
 """
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from continuum._ops.client import Client
 from continuum._record.model import TaskRecord
-from continuum._record.waiting_for import WaitKind, request_of
+from continuum._waits.kinds.callback_wait import CALLBACK
+from continuum._waits.kinds.registry import operation_of
 from continuum.cli.common import CliError
 
 #: The exit code of a run that stopped because its task waits for an answer it cannot get.
@@ -84,40 +85,36 @@ class Answers:
     def answer(self, client: Client, record: TaskRecord) -> bool:
         """Answer what the waiting task waits for; False when nothing could be answered."""
         answered = False
+        # --signal values were sent before the run (``send_signals``): a mailbox keeps them.
+        given = {CALLBACK.kind: self.callbacks}
         for waiter in client.status(record.task_id).waiting_for:
-            if waiter.kind == WaitKind.CALLBACK and waiter.id is not None:
-                given = self.callbacks.get(waiter.name)
-                if given:
-                    result = given.pop(0)
-                    if isinstance(result, Ready):
-                        result = ready_answer(waiter.request, result.name, repr(waiter.name))
-                elif self.interactive:
-                    if waiter.request is not None:
-                        print(
-                            f"callback {waiter.name!r} asks: {_asks(waiter.name, waiter.request)}"
-                        )
-                    result = _ask(f"callback {waiter.name!r} (id {waiter.id}): result as JSON")
-                else:
-                    continue
-                client.complete_callback(waiter.id, result)
-                print(f"completed callback {waiter.name!r}: {json.dumps(result)}", flush=True)
-                answered = True
-            elif waiter.kind == WaitKind.SIGNAL and self.interactive:
-                payload = _ask(f"signal {waiter.name!r} awaited: payload as JSON")
-                client.signal(record.task_id, waiter.name, payload)
-                answered = True
+            kind = operation_of(waiter.kind)
+            if not kind.outside or (kind is CALLBACK and waiter.id is None):
+                continue
+            queued = given.get(kind.kind, {}).get(waiter.name)
+            if queued:
+                payload = queued.pop(0)
+                if isinstance(payload, Ready):
+                    payload = ready_answer(waiter.request, payload.name, repr(waiter.name))
+            elif self.interactive:
+                if waiter.request is not None:
+                    print(f"{kind.kind} {waiter.name!r} asks: {_asks(waiter.name, waiter.request)}")
+                payload = _ask(kind.prompt(waiter))
+            else:
+                continue
+            kind.send(client, record.task_id, waiter, payload, answer_id=None)
+            if (said := kind.sent(waiter, payload)) is not None:
+                print(said, flush=True)
+            answered = True
         return answered
 
     def stranded(self, record: TaskRecord) -> int:
         """Say what the task waits for and how to answer it; return the exit code."""
         print(f"\ntask {record.task_id} waits: {record.suspend_reason}")
         for waiter in record.waiting_for:
-            until = f" until {waiter.deadline:%Y-%m-%dT%H:%M:%SZ}" if waiter.deadline else ""
-            print(
-                f"  {waiter.kind.value} {waiter.name!r}{until}"
-                + (f" id {waiter.id}" if waiter.id else "")
-            )
-            if (asked := request_of(waiter, record.callbacks)) is not None:
+            kind = operation_of(waiter.kind)
+            print(f"  {kind.line(waiter)}")
+            if (asked := kind.shown(waiter, record).request) is not None:
                 print(f"    asks: {_asks(waiter.name, asked)}")
         print(
             "answer in this run with --answer NAME=JSON (callbacks) or --signal NAME=JSON, "

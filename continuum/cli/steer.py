@@ -246,7 +246,7 @@ def _head_lines(view: TaskView) -> list[str]:
     for waiter in view.waiting_for:
         until = f" until {waiter.deadline:%Y-%m-%d %H:%M:%S}" if waiter.deadline else ""
         ident = f" (id {waiter.id})" if waiter.id else ""
-        lines.append(f"  waits for {waiter.kind.value} {waiter.name!r}{until}{ident}")
+        lines.append(f"  waits for {waiter.kind} {waiter.name!r}{until}{ident}")
         if waiter.url:
             lines.append(f"    link: {waiter.url}")
         lines.extend(_request_lines(waiter.id, waiter.request))

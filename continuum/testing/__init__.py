@@ -30,7 +30,7 @@ Example:
     >>> answers = {"manager": {"approved": True}}
     >>> check_replay_safe(app, "approve", {"item": "kayak"}, callbacks=answers)  # doctest: +SKIP
 
-May import: errors, _base, backends, _record, _define, _turn, _worker, _ops, _app, _local,
+May import: errors, _base, backends, _record, _define, _waits, _turn, _worker, _ops, _app, _local,
 continuum.
 """
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from continuum._base.json_shapes import ready_answers
 from continuum._base.json_values import from_json
 from continuum._record.model import Counters, ErrorInfo, Status, TaskRecord
-from continuum._record.waiting_for import WaitKind
+from continuum._waits.kinds.callback_wait import CALLBACK
 from continuum._worker.wake import waiting_for
 from continuum.errors import ContinuumError, TaskFailedError, TaskNotFinishedError
 from continuum.testing.observe import StepRun
@@ -152,7 +152,7 @@ class TaskHandle:
         Raises:
             ContinuumError: the task has no such open callback (the message lists those it has).
         """
-        open_ = [w for w in self.waiting_for if w.kind == WaitKind.CALLBACK]
+        open_ = [w for w in self.waiting_for if w.kind == CALLBACK.kind]
         found = [w for w in open_ if name is None or w.name == name]
         if len(found) == 1 and found[0].id is not None:
             return CallbackHandle(self, found[0].name, found[0].id, found[0].request)
@@ -175,7 +175,7 @@ class TaskHandle:
         return self.run()
 
     def _not_finished(self, record: TaskRecord) -> TaskNotFinishedError:
-        waits = ", ".join(f"{w.kind.value} {w.name!r}" for w in waiting_for(record))
+        waits = ", ".join(f"{w.kind} {w.name!r}" for w in waiting_for(record))
         doing = f"{record.status.value}, waiting for {waits}" if waits else record.status.value
         return TaskNotFinishedError(
             f"task {record.task_name!r} has not ended: it is {doing}",

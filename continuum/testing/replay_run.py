@@ -25,7 +25,8 @@ from continuum._define import callbacks
 from continuum._local.runtime import POLL_INTERVAL_S, LocalLambdaContext, waits_for_outside
 from continuum._local.virtual_time import VirtualTime
 from continuum._record.model import ErrorInfo, Status, TaskRecord
-from continuum._record.waiting_for import WaitKind, request_of
+from continuum._waits.kinds.callback_wait import CALLBACK
+from continuum._waits.kinds.registry import operation_of
 from continuum.errors import ConfigurationError, ContinuumError
 from continuum.testing.handles import TaskHandle
 from continuum.testing.observe import StandIn, StepRun
@@ -209,24 +210,24 @@ class _Answers:
     def give(self, runner: TaskRunner, record: TaskRecord) -> None:
         client = runner.client
         for waiter in record.waiting_for:
-            if waiter.kind == WaitKind.CALLBACK and waiter.name in self.callbacks and waiter.id:
+            kind = operation_of(waiter.kind)
+            if kind is CALLBACK and waiter.name in self.callbacks and waiter.id:
                 answer = self.callbacks[waiter.name]
                 if isinstance(answer, ReadyAnswer):
-                    answer = self._ready(
-                        record, waiter.name, request_of(waiter, record.callbacks), answer.name
-                    )
+                    asks = kind.shown(waiter, record).request
+                    answer = self._ready(record, waiter.name, asks, answer.name)
                 if isinstance(answer, Failure):
                     client.fail_callback(waiter.id, answer.error_type, answer.message)
                 else:
-                    client.complete_callback(waiter.id, answer)
+                    kind.send(client, record.task_id, waiter, answer, answer_id=None)
                 return
-            if waiter.kind == WaitKind.SIGNAL and self.signals.get(waiter.name):
+            if kind is not CALLBACK and kind.outside and self.signals.get(waiter.name):
                 n = self.sent[waiter.name] = self.sent[waiter.name] + 1
                 payload = self.signals[waiter.name].pop(0)
                 # A fixed id: what a task does with the signal's id is the same in every run.
-                client.signal(record.task_id, waiter.name, payload, signal_id=f"replay-{n}")
+                kind.send(client, record.task_id, waiter, payload, answer_id=f"replay-{n}")
                 return
-        waits = ", ".join(f"{w.kind.value} {w.name!r}" for w in record.waiting_for)
+        waits = ", ".join(f"{w.kind} {w.name!r}" for w in record.waiting_for)
         raise ConfigurationError(
             f"task {record.task_name!r} waits for {waits}, and check_replay_safe has no "
             "answer left for it",

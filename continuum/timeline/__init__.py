@@ -4,7 +4,7 @@
 ``continuum ui`` serve the same page per task, a task list (``listing``), and forms that answer
 callbacks, send signals and cancel (``continuum.timeline.server``).
 
-May import: errors, _record, _ops.
+May import: errors, _record, _waits, _ops.
 """
 
 from continuum.timeline.model import timeline_data

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from continuum._ops.status import TaskSummary
 from continuum._record.waiting_for import Waiter
+from continuum._waits.kinds.registry import operation_of
 from continuum.timeline.page import FORM_ACTION_SERVED, document
 
 #: How often the list reloads itself, so that a person sees tasks move.
@@ -65,20 +66,20 @@ def tree(tasks: Sequence[TaskSummary]) -> list[tuple[TaskSummary, int]]:
     return ordered
 
 
+def _waiter(waiter: Waiter, link: str) -> str:
+    kind = html.escape(str(waiter.kind))
+    action = operation_of(waiter.kind).action
+    answer = f' <a class="answer" href="{link}#waits">{action}</a>' if action else ""
+    return (
+        f'<div class="waiter waiter-{kind}">waits for {kind} {html.escape(repr(waiter.name))}'
+        f"{answer}</div>"
+    )
+
+
 def _row(task: TaskSummary, waits: Sequence[Waiter], depth: int) -> str:
     link = f"/tasks/{quote(task.task_id, safe='')}"
     status = html.escape(task.status.value)
-    waiting = "".join(
-        f'<div class="waiter waiter-{html.escape(w.kind.value)}">waits for '
-        f"{html.escape(w.kind.value)} {html.escape(repr(w.name))}"
-        + (
-            f' <a class="answer" href="{link}#waits">complete callback</a>'
-            if w.kind.value == "callback"
-            else ""
-        )
-        + "</div>"
-        for w in waits
-    )
+    waiting = "".join(_waiter(w, link) for w in waits)
     return (
         f'<tr class="task depth-{min(depth, MAX_INDENT)}"'
         f' data-task-id="{html.escape(task.task_id)}"'

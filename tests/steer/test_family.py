@@ -161,7 +161,7 @@ def test_retry_runs_again_the_failed_items_of_the_batch_where_the_turn_failed(ba
 
 
 _REPORTS_OF_A_RETRIED_CHILD = """
-from continuum._fanout.child_tasks import batch_counts
+from continuum._waits.kinds.child_wait import batch_counts
 keys = frozenset(
     f"children/p.0.map-0.{i}/{status}.json"
     for i in range(8)
