@@ -127,8 +127,7 @@ def retry_wait(state: TurnState, key: str, stats: StepStats, entry: JournalEntry
     wait = entry.retry_at - now_s()
     if wait <= 0:
         return 0.0
-    need = state.budget.need(stats, state.record.save_stats) + wait
-    if state.budget.remaining() >= need:
+    if state.budget.fits_after(wait, stats, state.record.save_stats):
         return wait
     deadline = epoch_to_datetime(entry.retry_at)
     waiter = Waiter(kind=WaitKind.TIME, name=f"{state.path}{key}.retry", deadline=deadline)

@@ -273,8 +273,8 @@ def refused(state: TurnState, reason: str, stats: StepStats, *, preemptible: boo
     # the time and the last one did not already suspend idle; otherwise suspending could
     # only loop, so run the step and let the deadline judge.
     fresh = state.record.invocation_budget_s
-    need = state.budget.need(stats, save_stats, preemptible=preemptible)
-    if state.record.idle_suspensions == 0 and need <= fresh:
+    fits = state.budget.fits_fresh(fresh, stats, save_stats, preemptible=preemptible)
+    if state.record.idle_suspensions == 0 and fits:
         raise state.unwind(Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s"))
 
 

@@ -197,6 +197,30 @@ class Budget:
         turn may still spend, negative when it is already too late for more."""
         return self.remaining() - self.save_cost(save_stats) - self.margin_s
 
+    def exhausted(self, save_stats: StepStats) -> bool:
+        """Whether no time is left for another turn: the suspension alone takes what remains."""
+        return self.spare(save_stats) < 0
+
+    def grace_s(self, save_stats: StepStats) -> float:
+        """Seconds what a turn left running may still take before the suspension must start
+        (never negative: a timeout)."""
+        return max(self.spare(save_stats), 0.0)
+
+    def fits_after(self, wait_s: float, stats: StepStats | None, save_stats: StepStats) -> bool:
+        """Whether the step still fits in this invocation after waiting ``wait_s`` here."""
+        return self.remaining() >= self.need(stats, save_stats) + wait_s
+
+    def fits_fresh(
+        self,
+        budget_s: float,
+        stats: StepStats | None,
+        save_stats: StepStats,
+        *,
+        preemptible: bool = False,
+    ) -> bool:
+        """Whether the step would fit in a fresh invocation of ``budget_s`` seconds."""
+        return self.need(stats, save_stats, preemptible=preemptible) <= budget_s
+
     def preempt_after(self, save_stats: StepStats) -> float:
         """Seconds from now at which a preemptible step must stop so the save still fits."""
         return self.spare(save_stats)

@@ -58,9 +58,9 @@ class EndingOrder:
         if min(self.running, default=mine) >= mine:
             return
         waiter = self.waiters[mine] = asyncio.get_running_loop().create_future()
-        left = state.budget.spare(state.record.save_stats)
+        left = state.budget.grace_s(state.record.save_stats)
         try:
-            async with asyncio.timeout(max(left, 0.0)):
+            async with asyncio.timeout(left):
                 await waiter
         except TimeoutError:
             raise Abort(error_info(_out_of_order(state, entry), state.record.turn)) from None

@@ -170,9 +170,9 @@ class InvocationLoop:
             if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
-                left = runner.state.budget.spare(runner.state.record.save_stats)
+                left = runner.state.budget.grace_s(runner.state.record.save_stats)
                 if error is None:  # the function returned: what it left running is awaited
-                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0)))
+                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=left))
                 else:  # it unwound: the steps running now end, and the rest stops
                     self.turn.halt.stop(_reason(error))
                     late = self._steps_ended(loop, set(pending), left)

@@ -123,7 +123,7 @@ class TurnLoop:
         state = self.state
         while True:
             # A turn with no steps would otherwise never look at the clock.
-            if state.progress and state.budget.spare(state.record.save_stats) < 0:
+            if state.progress and state.budget.exhausted(state.record.save_stats):
                 return Suspended("no time left for another turn")
             outcome = self._turn()
             if outcome is not None:
