@@ -63,7 +63,7 @@ def run_batch(
     """``ctx.parallel`` and ``ctx.map``: run the branches as a batch (module docstring)."""
     limit = check_concurrency(max_concurrency, task_id=runner.task_id)
     adapters = [adapter_of(b.fn) for b in branches]
-    with runner.state.lock:
+    with runner.state.scope.lock:
         key, entry, done = enter(runner.state, label, EntryKind.BATCH)
         if done:
             return _rebuilt(entry.result, adapters)
@@ -88,7 +88,7 @@ async def run_batch_async(
     threads is."""
     limit = check_concurrency(max_concurrency, task_id=runner.task_id)
     adapters = [adapter_of(b.fn) for b in branches]
-    with runner.state.lock:
+    with runner.state.scope.lock:
         key, entry, done = enter(runner.state, label, EntryKind.BATCH)
         if done:
             return _rebuilt(entry.result, adapters)
@@ -208,7 +208,7 @@ class _Batch:
         runner, branch = self.runner, self.branches[index]
         state = runner.state
         path = f"{state.path}{self.key}/{index}/"
-        with state.lock:
+        with state.scope.lock:
             entry = self.children.get(index)
             replaying = entry is not None and bool(entry.children)
             if entry is None:
@@ -217,8 +217,8 @@ class _Batch:
                 assert self.entry.children is not None
                 self.entry.children.append(entry)
                 self.children[index] = entry
-                if state.observers is not None:
-                    task_id, turn = state.record.task_id, state.turn
+                if state.scope.observers is not None:
+                    task_id, turn = state.scope.record.task_id, state.turn
                     from continuum._define.events import ContextStarted
 
                     event = ContextStarted(
@@ -238,13 +238,13 @@ class _Batch:
             return Ended(signal=exc, progress=True)
         if isinstance(exc, ControlFlow):
             return Ended(signal=exc, progress=child.state.progress)
-        error = error_info(exc, self.runner.state.record.turn)
+        error = error_info(exc, self.runner.state.scope.record.turn)
         error.message = error.message[:2000]
         return Ended(error=error, progress=True)
 
     def _finish(self, index: int, ended: Ended) -> None:
         entry, (adapter, typed) = self.children[index], self.adapters[index]
-        with self.runner.state.lock:
+        with self.runner.state.scope.lock:
             if ended.error is None:
                 try:
                     entry.result = to_json(
@@ -268,7 +268,7 @@ class _Batch:
         """The policy decided: tell the observers that each item started and not finished,
         and each wait it was in, ended unneeded (``abandoned``)."""
         state = self.runner.state
-        if state.observers is None:
+        if state.scope.observers is None:
             return
         for index, entry in sorted(self.children.items()):
             if not entry.partial or entry.children is None:
@@ -314,7 +314,7 @@ class _Batch:
             completion_reason=reason or "all_completed",
             given=len(self.branches),
         )
-        with state.lock:
+        with state.scope.lock:
             self.entry.result = result.model_dump(mode="json")
             self.entry.partial, self.entry.children = False, None
             context_ended(state, "batch", self.entry, f"{state.path}{self.key}/")

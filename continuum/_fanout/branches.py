@@ -76,9 +76,9 @@ def enter(
     if entry is not None:
         if entry.kind != kind:
             raise ContinuumError(
-                f"turn {state.record.turn} reached a {kind.value} where the journal recorded "
+                f"turn {state.scope.record.turn} reached a {kind.value} where the journal recorded "
                 f"a {entry.kind}",
-                task_id=state.record.task_id,
+                task_id=state.scope.record.task_id,
                 step=key,
                 hint="code between steps must be deterministic",
             )
@@ -86,11 +86,11 @@ def enter(
     now = state.boundary() if boundary else now_s()
     entry = JournalEntry(key, label, kind=kind, partial=True, children=[], since=now)
     state.append(entry)
-    if state.observers is not None:
+    if state.scope.observers is not None:
         from continuum._define.events import ContextStarted
 
         event = ContextStarted(
-            state.record.task_id, kind.value, label, f"{state.path}{key}/", state.turn, now
+            state.scope.record.task_id, kind.value, label, f"{state.path}{key}/", state.turn, now
         )
         state.emit("context_started", event)
     return key, entry, False
@@ -111,14 +111,14 @@ def context_ended(
     """Tell the observers a child context, a batch or an item finished (``state``: the one it
     ran under; ``path``: where its own steps journal; ``outcome``: other than ``ok`` or
     ``failed``, an item its batch no longer needs: ``abandoned``)."""
-    if state.observers is None:
+    if state.scope.observers is None:
         return
     now = now_s()
     started = entry.since or now
     from continuum._define.events import ContextEnded
 
     event = ContextEnded(
-        state.record.task_id,
+        state.scope.record.task_id,
         kind,
         entry.name,
         path,
@@ -145,19 +145,19 @@ def entered(
 ) -> None:
     """Tell the observers a context's function begins a run (``state``: the one it runs
     under; ``replaying``: children it recorded before replay in this run)."""
-    if state.observers is None or not state.observers.wants("context_entered"):
+    if state.scope.observers is None or not state.scope.observers.wants("context_entered"):
         return
     from continuum._define.events import ContextEntered
 
     event = ContextEntered(
-        state.record.task_id, kind, name, path, state.turn, now_s(), index, replaying
+        state.scope.record.task_id, kind, name, path, state.turn, now_s(), index, replaying
     )
     state.emit("context_entered", event)
 
 
 def reached_here(state: TurnState, entry: JournalEntry) -> bool:
     """Whether ``entry`` was first reached in this invocation (not replayed from an earlier)."""
-    run = state.invocation
+    run = state.scope.invocation
     return run is None or (entry.since or 0.0) >= run.started_at.timestamp()
 
 
@@ -263,7 +263,7 @@ class Group:
         state = runner.state
         self.state = state
         label = name or stable_name(fn)
-        with state.lock:
+        with state.scope.lock:
             state.halt_check()
             state.replay_cancel()
             key = state.journal.key_for(label, None)
@@ -276,13 +276,13 @@ class Group:
             self.child = runner.virtual_child(f"{state.path}{key}/")
             entered(state, "context", label, self.child.state.path, replaying=self.replayed)
             self.start: StartFirst | None = None
-            if state.observers is not None:
+            if state.scope.observers is not None:
                 from continuum._define.events import ContextStarted
 
                 event = None
                 if not self.replayed:
                     event = ContextStarted(
-                        state.record.task_id,
+                        state.scope.record.task_id,
                         EntryKind.CONTEXT.value,
                         label,
                         self.child.state.path,
@@ -290,15 +290,15 @@ class Group:
                         self.entry.since or 0.0,
                         virtual=True,
                     )
-                self.start = StartFirst(state.observers, event)
-                self.child.state.observers = self.start
+                self.start = StartFirst(state.scope.observers, event)
+                self.child.state.scope.observers = self.start
 
     def progress(self) -> None:
         self.state.progress = self.state.progress or self.child.state.progress
 
     def ended(self, exc: Exception | None) -> None:
         state, start = self.state, self.start
-        if state.observers is None or start is None:
+        if state.scope.observers is None or start is None:
             return
         # A journal live at its end says nothing: an asyncio task's own journal ends with it.
         if self.replayed and not start.told:
@@ -346,7 +346,7 @@ class Block:
         state = runner.state
         self.runner, self.state = runner, state
         self.adapter, self.typed = adapter_of(fn)
-        with state.lock:
+        with state.scope.lock:
             self.key, self.entry, done = enter(state, name or stable_name(fn), EntryKind.CONTEXT)
         self.child: ContextRunner | None = None
         if not done:
@@ -354,14 +354,14 @@ class Block:
             path = f"{state.path}{self.key}/"
             replaying = bool(self.entry.children)
             self.child = runner.child(self.entry.children, path)
-            with state.lock:
+            with state.scope.lock:
                 entered(state, "context", self.entry.name, path, replaying=replaying)
             self.before = state_of(runner)
 
     def recorded(self) -> Any:
         """The finished block's journaled result (raised, if it failed)."""
         if not self.entry.ok:
-            raise _error(self.entry.error, self.state.record.task_id, self.key)
+            raise _error(self.entry.error, self.state.scope.record.task_id, self.key)
         return from_json(self.adapter, self.entry.result)
 
     def failed(self, exc: Exception) -> None:
@@ -384,12 +384,12 @@ class Block:
         assert self.child is not None
         check_state(self.runner, self.before, "child context", self.key)
         state, entry = self.state, self.entry
-        with state.lock:
+        with state.scope.lock:
             result = to_json(
                 self.adapter,
                 value,
                 what=f"the result of child context {self.key!r}",
-                task_id=state.record.task_id,
+                task_id=state.scope.record.task_id,
                 typed=self.typed,
             )
             entry.result, entry.partial, entry.children = result, False, None

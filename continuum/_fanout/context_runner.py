@@ -136,10 +136,10 @@ class ContextRunner:
                     "wants a value (nothing awaits it here): in an async task use the _async "
                     "forms (child_context_async, map_async, parallel_async); in a sync task call "
                     "steps without await (ctx.step, not ctx.step_async)",
-                    task_id=state.record.task_id,
+                    task_id=state.scope.record.task_id,
                 )
             if not self.virtual:
-                with state.lock:
+                with state.scope.lock:
                     state.journal.check_complete()
             return value
         finally:
@@ -168,7 +168,7 @@ class ContextRunner:
                 if self._unwound_elsewhere(task_body) is None:
                     check_unwinding(state)
                 elif state.refused is not None:
-                    raise Abort(error_info(state.refused, state.record.turn)) from None
+                    raise Abort(error_info(state.refused, state.scope.record.turn)) from None
                 # else: another asyncio task's suspension or wait beside this error (gather
                 # raised what it saw first): the code swallowed nothing, and the error that it
                 # let go ends the turn (a retry would replay the same error).
@@ -180,7 +180,7 @@ class ContextRunner:
                 raise signal
             check_unwinding(state)
             if not self.virtual:
-                with state.lock:
+                with state.scope.lock:
                     state.journal.check_complete()
             return value
         finally:
@@ -201,11 +201,11 @@ class ContextRunner:
 
     @property
     def task_id(self) -> str:
-        return self.state.record.task_id
+        return self.state.scope.record.task_id
 
     @property
     def turn(self) -> int:
-        return self.state.record.turn
+        return self.state.scope.record.turn
 
     @property
     def active_key(self) -> str | None:
@@ -221,11 +221,11 @@ class ContextRunner:
 
     @property
     def step_wrapper(self) -> StepWrapper | None:
-        return self.state.step_wrapper
+        return self.state.scope.step_wrapper
 
     @step_wrapper.setter
     def step_wrapper(self, wrapper: StepWrapper | None) -> None:
-        self.state.step_wrapper = wrapper
+        self.state.scope.step_wrapper = wrapper
 
     async def call_step_async(
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
@@ -238,7 +238,7 @@ class ContextRunner:
         return await caller.call(step, args, kwargs, key)
 
     def remaining(self) -> float:
-        return self.state.budget.remaining()
+        return self.state.scope.budget.remaining()
 
     def created(self, call: Any, name: str) -> None:
         self.unawaited.append((call, name))
@@ -254,7 +254,7 @@ class ContextRunner:
                     ContinuumError(
                         f"step {name!r} is async def and a sync task called it without await, "
                         "so it never ran: make the task async def and await it",
-                        task_id=self.state.record.task_id,
+                        task_id=self.state.scope.record.task_id,
                         step=name,
                     )
                 )
@@ -295,11 +295,11 @@ def check_unwinding(state: TurnState) -> None:
                     "`except BaseException:`), so its step was skipped and the turn "
                     "went on; continuing would save what that code did instead"
                 ),
-                turn=state.record.turn,
+                turn=state.scope.record.turn,
             )
         )
     if state.refused is not None:
-        raise Abort(error_info(state.refused, state.record.turn))
+        raise Abort(error_info(state.refused, state.scope.record.turn))
 
 
 def error_info(exc: BaseException, turn: int) -> ErrorInfo:

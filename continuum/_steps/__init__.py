@@ -1,4 +1,4 @@
-"""A step call inside a turn: the turn's typed state and its cancel boundaries
+"""A step call inside a turn: the turn's scope, its state and its cancel boundaries
 (``turn_state``), replay from the journal or a live run (``step_calls``; awaited in an async
 task: ``async_step_calls``), a live call's attempts, decided once for both (``attempts``), what
 becomes of an attempt that does not return (``attempt_endings``), the journal, the budget that

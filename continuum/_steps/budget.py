@@ -22,6 +22,7 @@ from continuum._define.settings import (
     DEFAULT_STEP_S,
     DEFAULT_WRITE_S,
     SAFETY_MARGIN_S,
+    Settings,
 )
 from continuum._record.model import StepStats
 from continuum._steps.signals import Preempted
@@ -116,19 +117,13 @@ class Budget:
 
     @classmethod
     def of(
-        cls,
-        remaining: Callable[[], float],
-        *,
-        settings: Any,
-        confidence: float | None,
-        safety_margin_s: float | None,
-        send_stats: StepStats | None,
+        cls, remaining: Callable[[], float], settings: Settings, *, send_stats: StepStats | None
     ) -> Budget:
-        """The budget of one invocation: the app's settings, with a task's overrides."""
+        """The budget of one invocation under ``settings`` (a task's, its overrides applied)."""
         return cls(
             remaining=remaining,
-            confidence=settings.confidence if confidence is None else confidence,
-            margin_s=settings.safety_margin_s if safety_margin_s is None else safety_margin_s,
+            confidence=settings.confidence,
+            margin_s=settings.safety_margin_s,
             default_step_s=settings.default_step_s,
             preemptible_confidence=settings.preemptible_confidence,
             send_stats=send_stats,

@@ -55,7 +55,11 @@ class TaskContext(Generic[S]):
         same turn (or a child context of it), that one's, so it journals where it runs."""
         own = self._own
         active: Any = active_runner.get()
-        if active is None or active is own or active.state.record is not own.state.record:
+        if (
+            active is None
+            or active is own
+            or active.state.scope.record is not own.state.scope.record
+        ):
             return own
         runner: ContextRunner = active
         return runner
@@ -532,7 +536,7 @@ class _ConditionWatch:
         return live
 
     def after_check(self, *, first: bool, live: bool) -> None:
-        if not first or self.state.observers is None:
+        if not first or self.state.scope.observers is None:
             return
         journal = self.state.journal
         self.first = journal.entries[journal.position - 1]
@@ -541,7 +545,7 @@ class _ConditionWatch:
             self.state.emit("wait_started", self._started(self.began))
 
     def ended(self, *, live: bool, error: str | None = None) -> None:
-        if not live or self.first is None or self.state.observers is None:
+        if not live or self.first is None or self.state.scope.observers is None:
             return
         from continuum._define.events import WaitEnded
 
@@ -572,7 +576,7 @@ class _Operation:
     def __init__(self, runner: ContextRunner, kind: str, name: str) -> None:
         state = self.state = runner.state
         self.started: Any = None
-        if state.observers is None:
+        if state.scope.observers is None:
             return
         from continuum._define.events import OperationStarted
 

@@ -132,9 +132,9 @@ class InvocationLoop:
                 "or asyncio.to_thread) and not from inside a coroutine",
             )
         loop, state = self.get(), runner.state
-        turn = self.turn = AsyncTurn(state.record)
+        turn = self.turn = AsyncTurn(state.scope.record)
         state.halt = turn.halt
-        state.serial = asyncio.Lock() if state.record.recovering else None
+        state.serial = asyncio.Lock() if state.scope.record.recovering else None
         ident = threading.get_ident()
         outer = running.get(ident)
         running[ident] = runner
@@ -170,7 +170,7 @@ class InvocationLoop:
             if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
-                left = runner.state.budget.grace_s(runner.state.record.save_stats)
+                left = runner.state.scope.budget.grace_s(runner.state.scope.record.save_stats)
                 if error is None:  # the function returned: what it left running is awaited
                     _, late = loop.run_until_complete(asyncio.wait(pending, timeout=left))
                 else:  # it unwound: the steps running now end, and the rest stops
@@ -269,7 +269,7 @@ class InvocationLoop:
         if (
             turn is None
             or not isinstance(parent, ContextRunner)
-            or parent.state.record is not turn.record
+            or parent.state.scope.record is not turn.record
             or parent.state.active_key is not None  # a live step's own work: not journaled
             or _asyncio_own(coro)
         ):
@@ -306,7 +306,7 @@ def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
                             hint=f"await it: `await {name}(...)`, or hand it to "
                             "asyncio.create_task or asyncio.gather and await those",
                         ),
-                        runner.state.record.turn,
+                        runner.state.scope.record.turn,
                     )
                 )
 
@@ -314,13 +314,13 @@ def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
 def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, JournalEntry]:
     """The child context of an asyncio task that ``parent`` makes now, and its entry."""
     state = parent.state
-    with state.lock:
+    with state.scope.lock:
         key, entry, done = enter(state, label, EntryKind.CONTEXT, boundary=False)
         if done:
             raise NonDeterminismError(
-                f"turn {state.record.turn} started an asyncio task {label!r} where the journal "
-                f"recorded a finished child context {key!r}",
-                task_id=state.record.task_id,
+                f"turn {state.scope.record.turn} started an asyncio task {label!r} where the "
+                f"journal recorded a finished child context {key!r}",
+                task_id=state.scope.record.task_id,
                 step=key,
                 hint="code between steps must be deterministic",
             )
@@ -349,7 +349,7 @@ async def _journaled(
         # still ends the turn as the signal would have; once a cancel was delivered, a wait
         # or a suspension of another task no longer stops the cleanup (as in a batch).
         if parent.state.unwinding is None and not (
-            isinstance(signal, Suspend | Wait) and _cancel_delivered(parent.state.record)
+            isinstance(signal, Suspend | Wait) and _cancel_delivered(parent.state.scope.record)
         ):
             parent.state.unwinding = signal
         raise

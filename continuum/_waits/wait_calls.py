@@ -68,12 +68,12 @@ class WaitCaller:
 
     @property
     def task_id(self) -> str:
-        return self.state.record.task_id
+        return self.state.scope.record.task_id
 
     # -- the waits, each with the record to itself (branches of a batch share it) -----------------
 
     def sleep(self, duration: Duration, name: str | None) -> None:
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             short = self._sleep(duration, name)
             if short is not None:  # slept in place
@@ -84,19 +84,19 @@ class WaitCaller:
 
     async def sleep_async(self, duration: Duration, name: str | None) -> None:
         """``sleep`` in an async task: a short sleep in place is awaited."""
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             short = self._sleep(duration, name)
         if short is not None:
             entry, seconds = short
             await clock.sleep_async(seconds)
-            with self.state.lock:
+            with self.state.scope.lock:
                 self._done(entry)
 
     def create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             return self._create_callback(name, timeout, heartbeat, request)
 
@@ -111,12 +111,12 @@ class WaitCaller:
 
     def result_here(self, callback: Callback) -> Any:
         """``callback.result()`` journaled in this context."""
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             return self._callback_result(callback)
 
     def wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             return self._wait_for_signal(name, timeout)
 
@@ -131,7 +131,7 @@ class WaitCaller:
             try:
                 now = self.state.boundary(reopen=entry is not None)  # a wait reached live
             except TaskCancelledError:
-                if entry is not None and kind != EntryKind.CALLBACK and self.state.observers:
+                if entry is not None and kind != EntryKind.CALLBACK and self.state.scope.observers:
                     # the cancel takes the unanswered wait's place: it ends here
                     ended = wait_ended(self.state, entry, 0.0, outcome="cancelled")
                     self.state.emit("wait_ended", ended)
@@ -139,13 +139,13 @@ class WaitCaller:
             self.reached_at = 0.0 if entry is not None else now
             if entry is not None:
                 self.state.journal.reopen()
-            elif kind != EntryKind.CALLBACK and self.state.observers is not None:
+            elif kind != EntryKind.CALLBACK and self.state.scope.observers is not None:
                 self.state.emit("wait_started", wait_event(self.state, kind, name, key, now))
         elif entry.kind != kind:
             raise ContinuumError(
-                f"turn {self.state.record.turn} reached a {kind.value} wait where the journal "
-                f"recorded a {entry.kind}",
-                task_id=self.state.record.task_id,
+                f"turn {self.state.scope.record.turn} reached a {kind.value} wait where the "
+                f"journal recorded a {entry.kind}",
+                task_id=self.state.scope.record.task_id,
                 step=key,
             )
         return key, entry
@@ -155,7 +155,7 @@ class WaitCaller:
         return ContinuumError(
             f"a {kind.value} wait {name!r} was reached inside step {step!r}: a step's work "
             "cannot wait (its journal entry is the step's result)",
-            task_id=self.state.record.task_id,
+            task_id=self.state.scope.record.task_id,
             step=step,
             hint="wait in the task's code, between steps; a step that needs an answer from "
             "outside is a callback the task waits for (ctx.wait_for_callback)",
@@ -164,7 +164,7 @@ class WaitCaller:
     def _done(self, entry: JournalEntry) -> None:
         entry.partial = False
         self.state.append(entry)
-        if entry.kind != EntryKind.CALLBACK and self.state.observers is not None:
+        if entry.kind != EntryKind.CALLBACK and self.state.scope.observers is not None:
             self.state.emit("wait_ended", wait_ended(self.state, entry, self.reached_at))
 
     def _wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
@@ -176,7 +176,7 @@ class WaitCaller:
         return self.state.unwind(Wait([waiter], reason))
 
     def _listing_fresh(self) -> None:
-        if now_s() - self.state.inbox.listed_at > INBOX_FRESH_S:
+        if now_s() - self.state.scope.inbox.listed_at > INBOX_FRESH_S:
             self.state.note_inbox()
 
     # -- sleep -------------------------------------------------------------------------------------
@@ -184,8 +184,10 @@ class WaitCaller:
     def _sleep(self, duration: Duration, name: str | None) -> ShortSleep | None:
         """Enter a sleep: done already (None), to sleep here (a ShortSleep, done when slept),
         or raise ``Wait``."""
-        label = check_name(name or "sleep", what="sleep name", task_id=self.state.record.task_id)
-        seconds = seconds_of(duration, what="ctx.sleep", task_id=self.state.record.task_id)
+        label = check_name(
+            name or "sleep", what="sleep name", task_id=self.state.scope.record.task_id
+        )
+        seconds = seconds_of(duration, what="ctx.sleep", task_id=self.state.scope.record.task_id)
         key, entry = self._enter(label, EntryKind.SLEEP)
         if entry is not None and not entry.partial:
             return None
@@ -195,7 +197,7 @@ class WaitCaller:
             entry = JournalEntry(key, label, kind=EntryKind.SLEEP, deadline=now + seconds)
         assert entry.deadline is not None
         left = entry.deadline - now
-        if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.state.budget.remaining():
+        if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < self.state.scope.budget.remaining():
             return entry, left
         if left <= 0:
             self._done(entry)
@@ -208,7 +210,7 @@ class WaitCaller:
     def _create_callback(
         self, name: str | None, timeout: Duration | None, heartbeat: Duration | None, request: Any
     ) -> Callback:
-        task_id = self.state.record.task_id
+        task_id = self.state.scope.record.task_id
         label = check_name(name or "callback", what="callback name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
         heartbeat_s = seconds_of(heartbeat, what="heartbeat_timeout", task_id=task_id)
@@ -222,7 +224,7 @@ class WaitCaller:
         created = epoch_to_datetime(now)
         assert created is not None
         expires_at = now + timeout_s if timeout_s is not None else None
-        self.state.record.callbacks[token] = OpenCallback(
+        self.state.scope.record.callbacks[token] = OpenCallback(
             key=key,
             name=label,
             created_at=created,
@@ -238,13 +240,13 @@ class WaitCaller:
         # The id must be in the stored record before anyone outside can hold it: a client
         # refuses ids the record does not list.
         try:
-            self.state.save_strict()
+            self.state.scope.save_strict()
         except Suspend as signal:
             raise self.state.unwind(signal) from None
         return Callback(self, token, label, expires_at)
 
     def callback_url(self, callback: Callback) -> str | None:
-        links = self.state.links
+        links = self.state.scope.links
         if links is None:
             return None
         return links.url(self.task_id, callback.token)
@@ -256,14 +258,14 @@ class WaitCaller:
             return self._callback_outcome(entry, callback)
         token = callback.token
         entry = entry or JournalEntry(key, name, kind=EntryKind.CALLBACK_RESULT, ref=token)
-        open_callback = self.state.record.callbacks.get(token)
+        open_callback = self.state.scope.record.callbacks.get(token)
         if open_callback is None:  # awaited before in this task: the same outcome again
             earlier = self._earlier_outcome(token)
             self._done(earlier)
             return self._callback_outcome(earlier, callback)
         for attempt in range(2):
-            if self.state.inbox.listing.has_answer(token):
-                answer = self.state.inbox.answer(token)
+            if self.state.scope.inbox.listing.has_answer(token):
+                answer = self.state.scope.inbox.answer(token)
                 if answer is not None:
                     entry.ok, entry.result = answer.ok, answer.result
                     if not answer.ok:
@@ -271,9 +273,9 @@ class WaitCaller:
                     return self._close(entry, callback)
             if (
                 open_callback.heartbeat_timeout_s is not None
-                and self.state.inbox.listing.has_heartbeat(token)
+                and self.state.scope.inbox.listing.has_heartbeat(token)
             ):
-                beat = self.state.inbox.heartbeat(token)
+                beat = self.state.scope.inbox.heartbeat(token)
                 if beat is not None and (
                     open_callback.heartbeat_at is None or beat > open_callback.heartbeat_at
                 ):
@@ -281,7 +283,7 @@ class WaitCaller:
             deadline = open_callback.deadline()
             if deadline is not None and now_s() >= deadline.timestamp():
                 # Closed in the inbox first: a sender's answer after this is refused.
-                answer = self.state.inbox.close_callback(
+                answer = self.state.scope.inbox.close_callback(
                     token, _timeout(callback.name, open_callback)
                 )
                 entry.ok, entry.result = answer.ok, answer.result
@@ -300,12 +302,12 @@ class WaitCaller:
         raise self._wait(entry, waiter, f"waiting for callback {callback.name!r}")
 
     def _close(self, entry: JournalEntry, callback: Callback) -> Any:
-        self.state.record.callbacks.pop(callback.token, None)
+        self.state.scope.record.callbacks.pop(callback.token, None)
         self._done(entry)
         return self._callback_outcome(entry, callback)
 
     def _earlier_outcome(self, token: str) -> JournalEntry:
-        for entry in reversed(list(walk(self.state.record.journal))):  # any context's
+        for entry in reversed(list(walk(self.state.scope.record.journal))):  # any context's
             if entry.kind == EntryKind.CALLBACK_RESULT and entry.ref == token and not entry.partial:
                 return JournalEntry(
                     entry.key,
@@ -318,7 +320,7 @@ class WaitCaller:
                 )
         raise ContinuumError(
             "this callback was created in an earlier turn; await it in the turn that made it",
-            task_id=self.state.record.task_id,
+            task_id=self.state.scope.record.task_id,
             hint="create the callback and call cb.result() in the same turn",
         )
 
@@ -329,19 +331,19 @@ class WaitCaller:
         assert error is not None
         if error.type == "CallbackTimeoutError":
             raise CallbackTimeoutError(
-                error.message, task_id=self.state.record.task_id, step=entry.key
+                error.message, task_id=self.state.scope.record.task_id, step=entry.key
             )
         raise CallbackFailedError(
             error.message,
             error_type=error.type,
-            task_id=self.state.record.task_id,
+            task_id=self.state.scope.record.task_id,
             step=entry.key,
         )
 
     # -- signals -----------------------------------------------------------------------------------
 
     def _wait_for_signal(self, name: str, timeout: Duration | None) -> Signal | None:
-        task_id = self.state.record.task_id
+        task_id = self.state.scope.record.task_id
         check_name(name, what="signal name", task_id=task_id)
         timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
         label = f"signal.{name}"
@@ -351,12 +353,12 @@ class WaitCaller:
         if entry is None:
             deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(key, label, kind=EntryKind.SIGNAL, deadline=deadline)
-        taken = set(self.state.record.signals_taken)
+        taken = set(self.state.scope.record.signals_taken)
         for attempt in range(2):
-            found = self.state.inbox.oldest_signal(name, taken)
+            found = self.state.scope.inbox.oldest_signal(name, taken)
             if found is not None:
                 relative, signal = found
-                self.state.record.signals_taken.append(relative)
+                self.state.scope.record.signals_taken.append(relative)
                 entry.ref, entry.result = relative, signal.model_dump(mode="json")
                 self._done(entry)
                 return Signal.model_validate(entry.result)  # as a replay would rebuild it
