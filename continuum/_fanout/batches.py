@@ -37,9 +37,10 @@ from continuum._fanout.branches import (
     entered,
     state_of,
 )
-from continuum._fanout.context_runner import ContextRunner, error_info
+from continuum._fanout.parent_runner import ParentRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
 from continuum._waits.wait_calls import wait_ended
@@ -53,7 +54,7 @@ DEFAULT_BATCH_THREADS = 32
 
 
 def run_batch(
-    runner: ContextRunner,
+    runner: ParentRunner,
     branches: Sequence[Branch],
     *,
     label: str,
@@ -76,7 +77,7 @@ def run_batch(
 
 
 async def run_batch_async(
-    runner: ContextRunner,
+    runner: ParentRunner,
     branches: Sequence[Branch],
     *,
     label: str,
@@ -105,7 +106,7 @@ class _Batch:
 
     def __init__(
         self,
-        runner: ContextRunner,
+        runner: ParentRunner,
         entry: JournalEntry,
         key: str,
         branches: Sequence[Branch],
@@ -203,7 +204,7 @@ class _Batch:
             return self._ended_by(exc, child)
         return Ended(value=value, progress=True)
 
-    def _item_runner(self, index: int) -> ContextRunner:
+    def _item_runner(self, index: int) -> ParentRunner:
         """The child runner of item ``index``, in its entry of the batch (made now if new)."""
         runner, branch = self.runner, self.branches[index]
         state = runner.state
@@ -229,7 +230,7 @@ class _Batch:
         assert entry.children is not None
         return runner.child(entry.children, path, self.halt)
 
-    def _ended_by(self, exc: BaseException, child: ContextRunner) -> Ended:
+    def _ended_by(self, exc: BaseException, child: ParentRunner) -> Ended:
         """How an item that raised ``exc`` ended."""
         if isinstance(exc, Wait):
             return Ended(signal=exc, waiters=list(exc.waiters), progress=child.state.progress)

@@ -32,9 +32,10 @@ from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
 from continuum._define.observers import Observers
 from continuum._define.steps import return_adapter, stable_name
-from continuum._fanout.context_runner import ContextRunner, traceback_of
+from continuum._fanout.parent_runner import ParentRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
+from continuum._steps.failures import traceback_of
 from continuum._steps.turn_state import TurnState
 from continuum.errors import ContinuumError
 
@@ -161,14 +162,14 @@ def reached_here(state: TurnState, entry: JournalEntry) -> bool:
     return run is None or (entry.since or 0.0) >= run.started_at.timestamp()
 
 
-def state_of(runner: ContextRunner) -> str:
+def state_of(runner: ParentRunner) -> str:
     """The task's state as JSON, to tell whether a block or batch changed it."""
     state = runner.context.state
     dump = getattr(state, "model_dump_json", None)
     return str(dump()) if dump is not None else repr(state)
 
 
-def check_state(runner: ContextRunner, before: str, what: str, key: str) -> None:
+def check_state(runner: ParentRunner, before: str, what: str, key: str) -> None:
     """Refuse a change of ``ctx.state`` inside a block, branch or item: a finished one does
     not run on replay, so the change would be lost after a later suspension in the turn."""
     if state_of(runner) != before:
@@ -182,7 +183,7 @@ def check_state(runner: ContextRunner, before: str, what: str, key: str) -> None
 
 
 def child_context(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context``: run ``fn(child_ctx, *args)`` as a named, journaled block."""
     block = Block(runner, fn, name)
@@ -199,7 +200,7 @@ def child_context(
 
 
 async def child_context_async(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context_async``: await ``fn(child_ctx, *args)`` as a named, journaled
     block, in the calling asyncio task."""
@@ -217,7 +218,7 @@ async def child_context_async(
 
 
 def virtual_context(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context(..., virtual=True)``: run ``fn(child_ctx, *args)`` with its steps
     keyed under its name and no entry of its own: on replay it runs again, its steps replay."""
@@ -234,7 +235,7 @@ def virtual_context(
 
 
 async def virtual_context_async(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context_async(..., virtual=True)``: ``virtual_context`` awaited in the
     calling asyncio task."""
@@ -259,7 +260,7 @@ class Group:
     anything in it ran tells nothing, and the next invocation starts it again), and ends when
     it returns there; a replayed one that ended before is not told again."""
 
-    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+    def __init__(self, runner: ParentRunner, fn: Callable[..., Any], name: str | None) -> None:
         state = runner.state
         self.state = state
         label = name or stable_name(fn)
@@ -342,13 +343,13 @@ class Block:
     """A child context's entry at this point of the journal, and its child runner (None when
     the journal recorded it finished)."""
 
-    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+    def __init__(self, runner: ParentRunner, fn: Callable[..., Any], name: str | None) -> None:
         state = runner.state
         self.runner, self.state = runner, state
         self.adapter, self.typed = adapter_of(fn)
         with state.scope.lock:
             self.key, self.entry, done = enter(state, name or stable_name(fn), EntryKind.CONTEXT)
-        self.child: ContextRunner | None = None
+        self.child: ParentRunner | None = None
         if not done:
             assert self.entry.children is not None
             path = f"{state.path}{self.key}/"

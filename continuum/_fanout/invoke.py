@@ -29,7 +29,7 @@ from continuum._fanout.child_tasks import (
     decisive,
     paused_when_refused,
 )
-from continuum._fanout.context_runner import ContextRunner
+from continuum._fanout.parent_runner import ParentRunner
 from continuum._record.inbox_items import ChildReport
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, check_task_id
 from continuum._record.waiting_for import (
@@ -55,7 +55,7 @@ from continuum.errors import (
 CREATE_CHUNK = 50
 
 
-def _starter(runner: ContextRunner) -> ChildTasks:
+def _starter(runner: ParentRunner) -> ChildTasks:
     starter = runner.children
     if starter is None:
         raise ConfigurationError(
@@ -168,7 +168,7 @@ def _read_reports(state: TurnState, found: dict[str, str]) -> list[ChildReport]:
 
 
 def invoke(
-    runner: ContextRunner, task_name: str, input: Any, name: str | None, timeout: Duration | None
+    runner: ParentRunner, task_name: str, input: Any, name: str | None, timeout: Duration | None
 ) -> Any:
     """``ctx.invoke``: run ``task_name`` as a child task and return its result."""
     state = runner.state
@@ -255,7 +255,7 @@ def _outcome(entry: JournalEntry, task_id: str) -> Any:
 
 
 def map_tasks(
-    runner: ContextRunner,
+    runner: ParentRunner,
     task_name: str,
     inputs: list[Any],
     name: str | None,
@@ -311,7 +311,7 @@ def map_tasks(
 
 
 def _create_children(
-    runner: ContextRunner,
+    runner: ParentRunner,
     entry: JournalEntry,
     task_name: str,
     inputs: list[Any],

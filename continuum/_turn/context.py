@@ -1,7 +1,7 @@
 """TaskContext: what a task function, and through ``current_context()`` a step, sees.
 
 It is a thin view over the running turn or child context (a
-:class:`~continuum._fanout.context_runner.ContextRunner`), which does the work. An operation
+:class:`~continuum._turn.context_runner.ContextRunner`), which does the work. An operation
 made of several calls (a callback's wait, a condition's polls) is written once, as a plan that
 yields what to call and is sent what came of it; a sync method carries the plan out with
 calls, its ``_async`` twin with awaits.
@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum._define.completion import BatchResult, Completion
     from continuum._define.events import WaitStarted
     from continuum._fanout.branches import Branch
-    from continuum._fanout.context_runner import ContextRunner
     from continuum._record.model import JournalEntry
+    from continuum._turn.context_runner import ContextRunner
 
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
-from continuum._fanout.context_runner import error_info
 from continuum._record.model import EntryKind, JournalEntry, walk
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort
 from continuum._steps.turn_state import TurnState
 from continuum.errors import NonDeterminismError

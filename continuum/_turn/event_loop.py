@@ -32,11 +32,12 @@ from typing import Any, cast
 from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, reached_here, type_of
-from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, TaskRecord
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt, TurnState
 from continuum._turn import loop_slot
+from continuum._turn.context_runner import ContextRunner
 from continuum._turn.ending_order import EndingOrder
 from continuum.errors import ContinuumError, NonDeterminismError
 

@@ -16,14 +16,15 @@ from pydantic import BaseModel, ValidationError
 
 from continuum._base.json_values import dump_json, model_to_json, to_json
 from continuum._define.settings import Settings
-from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.inbox import Listing
 from continuum._record.model import ErrorInfo, JournalEntry, TaskRecord
 from continuum._record.waiting_for import Waiter
 from continuum._steps.budget import Budget
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort, Fenced, Suspend, Wait
 from continuum._steps.turn_state import TurnScope, TurnState
 from continuum._turn.context import TaskContext
+from continuum._turn.context_runner import ContextRunner
 from continuum._turn.tasks import Task
 from continuum.errors import ContinuumError, InvalidInputError, describe_errors
 
