@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
@@ -37,7 +37,6 @@ from continuum._fanout.branches import (
     entered,
     state_of,
 )
-from continuum._fanout.parent_runner import ParentRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.failures import error_info
@@ -45,6 +44,9 @@ from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
 from continuum._waits.wait_calls import wait_ended
 from continuum.errors import ContinuumError, TaskCancelledError
+
+if TYPE_CHECKING:
+    from continuum._fanout.parent_runner import ParentRunner
 
 #: the entries of waits an observer hears of (a callback's creation is none)
 _WAITS = (EntryKind.SLEEP, EntryKind.CALLBACK_RESULT, EntryKind.SIGNAL)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
@@ -32,12 +32,14 @@ from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
 from continuum._define.observers import Observers
 from continuum._define.steps import return_adapter, stable_name
-from continuum._fanout.parent_runner import ParentRunner
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
 from continuum._steps.failures import traceback_of
 from continuum._steps.turn_state import TurnState
 from continuum.errors import ContinuumError
+
+if TYPE_CHECKING:
+    from continuum._fanout.parent_runner import ParentRunner
 
 
 @dataclass(frozen=True)

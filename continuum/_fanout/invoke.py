@@ -14,7 +14,7 @@ worker that dies anywhere in between leaves the next delivery to finish the job.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from continuum._base.clock import now_s
 from continuum._base.threads import in_parallel
@@ -29,7 +29,6 @@ from continuum._fanout.child_tasks import (
     decisive,
     paused_when_refused,
 )
-from continuum._fanout.parent_runner import ParentRunner
 from continuum._record.inbox_items import ChildReport
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, check_task_id
 from continuum._record.waiting_for import (
@@ -50,6 +49,9 @@ from continuum.errors import (
     ContinuumError,
     TaskCancelledError,
 )
+
+if TYPE_CHECKING:
+    from continuum._fanout.parent_runner import ParentRunner
 
 #: Child records created at once by ``map_tasks`` before the budget is checked again.
 CREATE_CHUNK = 50

@@ -15,7 +15,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.callback_links import CallbackLinks
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from continuum._define.steps import Step, StepScope
 
 C = TypeVar("C", bound=ControlFlow)
-
-#: The settings of a scope built without any (unit tests, benchmarks): the defaults.
-DEFAULT_SETTINGS = Settings()
 
 #: What a test helper gives a live step call to run in its place (``continuum.testing``).
 StepWrapper = Callable[["Step[Any, Any]", "StepScope"], "Step[Any, Any]"]
@@ -95,7 +92,6 @@ class Halt(threading.Event):
             halt._owe(state)
 
 
-@dataclass(slots=True, kw_only=True, eq=False, repr=False)
 class TurnScope:
     """What one invocation fixes for a task's turns: the turn and each of its child contexts
     share this one object.
@@ -118,19 +114,51 @@ class TurnScope:
     the invocation's turns).
     """
 
-    record: TaskRecord
-    budget: Budget
-    save: Callable[[], None]
-    save_strict: Callable[[], None]
-    inbox: TaskInbox
-    settings: Settings
-    preemptor: Preemptor = alarm_preemptor
-    invocation: InvocationRun | None = None
-    observers: Observers | None = None
-    links: CallbackLinks | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    step_wrapper: StepWrapper | None = None
-    clock: Callable[[], float] = field(default_factory=monotonic_clock)
+    # A plain class, not a dataclass: generating its methods showed in the cold import
+    # (benchmarks.versus, instructions).
+    __slots__ = (
+        "budget",
+        "clock",
+        "inbox",
+        "invocation",
+        "links",
+        "lock",
+        "observers",
+        "preemptor",
+        "record",
+        "save",
+        "save_strict",
+        "settings",
+        "step_wrapper",
+    )
+
+    def __init__(
+        self,
+        *,
+        record: TaskRecord,
+        budget: Budget,
+        save: Callable[[], None],
+        save_strict: Callable[[], None],
+        inbox: TaskInbox,
+        settings: Settings,
+        preemptor: Preemptor,
+        invocation: InvocationRun | None,
+        observers: Observers | None,
+        links: CallbackLinks | None,
+    ) -> None:
+        self.record = record
+        self.budget = budget
+        self.save = save
+        self.save_strict = save_strict
+        self.inbox = inbox
+        self.settings = settings
+        self.preemptor = preemptor
+        self.invocation = invocation
+        self.observers = observers
+        self.links = links
+        self.lock = threading.RLock()
+        self.step_wrapper: StepWrapper | None = None
+        self.clock = monotonic_clock()
 
     @classmethod
     def start(
@@ -138,7 +166,7 @@ class TurnScope:
         record: TaskRecord,
         budget: Budget,
         save: Callable[[], None],
-        settings: Settings = DEFAULT_SETTINGS,
+        settings: Settings | None = None,
         *,
         save_strict: Callable[[], None] | None = None,
         inbox: TaskInbox | None = None,
@@ -148,7 +176,10 @@ class TurnScope:
     ) -> TurnScope:
         """The scope of a task's turns in this invocation. The arguments are the fields of
         the same names; ``save_strict`` defaults to ``save``, ``inbox`` to none (as in unit
-        tests without a store), and the callback links are the settings'."""
+        tests without a store), ``settings`` to the defaults, and the callback links are the
+        settings'."""
+        if settings is None:
+            settings = Settings()
         checked = record.inbox_checked_at or record.created_at.timestamp()
         if record.recovering:
             # In recovery (after a worker died), save after every step so a death names it.

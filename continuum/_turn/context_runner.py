@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, running, stable_name
-from continuum._fanout.parent_runner import ServedContext
 from continuum._record.model import JournalEntry
 from continuum._record.waiting_for import Duration, Signal
 from continuum._steps.failures import check_unwinding, error_info, located
@@ -32,6 +31,7 @@ from continuum.errors import ContinuumError
 
 if TYPE_CHECKING:
     from continuum._fanout.child_tasks import ChildTasks
+    from continuum._fanout.parent_runner import ServedContext
     from continuum._steps.async_step_calls import AsyncStepCaller
 
 
