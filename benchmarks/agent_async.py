@@ -44,6 +44,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from benchmarks import check, emit, median
 from benchmarks.agent_overhead import agent, durable_task, model
 from continuum import Continuum, TaskContext
+from continuum._define.settings import Settings
 from continuum._record.model import TaskRecord
 from continuum._steps.budget import Budget
 from continuum._turn.loop import Returned, Suspended, TurnLoop
@@ -82,7 +83,13 @@ def run_durable(task: Any, steps: int) -> float:
     """CPU seconds of one run of the durable task, which must journal ``steps`` live steps
     (each model request and each tool call)."""
     record = TaskRecord(task_id="bench", task_name="ask", state={"question": "?"})
-    loop = TurnLoop(task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
+    loop = TurnLoop(
+        task,
+        record,
+        Budget(remaining=lambda: 1e9),
+        lambda: None,
+        Settings(persist_every_s=math.inf),
+    )
     started = time.process_time()
     outcome = loop.run()
     elapsed = time.process_time() - started
@@ -229,7 +236,7 @@ class SideBySide:
         record = TaskRecord(task_id="bench", task_name="ask", state={"question": "?"})
         units = 2 + SLOW_TOOLS
         budget = Budget(remaining=lambda: 1e9 if self.units < units else 0.0)
-        live = TurnLoop(self.task, record, budget, lambda: None, math.inf)
+        live = TurnLoop(self.task, record, budget, lambda: None, Settings(persist_every_s=math.inf))
         started = time.perf_counter()
         outcome = live.run()
         live_s = time.perf_counter() - started
@@ -245,7 +252,13 @@ class SideBySide:
             max(starts) < min(ends),
             f"the {SLOW_TOOLS} tool calls did not overlap: {self.calls}",
         )
-        replay = TurnLoop(self.task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
+        replay = TurnLoop(
+            self.task,
+            record,
+            Budget(remaining=lambda: 1e9),
+            lambda: None,
+            Settings(persist_every_s=math.inf),
+        )
         started = time.perf_counter()
         outcome = replay.run()
         replay_s = time.perf_counter() - started

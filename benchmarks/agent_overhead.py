@@ -28,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from benchmarks import check, emit, median
 from continuum import Continuum, TaskContext
+from continuum._define.settings import Settings
 from continuum._record.model import TaskRecord
 from continuum._steps.budget import Budget
 from continuum._turn.loop import Returned, TurnLoop
@@ -91,7 +92,13 @@ def run_durable(task: Any, steps: int) -> float:
     """Seconds of one run of the durable task, which must journal ``steps`` live steps (each
     model request and each tool call)."""
     record = TaskRecord(task_id="bench", task_name="ask", state={"question": "?"})
-    loop = TurnLoop(task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
+    loop = TurnLoop(
+        task,
+        record,
+        Budget(remaining=lambda: 1e9),
+        lambda: None,
+        Settings(persist_every_s=math.inf),
+    )
     started = time.perf_counter()
     outcome = loop.run()
     elapsed = time.perf_counter() - started

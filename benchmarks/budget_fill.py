@@ -51,6 +51,7 @@ from pydantic import BaseModel
 from benchmarks import check, emit
 from continuum import Continuum, TaskContext
 from continuum._base.clock import now_s
+from continuum._define.settings import Settings
 from continuum._local.virtual_time import VirtualTime
 from continuum._record.model import (
     Lease,
@@ -270,7 +271,8 @@ class Simulation:
             record,
             self.make_budget(self),
             persist,
-            math.inf,  # no periodic saves: each invocation pays only its load and its save
+            # no periodic saves: each invocation pays only its load and its save
+            Settings(persist_every_s=math.inf),
             preemptor=self._preemptor,
         )
         try:

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from benchmarks import check, emit, median
 from continuum import Continuum, TaskContext
+from continuum._define.settings import Settings
 from continuum._record.model import TaskRecord
 from continuum._steps.budget import Budget
 from continuum._turn.loop import Returned, TurnLoop
@@ -83,7 +84,13 @@ def build_async(turns: int, per_turn: int) -> tuple[Any, Any]:
 def turn_loop(task: Any, record: TaskRecord) -> TurnLoop:
     """The turn loop of one invocation of ``task`` on ``record``, with time to spare and no
     store (``benchmarks.versus`` builds each revision's loop through its own copy of this)."""
-    return TurnLoop(task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf)
+    return TurnLoop(
+        task,
+        record,
+        Budget(remaining=lambda: 1e9),
+        lambda: None,
+        Settings(persist_every_s=math.inf),
+    )
 
 
 def run_task(task: Any, steps: int) -> float:

@@ -24,6 +24,7 @@ from benchmarks.step_overhead import STEPS_PER_TURN, build
 from continuum._base.clock import now_s
 from continuum._define.events import InvocationEnded, InvocationStarted
 from continuum._define.observers import Observers
+from continuum._define.settings import Settings
 from continuum._record.model import TaskRecord
 from continuum._steps.budget import Budget
 from continuum._turn.loop import Returned, TurnLoop
@@ -126,7 +127,12 @@ def run(task: Any, steps: int, observers: Observers | None) -> float:
     """Seconds of one invocation of the task, which runs ``steps`` steps live."""
     record = TaskRecord(task_id="bench", task_name="spin", state={})
     loop = TurnLoop(
-        task, record, Budget(remaining=lambda: 1e9), lambda: None, math.inf, observers=observers
+        task,
+        record,
+        Budget(remaining=lambda: 1e9),
+        lambda: None,
+        Settings(persist_every_s=math.inf),
+        observers=observers,
     )
     gc.disable()  # as timeit does: a collection's cost follows the heap, not the work
     started = time.process_time()

@@ -96,7 +96,7 @@ class Runner(Protocol):
     """What a running task offers its steps and its context: a turn or a child context of it.
 
     A protocol because this layer is below the one that implements it
-    (``_fanout.context_runner.ContextRunner``), which it cannot import.
+    (``_turn.context_runner.ContextRunner``), which it cannot import.
     """
 
     @property

@@ -78,7 +78,7 @@ def pass_over_taken(
 
 def mark_taken(state: TurnState, prefix: str, ids: list[str]) -> None:
     """Name the taken ids in the record's batch, so that a cancel of the parent spares them."""
-    for batch in state.record.children:
+    for batch in state.scope.record.children:
         if batch.prefix == prefix:
             batch.taken = sorted(set(batch.taken) | set(ids))
     state.progress = True

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
@@ -37,21 +37,24 @@ from continuum._fanout.branches import (
     entered,
     state_of,
 )
-from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
 from continuum._waits.kinds.registry import TURN_WAITS
 from continuum._waits.wait_calls import wait_ended
 from continuum.errors import ContinuumError, TaskCancelledError
 
+if TYPE_CHECKING:
+    from continuum._fanout.parent_runner import ParentRunner
+
 #: The most threads one batch runs at once when ``max_concurrency`` does not say.
 DEFAULT_BATCH_THREADS = 32
 
 
 def run_batch(
-    runner: ContextRunner,
+    runner: ParentRunner,
     branches: Sequence[Branch],
     *,
     label: str,
@@ -61,7 +64,7 @@ def run_batch(
     """``ctx.parallel`` and ``ctx.map``: run the branches as a batch (module docstring)."""
     limit = check_concurrency(max_concurrency, task_id=runner.task_id)
     adapters = [adapter_of(b.fn) for b in branches]
-    with runner.state.lock:
+    with runner.state.scope.lock:
         key, entry, done = enter(runner.state, label, EntryKind.BATCH)
         if done:
             return _rebuilt(entry.result, adapters)
@@ -74,7 +77,7 @@ def run_batch(
 
 
 async def run_batch_async(
-    runner: ContextRunner,
+    runner: ParentRunner,
     branches: Sequence[Branch],
     *,
     label: str,
@@ -86,7 +89,7 @@ async def run_batch_async(
     threads is."""
     limit = check_concurrency(max_concurrency, task_id=runner.task_id)
     adapters = [adapter_of(b.fn) for b in branches]
-    with runner.state.lock:
+    with runner.state.scope.lock:
         key, entry, done = enter(runner.state, label, EntryKind.BATCH)
         if done:
             return _rebuilt(entry.result, adapters)
@@ -103,7 +106,7 @@ class _Batch:
 
     def __init__(
         self,
-        runner: ContextRunner,
+        runner: ParentRunner,
         entry: JournalEntry,
         key: str,
         branches: Sequence[Branch],
@@ -201,12 +204,12 @@ class _Batch:
             return self._ended_by(exc, child)
         return Ended(value=value, progress=True)
 
-    def _item_runner(self, index: int) -> ContextRunner:
+    def _item_runner(self, index: int) -> ParentRunner:
         """The child runner of item ``index``, in its entry of the batch (made now if new)."""
         runner, branch = self.runner, self.branches[index]
         state = runner.state
         path = f"{state.path}{self.key}/{index}/"
-        with state.lock:
+        with state.scope.lock:
             entry = self.children.get(index)
             replaying = entry is not None and bool(entry.children)
             if entry is None:
@@ -215,8 +218,8 @@ class _Batch:
                 assert self.entry.children is not None
                 self.entry.children.append(entry)
                 self.children[index] = entry
-                if state.observers is not None:
-                    task_id, turn = state.record.task_id, state.turn
+                if state.scope.observers is not None:
+                    task_id, turn = state.scope.record.task_id, state.turn
                     from continuum._define.events import ContextStarted
 
                     event = ContextStarted(
@@ -227,7 +230,7 @@ class _Batch:
         assert entry.children is not None
         return runner.child(entry.children, path, self.halt)
 
-    def _ended_by(self, exc: BaseException, child: ContextRunner) -> Ended:
+    def _ended_by(self, exc: BaseException, child: ParentRunner) -> Ended:
         """How an item that raised ``exc`` ended."""
         if isinstance(exc, Wait):
             return Ended(signal=exc, waiters=list(exc.waiters), progress=child.state.progress)
@@ -236,13 +239,13 @@ class _Batch:
             return Ended(signal=exc, progress=True)
         if isinstance(exc, ControlFlow):
             return Ended(signal=exc, progress=child.state.progress)
-        error = error_info(exc, self.runner.state.record.turn)
+        error = error_info(exc, self.runner.state.scope.record.turn)
         error.message = error.message[:2000]
         return Ended(error=error, progress=True)
 
     def _finish(self, index: int, ended: Ended) -> None:
         entry, (adapter, typed) = self.children[index], self.adapters[index]
-        with self.runner.state.lock:
+        with self.runner.state.scope.lock:
             if ended.error is None:
                 try:
                     entry.result = to_json(
@@ -266,7 +269,7 @@ class _Batch:
         """The policy decided: tell the observers that each item started and not finished,
         and each wait it was in, ended unneeded (``abandoned``)."""
         state = self.runner.state
-        if state.observers is None:
+        if state.scope.observers is None:
             return
         for index, entry in sorted(self.children.items()):
             if not entry.partial or entry.children is None:
@@ -312,7 +315,7 @@ class _Batch:
             completion_reason=reason or "all_completed",
             given=len(self.branches),
         )
-        with state.lock:
+        with state.scope.lock:
             self.entry.result = result.model_dump(mode="json")
             self.entry.partial, self.entry.children = False, None
             context_ended(state, "batch", self.entry, f"{state.path}{self.key}/")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
@@ -32,11 +32,14 @@ from continuum._base.clock import now_s
 from continuum._base.json_values import from_json, to_json
 from continuum._define.observers import Observers
 from continuum._define.steps import return_adapter, stable_name
-from continuum._fanout.context_runner import ContextRunner, traceback_of
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
+from continuum._steps.failures import traceback_of
 from continuum._steps.turn_state import TurnState
 from continuum.errors import ContinuumError
+
+if TYPE_CHECKING:
+    from continuum._fanout.parent_runner import ParentRunner
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,9 @@ def enter(
     if entry is not None:
         if entry.kind != kind:
             raise ContinuumError(
-                f"turn {state.record.turn} reached a {kind.value} where the journal recorded "
+                f"turn {state.scope.record.turn} reached a {kind.value} where the journal recorded "
                 f"a {entry.kind}",
-                task_id=state.record.task_id,
+                task_id=state.scope.record.task_id,
                 step=key,
                 hint="code between steps must be deterministic",
             )
@@ -86,11 +89,11 @@ def enter(
     now = state.boundary() if boundary else now_s()
     entry = JournalEntry(key, label, kind=kind, partial=True, children=[], since=now)
     state.append(entry)
-    if state.observers is not None:
+    if state.scope.observers is not None:
         from continuum._define.events import ContextStarted
 
         event = ContextStarted(
-            state.record.task_id, kind.value, label, f"{state.path}{key}/", state.turn, now
+            state.scope.record.task_id, kind.value, label, f"{state.path}{key}/", state.turn, now
         )
         state.emit("context_started", event)
     return key, entry, False
@@ -111,14 +114,14 @@ def context_ended(
     """Tell the observers a child context, a batch or an item finished (``state``: the one it
     ran under; ``path``: where its own steps journal; ``outcome``: other than ``ok`` or
     ``failed``, an item its batch no longer needs: ``abandoned``)."""
-    if state.observers is None:
+    if state.scope.observers is None:
         return
     now = now_s()
     started = entry.since or now
     from continuum._define.events import ContextEnded
 
     event = ContextEnded(
-        state.record.task_id,
+        state.scope.record.task_id,
         kind,
         entry.name,
         path,
@@ -145,30 +148,30 @@ def entered(
 ) -> None:
     """Tell the observers a context's function begins a run (``state``: the one it runs
     under; ``replaying``: children it recorded before replay in this run)."""
-    if state.observers is None or not state.observers.wants("context_entered"):
+    if state.scope.observers is None or not state.scope.observers.wants("context_entered"):
         return
     from continuum._define.events import ContextEntered
 
     event = ContextEntered(
-        state.record.task_id, kind, name, path, state.turn, now_s(), index, replaying
+        state.scope.record.task_id, kind, name, path, state.turn, now_s(), index, replaying
     )
     state.emit("context_entered", event)
 
 
 def reached_here(state: TurnState, entry: JournalEntry) -> bool:
     """Whether ``entry`` was first reached in this invocation (not replayed from an earlier)."""
-    run = state.invocation
+    run = state.scope.invocation
     return run is None or (entry.since or 0.0) >= run.started_at.timestamp()
 
 
-def state_of(runner: ContextRunner) -> str:
+def state_of(runner: ParentRunner) -> str:
     """The task's state as JSON, to tell whether a block or batch changed it."""
     state = runner.context.state
     dump = getattr(state, "model_dump_json", None)
     return str(dump()) if dump is not None else repr(state)
 
 
-def check_state(runner: ContextRunner, before: str, what: str, key: str) -> None:
+def check_state(runner: ParentRunner, before: str, what: str, key: str) -> None:
     """Refuse a change of ``ctx.state`` inside a block, branch or item: a finished one does
     not run on replay, so the change would be lost after a later suspension in the turn."""
     if state_of(runner) != before:
@@ -182,7 +185,7 @@ def check_state(runner: ContextRunner, before: str, what: str, key: str) -> None
 
 
 def child_context(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context``: run ``fn(child_ctx, *args)`` as a named, journaled block."""
     block = Block(runner, fn, name)
@@ -199,7 +202,7 @@ def child_context(
 
 
 async def child_context_async(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context_async``: await ``fn(child_ctx, *args)`` as a named, journaled
     block, in the calling asyncio task."""
@@ -217,7 +220,7 @@ async def child_context_async(
 
 
 def virtual_context(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context(..., virtual=True)``: run ``fn(child_ctx, *args)`` with its steps
     keyed under its name and no entry of its own: on replay it runs again, its steps replay."""
@@ -234,7 +237,7 @@ def virtual_context(
 
 
 async def virtual_context_async(
-    runner: ContextRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
+    runner: ParentRunner, fn: Callable[..., Any], args: tuple[Any, ...], name: str | None
 ) -> Any:
     """``ctx.child_context_async(..., virtual=True)``: ``virtual_context`` awaited in the
     calling asyncio task."""
@@ -259,11 +262,11 @@ class Group:
     anything in it ran tells nothing, and the next invocation starts it again), and ends when
     it returns there; a replayed one that ended before is not told again."""
 
-    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+    def __init__(self, runner: ParentRunner, fn: Callable[..., Any], name: str | None) -> None:
         state = runner.state
         self.state = state
         label = name or stable_name(fn)
-        with state.lock:
+        with state.scope.lock:
             state.halt_check()
             state.replay_cancel()
             key = state.journal.key_for(label, None)
@@ -276,13 +279,13 @@ class Group:
             self.child = runner.virtual_child(f"{state.path}{key}/")
             entered(state, "context", label, self.child.state.path, replaying=self.replayed)
             self.start: StartFirst | None = None
-            if state.observers is not None:
+            if state.scope.observers is not None:
                 from continuum._define.events import ContextStarted
 
                 event = None
                 if not self.replayed:
                     event = ContextStarted(
-                        state.record.task_id,
+                        state.scope.record.task_id,
                         EntryKind.CONTEXT.value,
                         label,
                         self.child.state.path,
@@ -290,15 +293,15 @@ class Group:
                         self.entry.since or 0.0,
                         virtual=True,
                     )
-                self.start = StartFirst(state.observers, event)
-                self.child.state.observers = self.start
+                self.start = StartFirst(state.scope.observers, event)
+                self.child.state.scope.observers = self.start
 
     def progress(self) -> None:
         self.state.progress = self.state.progress or self.child.state.progress
 
     def ended(self, exc: Exception | None) -> None:
         state, start = self.state, self.start
-        if state.observers is None or start is None:
+        if state.scope.observers is None or start is None:
             return
         # A journal live at its end says nothing: an asyncio task's own journal ends with it.
         if self.replayed and not start.told:
@@ -342,26 +345,26 @@ class Block:
     """A child context's entry at this point of the journal, and its child runner (None when
     the journal recorded it finished)."""
 
-    def __init__(self, runner: ContextRunner, fn: Callable[..., Any], name: str | None) -> None:
+    def __init__(self, runner: ParentRunner, fn: Callable[..., Any], name: str | None) -> None:
         state = runner.state
         self.runner, self.state = runner, state
         self.adapter, self.typed = adapter_of(fn)
-        with state.lock:
+        with state.scope.lock:
             self.key, self.entry, done = enter(state, name or stable_name(fn), EntryKind.CONTEXT)
-        self.child: ContextRunner | None = None
+        self.child: ParentRunner | None = None
         if not done:
             assert self.entry.children is not None
             path = f"{state.path}{self.key}/"
             replaying = bool(self.entry.children)
             self.child = runner.child(self.entry.children, path)
-            with state.lock:
+            with state.scope.lock:
                 entered(state, "context", self.entry.name, path, replaying=replaying)
             self.before = state_of(runner)
 
     def recorded(self) -> Any:
         """The finished block's journaled result (raised, if it failed)."""
         if not self.entry.ok:
-            raise _error(self.entry.error, self.state.record.task_id, self.key)
+            raise _error(self.entry.error, self.state.scope.record.task_id, self.key)
         return from_json(self.adapter, self.entry.result)
 
     def failed(self, exc: Exception) -> None:
@@ -384,12 +387,12 @@ class Block:
         assert self.child is not None
         check_state(self.runner, self.before, "child context", self.key)
         state, entry = self.state, self.entry
-        with state.lock:
+        with state.scope.lock:
             result = to_json(
                 self.adapter,
                 value,
                 what=f"the result of child context {self.key!r}",
-                task_id=state.record.task_id,
+                task_id=state.scope.record.task_id,
                 typed=self.typed,
             )
             entry.result, entry.partial, entry.children = result, False, None

@@ -239,7 +239,7 @@ def _without_refusals(cursor: dict[str, Any] | None) -> dict[str, Any]:
 def _refused_error(
     state: TurnState, entry: JournalEntry, refusal: StartRefused, refused: int
 ) -> ErrorInfo:
-    task_id = state.record.task_id
+    task_id = state.scope.record.task_id
     return ErrorInfo(
         type="ChildStartRefused",
         message=f"child task {refusal.child} of {task_id} could not be started: the store "
@@ -248,7 +248,7 @@ def _refused_error(
         f"that the bucket and the queue exist and that the worker may write to them, then "
         f"`continuum retry {task_id}`",
         step=entry.key,
-        turn=state.record.turn,
+        turn=state.scope.record.turn,
     )
 
 

@@ -14,7 +14,7 @@ worker that dies anywhere in between leaves the next delivery to finish the job.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from continuum._base.clock import now_s
 from continuum._base.threads import in_parallel
@@ -27,7 +27,6 @@ from continuum._fanout.child_tasks import (
     child_id,
     paused_when_refused,
 )
-from continuum._fanout.context_runner import ContextRunner
 from continuum._record.inbox_items import ChildReport
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, check_task_id
 from continuum._record.waiting_for import (
@@ -49,11 +48,14 @@ from continuum.errors import (
     TaskCancelledError,
 )
 
+if TYPE_CHECKING:
+    from continuum._fanout.parent_runner import ParentRunner
+
 #: Child records created at once by ``map_tasks`` before the budget is checked again.
 CREATE_CHUNK = 50
 
 
-def _starter(runner: ContextRunner) -> ChildTasks:
+def _starter(runner: ParentRunner) -> ChildTasks:
     starter = runner.children
     if starter is None:
         raise ConfigurationError(
@@ -70,9 +72,9 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
     entry = state.journal.replay(label, key)
     if entry is not None and entry.kind != EntryKind.CHILDREN:
         raise ContinuumError(
-            f"turn {state.record.turn} reached child tasks where the journal recorded a "
+            f"turn {state.scope.record.turn} reached child tasks where the journal recorded a "
             f"{entry.kind}",
-            task_id=state.record.task_id,
+            task_id=state.scope.record.task_id,
             step=key,
         )
     if entry is None or entry.partial:
@@ -85,11 +87,11 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
             if entry is not None:  # the cancel takes the unanswered wait's place: it ends here
                 _ended(state, entry, outcome="cancelled")
             raise
-        if entry is None and state.observers is not None:
+        if entry is None and state.scope.observers is not None:
             from continuum._define.events import WaitStarted
 
             event = WaitStarted(
-                state.record.task_id, "children", label, state.path + key, state.turn, now
+                state.scope.record.task_id, "children", label, state.path + key, state.turn, now
             )
             state.emit("wait_started", event)
     return key, entry
@@ -98,7 +100,7 @@ def _enter(state: TurnState, label: str) -> tuple[str, JournalEntry | None]:
 def _ended(state: TurnState, entry: JournalEntry, *, outcome: str | None = None) -> None:
     """Tell the observers the children's wait at ``entry`` was answered (or ended by
     ``outcome``)."""
-    if state.observers is None:
+    if state.scope.observers is None:
         return
     now = now_s()
     error = entry.error
@@ -108,7 +110,7 @@ def _ended(state: TurnState, entry: JournalEntry, *, outcome: str | None = None)
 
     started = entry.since or now
     event = WaitEnded(
-        state.record.task_id,
+        state.scope.record.task_id,
         "children",
         entry.name,
         state.path + entry.key,
@@ -125,7 +127,7 @@ def _ended(state: TurnState, entry: JournalEntry, *, outcome: str | None = None)
 def _traceparent(state: TurnState, key: str, since: float | None) -> str:
     """The trace context a child task started at ``key`` hangs under: the span of this wait,
     in the parent's trace."""
-    record, stack = state.record, state.inbox.stack
+    record, stack = state.scope.record, state.scope.inbox.stack
     trace = task_trace_id(stack, record.task_id, record.traceparent if record.parent else None)
     span = wait_span_id(
         stack, record.task_id, record.turn, state.path + key, since, record.counters.retries
@@ -140,20 +142,20 @@ def _name_before_creating(state: TurnState, entry: JournalEntry, batch: ChildBat
     step its dead worker had not saved, ended the parent with its children waiting for ever).
     """
     state.journal.append(entry)
-    state.record.children.append(batch)
+    state.scope.record.children.append(batch)
     state.progress = True
-    state.save_strict()
+    state.scope.save_strict()
 
 
 def _reports(state: TurnState, prefix: str) -> dict[str, str]:
     """child id -> status of the batch's reports in the parent's inbox (listed afresh)."""
-    if now_s() - state.inbox.listed_at > 1.0:
+    if now_s() - state.scope.inbox.listed_at > 1.0:
         state.note_inbox()
-    return batch_counts(state.inbox.listing.keys, prefix)
+    return batch_counts(state.scope.inbox.listing.keys, prefix)
 
 
 def _read_reports(state: TurnState, found: dict[str, str]) -> list[ChildReport]:
-    inbox = state.inbox
+    inbox = state.scope.inbox
 
     def read(item: tuple[str, str]) -> ChildReport | None:
         child, status = item
@@ -166,17 +168,19 @@ def _read_reports(state: TurnState, found: dict[str, str]) -> list[ChildReport]:
 
 
 def invoke(
-    runner: ContextRunner, task_name: str, input: Any, name: str | None, timeout: Duration | None
+    runner: ParentRunner, task_name: str, input: Any, name: str | None, timeout: Duration | None
 ) -> Any:
     """``ctx.invoke``: run ``task_name`` as a child task and return its result."""
     state = runner.state
-    task_id = state.record.task_id
+    task_id = state.scope.record.task_id
     label = check_name(name or f"invoke.{task_name}", what="invoke name", task_id=task_id)
     timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
-    with state.lock:
+    with state.scope.lock:
         key, entry = _enter(state, label)
         if entry is None:
-            cid = child_id(task_id, turn=state.record.turn, path=state.path, key=key, index=None)
+            cid = child_id(
+                task_id, turn=state.scope.record.turn, path=state.path, key=key, index=None
+            )
             deadline = now_s() + timeout_s if timeout_s is not None else None
             entry = JournalEntry(
                 key,
@@ -251,7 +255,7 @@ def _outcome(entry: JournalEntry, task_id: str) -> Any:
 
 
 def map_tasks(
-    runner: ContextRunner,
+    runner: ParentRunner,
     task_name: str,
     inputs: list[Any],
     name: str | None,
@@ -260,16 +264,18 @@ def map_tasks(
 ) -> BatchResult:
     """``ctx.map_tasks``: one child task per input, at most ``max_concurrency`` at once."""
     state = runner.state
-    task_id = state.record.task_id
+    task_id = state.scope.record.task_id
     limit = check_concurrency(max_concurrency, task_id=task_id)
     label = check_name(name or f"map_tasks.{task_name}", what="map_tasks name", task_id=task_id)
     n = len(inputs)
-    with state.lock:
+    with state.scope.lock:
         key, entry = _enter(state, label)
         if entry is not None and not entry.partial:
             return BatchResult.model_validate(entry.result)
         if entry is None:
-            prefix = child_id(task_id, turn=state.record.turn, path=state.path, key=key, index=None)
+            prefix = child_id(
+                task_id, turn=state.scope.record.turn, path=state.path, key=key, index=None
+            )
             if n:  # every id must be valid before anything is created
                 check_task_id(f"{prefix}.{n - 1}")
             entry = JournalEntry(
@@ -305,7 +311,7 @@ def map_tasks(
 
 
 def _create_children(
-    runner: ContextRunner,
+    runner: ParentRunner,
     entry: JournalEntry,
     task_name: str,
     inputs: list[Any],
@@ -342,10 +348,10 @@ def _create_children(
         def create(i: int) -> bool:
             return starter.create(task_name, inputs[i], f"{prefix}.{i}", link_of(i), trace)
 
-        started = state.clock()
+        started = state.scope.clock()
         with state.unlocked():
             ours = in_parallel(create, chunk, threads=CHILD_THREADS)
-        runner.steps.observe_work(stats_name, state.clock() - started)
+        runner.steps.observe_work(stats_name, state.scope.clock() - started)
         taken |= {i for i, mine in zip(chunk, ours, strict=True) if not mine}
         created = chunk.stop
         entry.cursor = {**progress, "created": created, "taken": sorted(taken)}

@@ -59,7 +59,7 @@ class AsyncStepCaller:
             if isinstance(step, AsyncStep):
                 return await step.run_nested_async(args, kwargs)
             return step.run_nested(args, kwargs)
-        with state.lock:
+        with state.scope.lock:
             live = self.steps.open(step, key)
         if isinstance(live, Replayed):
             return live.value
@@ -107,7 +107,7 @@ class AsyncStepCaller:
             if inside is not None:
                 self.live = False
                 _IN_STEP.reset(inside)
-        with state.lock:
+        with state.scope.lock:
             value = live.send(value)
         if whole is not None and whole.cancelled:
             raise asyncio.CancelledError
@@ -120,7 +120,7 @@ class AsyncStepCaller:
         fn, state = step.fn, self.state
         coroutine = isinstance(step, AsyncStep)
         if step.options.preemptible and coroutine:
-            limit = state.budget.preempt_after(state.record.save_stats)
+            limit = state.scope.budget.preempt_after(state.scope.record.save_stats)
             deadline = asyncio.timeout(max(limit, 0.0))
             try:
                 async with deadline:
@@ -169,7 +169,7 @@ def _side_by_side(state: TurnState, step: Step[Any, Any]) -> ContinuumError:
         f"step {step.options.name!r} was awaited while step {running!r} runs, side by side in "
         "one journal (asyncio.gather or asyncio tasks inside asyncio.run in a sync task): it "
         "would run outside the journal",
-        task_id=state.record.task_id,
+        task_id=state.scope.record.task_id,
         step=step.options.name,
         hint="make the task async def and await the steps there: each asyncio task of an "
         "async task journals apart",

@@ -48,7 +48,7 @@ def raised(
         type=type(exc).__name__,
         message=str(exc)[:MAX_ERROR_CHARS],
         step=key,
-        turn=state.record.turn,
+        turn=state.scope.record.turn,
         traceback=bounded_traceback(exc),
     )
     retrying = isinstance(exc, options.retry_on) and attempt <= options.retries
@@ -85,7 +85,7 @@ def interrupted(
             f"{marker.attempts}); it is not run again, as it may have done its work"
         ),
         step=key,
-        turn=state.record.turn,
+        turn=state.scope.record.turn,
     )
     if marker.attempts > step.options.retries:
         raise failed(state, step, key, marker.attempts, 0.0, error)
@@ -127,8 +127,7 @@ def retry_wait(state: TurnState, key: str, stats: StepStats, entry: JournalEntry
     wait = entry.retry_at - now_s()
     if wait <= 0:
         return 0.0
-    need = state.budget.need(stats, state.record.save_stats) + wait
-    if state.budget.remaining() >= need:
+    if state.scope.budget.fits_after(wait, stats, state.scope.record.save_stats):
         return wait
     deadline = epoch_to_datetime(entry.retry_at)
     waiter = Waiter(kind=WaitKind.TIME, name=f"{state.path}{key}.retry", deadline=deadline)
@@ -169,11 +168,11 @@ def paused(
 
 def preempted(state: TurnState, key: str, stats: StepStats, started: float) -> Suspend:
     """The step was preempted: count it, and suspend (returned, to raise)."""
-    elapsed = state.clock() - started
+    elapsed = state.scope.clock() - started
     # The step takes at least this long: remember it, but do not count a censored sample.
     stats.max_s = max(stats.max_s, elapsed)
-    state.record.counters.preemptions += 1
-    state.record.counters.preempted_s += elapsed
+    state.scope.record.counters.preemptions += 1
+    state.scope.record.counters.preempted_s += elapsed
     return state.unwind(
         Suspend(f"preempted step {key!r} after {elapsed:.2f}s; it runs again next time")
     )
@@ -192,11 +191,11 @@ def failed(
     its first attempt started (kept for an observer of the record)."""
     entry = JournalEntry(key, step.name, ok=False, error=error, attempts=attempts)
     entry.duration_s = elapsed
-    if state.observers is not None:
+    if state.scope.observers is not None:
         entry.since = since
     state.append(entry)
-    state.record.counters.steps_executed += 1
-    state.record.counters.step_failures += 1
+    state.scope.record.counters.steps_executed += 1
+    state.scope.record.counters.step_failures += 1
     return step_error(state, error, key)
 
 
@@ -209,7 +208,7 @@ def step_error(state: TurnState, error: ErrorInfo | None, key: str) -> StepError
         else f"step raised {error.type}: {error.message}",
         error_type=error.type,
         step_traceback=error.traceback,
-        task_id=state.record.task_id,
+        task_id=state.scope.record.task_id,
         step=key,
     )
 
@@ -223,6 +222,6 @@ def unmark(state: TurnState, marker: JournalEntry | None) -> None:
 def timed(state: TurnState, stats: StepStats, started: float) -> float:
     """The attempt's duration since ``started`` on the turn's clock, noted in the step's
     statistics."""
-    elapsed = state.clock() - started
+    elapsed = state.scope.clock() - started
     observe(stats, elapsed)
     return round(elapsed, 6)

@@ -80,8 +80,8 @@ def attempts(
     options = step.options
     # The statistics and the budget's verdict read inline, not through stats_of and
     # check_budget: on every step's path, those calls showed.
-    stats = state.record.step_stats.get(options.name) or stats_of(state, options.name)
-    budget, preemptible = state.budget, options.preemptible
+    stats = state.scope.record.step_stats.get(options.name) or stats_of(state, options.name)
+    budget, preemptible = state.scope.budget, options.preemptible
     # A step that is not done (paused, or between attempts) keeps its journal entry until
     # its next attempt starts, so a suspension before then loses neither.
     attempt, cursor, pending = 0, None, None
@@ -91,28 +91,28 @@ def attempts(
     first = wall if resume is None or resume.since is None else resume.since
     while True:
         attempt += 1
-        save_stats = state.record.save_stats
+        save_stats = state.scope.record.save_stats
         reason = budget.refuse(options.name, stats, save_stats, preemptible=preemptible)
         if reason is not None:
             refused(state, reason, stats, preemptible=preemptible)
-        if pending is not None or state.record.recovering or options.at_most_once:
+        if pending is not None or state.scope.record.recovering or options.at_most_once:
             pending, wall = begin(state, step, key, attempt, pending, wall)
-        if state.observers is not None:
+        if state.scope.observers is not None:
             state.step_started(
                 key, options.name, attempt, wall, replay=resume is not None, first=first
             )
-        record = state.record
+        record = state.scope.record
         state.active_key = f"{record.task_id}/{record.turn}/{state.path}{key}"
         state.active_cursor = cursor
-        started = state.clock()
+        started = state.scope.clock()
         try:
             value = yield step
         except Preempted:
-            took = round(state.clock() - started, 6)
+            took = round(state.scope.clock() - started, 6)
             state.log_step(key, wall, took, attempt, "preempted", name=step.name)
             raise preempted(state, key, stats, started) from None
         except CancelledError:  # its asyncio task was cancelled mid-attempt: nothing recorded
-            took = round(state.clock() - started, 6)
+            took = round(state.scope.clock() - started, 6)
             state.log_step(key, wall, took, attempt, "cancelled", name=step.name)
             raise
         except Paused as pause:
@@ -177,14 +177,14 @@ def begin(
     if pending is not None:
         state.journal.reopen()
         pending = None
-    if state.record.recovering:
+    if state.scope.record.recovering:
         mark_start(state, key)
         wall = now_s()
     if options.at_most_once:
         # Saved before the step runs: if its worker dies inside it, it is not rerun.
         pending = JournalEntry(key, options.name, attempts=attempt, partial=True, started=True)
         state.append(pending)
-        state.save_strict()
+        state.scope.save_strict()
         wall = now_s()
     return pending, wall
 
@@ -203,8 +203,8 @@ def record_value(
 ) -> Any:
     """Journal the value an attempt returned, as JSON; save by policy; return the value
     as a replay would rebuild it. ``first``: when its first attempt started."""
-    record, name = state.record, step.options.name
-    elapsed = state.clock() - started
+    record, name = state.scope.record, step.options.name
+    elapsed = state.scope.clock() - started
     observe(stats, elapsed)
     elapsed = round(elapsed, 6)
     if pending is not None:
@@ -234,22 +234,25 @@ def record_value(
             error = ErrorInfo(type=type(exc).__name__, message=message, step=key, turn=record.turn)
             raise failed(state, step, key, attempt, elapsed, error) from exc
     entry = JournalEntry(key, name, ok=True, result=result, duration_s=elapsed, attempts=attempt)
-    if state.observers is not None:  # when it began: what an observer of the record reads
+    if state.scope.observers is not None:  # when it began: what an observer of the record reads
         entry.since = first or wall
     state.journal.append(entry)
     state.progress = True
-    if state.invocation is not None or state.observers is not None:
+    if state.scope.invocation is not None or state.scope.observers is not None:
         state.log_step(key, wall, elapsed, attempt, "ok", name=name, result=result)
     record.counters.steps_executed += 1
-    if step.options.effect or state.clock() - state.last_save >= state.persist_every_s:
-        state.save()
-        state.last_save = state.clock()
+    if (
+        step.options.effect
+        or state.scope.clock() - state.last_save >= state.scope.settings.persist_every_s
+    ):
+        state.scope.save()
+        state.last_save = state.scope.clock()
     return from_json(adapter, result) if rebuild else value
 
 
 def stats_of(state: TurnState, name: str) -> StepStats:
     """The step's (or the unit of work's) statistics in the record, made at its first use."""
-    all_stats = state.record.step_stats
+    all_stats = state.scope.record.step_stats
     stats = all_stats.get(name)
     if stats is None:
         stats = all_stats[name] = StepStats()
@@ -258,7 +261,9 @@ def stats_of(state: TurnState, name: str) -> StepStats:
 
 def check_budget(state: TurnState, name: str, stats: StepStats, *, preemptible: bool) -> None:
     """Suspend before a step (or a unit of work) that will not fit in this invocation."""
-    reason = state.budget.refuse(name, stats, state.record.save_stats, preemptible=preemptible)
+    reason = state.scope.budget.refuse(
+        name, stats, state.scope.record.save_stats, preemptible=preemptible
+    )
     if reason is not None:
         refused(state, reason, stats, preemptible=preemptible)
 
@@ -266,21 +271,23 @@ def check_budget(state: TurnState, name: str, stats: StepStats, *, preemptible: 
 def refused(state: TurnState, reason: str, stats: StepStats, *, preemptible: bool) -> None:
     """The budget refused a step for ``reason``: suspend, unless suspending could only
     loop."""
-    save_stats = state.record.save_stats
+    save_stats = state.scope.record.save_stats
     if state.progress:
         raise state.unwind(Suspend(reason))
     # Nothing done yet in this invocation. Suspend only if a fresh invocation would have
     # the time and the last one did not already suspend idle; otherwise suspending could
     # only loop, so run the step and let the deadline judge.
-    fresh = state.record.invocation_budget_s
-    need = state.budget.need(stats, save_stats, preemptible=preemptible)
-    if state.record.idle_suspensions == 0 and need <= fresh:
+    fresh = state.scope.record.invocation_budget_s
+    fits = state.scope.budget.fits_fresh(fresh, stats, save_stats, preemptible=preemptible)
+    if state.scope.record.idle_suspensions == 0 and fits:
         raise state.unwind(Suspend(f"{reason}; a fresh invocation has {fresh:.2f}s"))
 
 
 def mark_start(state: TurnState, key: str) -> None:
     """In recovery: save which step starts now, or fail if it keeps killing its worker."""
-    error = mark_step(state.record, state.journal.position, key, state.max_step_crashes)
+    error = mark_step(
+        state.scope.record, state.journal.position, key, state.scope.settings.max_step_crashes
+    )
     if error is not None:
         raise state.unwind(Abort(error))
-    state.save()
+    state.scope.save()

@@ -22,6 +22,7 @@ from continuum._define.settings import (
     DEFAULT_STEP_S,
     DEFAULT_WRITE_S,
     SAFETY_MARGIN_S,
+    Settings,
 )
 from continuum._record.model import StepStats
 from continuum._steps.signals import Preempted
@@ -116,19 +117,13 @@ class Budget:
 
     @classmethod
     def of(
-        cls,
-        remaining: Callable[[], float],
-        *,
-        settings: Any,
-        confidence: float | None,
-        safety_margin_s: float | None,
-        send_stats: StepStats | None,
+        cls, remaining: Callable[[], float], settings: Settings, *, send_stats: StepStats | None
     ) -> Budget:
-        """The budget of one invocation: the app's settings, with a task's overrides."""
+        """The budget of one invocation under ``settings`` (a task's, its overrides applied)."""
         return cls(
             remaining=remaining,
-            confidence=settings.confidence if confidence is None else confidence,
-            margin_s=settings.safety_margin_s if safety_margin_s is None else safety_margin_s,
+            confidence=settings.confidence,
+            margin_s=settings.safety_margin_s,
             default_step_s=settings.default_step_s,
             preemptible_confidence=settings.preemptible_confidence,
             send_stats=send_stats,
@@ -196,6 +191,30 @@ class Budget:
         """Seconds left beyond what a suspension needs (its save, then the margin): what a
         turn may still spend, negative when it is already too late for more."""
         return self.remaining() - self.save_cost(save_stats) - self.margin_s
+
+    def exhausted(self, save_stats: StepStats) -> bool:
+        """Whether no time is left for another turn: the suspension alone takes what remains."""
+        return self.spare(save_stats) < 0
+
+    def grace_s(self, save_stats: StepStats) -> float:
+        """Seconds what a turn left running may still take before the suspension must start
+        (never negative: a timeout)."""
+        return max(self.spare(save_stats), 0.0)
+
+    def fits_after(self, wait_s: float, stats: StepStats | None, save_stats: StepStats) -> bool:
+        """Whether the step still fits in this invocation after waiting ``wait_s`` here."""
+        return self.remaining() >= self.need(stats, save_stats) + wait_s
+
+    def fits_fresh(
+        self,
+        budget_s: float,
+        stats: StepStats | None,
+        save_stats: StepStats,
+        *,
+        preemptible: bool = False,
+    ) -> bool:
+        """Whether the step would fit in a fresh invocation of ``budget_s`` seconds."""
+        return self.need(stats, save_stats, preemptible=preemptible) <= budget_s
 
     def preempt_after(self, save_stats: StepStats) -> float:
         """Seconds from now at which a preemptible step must stop so the save still fits."""

@@ -49,7 +49,7 @@ class StepCaller:
             raise state.unwinding  # user code caught it: it still unwinds, and is noticed
         if state.active_key is not None:
             return step.run_nested(args, kwargs)
-        lock = state.lock
+        lock = state.scope.lock
         with lock:  # the record is shared with the branches of a batch, if any
             live = self.open(step, key)
             if isinstance(live, Replayed):
@@ -93,7 +93,7 @@ class StepCaller:
         key = journal.key_for(name, key, state.path)
         entry = journal.replay(name, key) if replaying else None
         if entry is not None and not entry.partial:
-            state.record.counters.steps_replayed += 1
+            state.scope.record.counters.steps_replayed += 1
             if not entry.ok:
                 raise step_error(state, entry.error, key)
             return Replayed(from_json(step.adapter, entry.result))
@@ -101,11 +101,11 @@ class StepCaller:
             state.halt_check()
         wall = now_s()
         # boundary()'s own test first: on every step's path, its call showed.
-        due = wall - state.inbox.listed_at >= state.inbox_poll_s
-        if due or state.record.cancel is not None:
+        due = wall - state.scope.inbox.listed_at >= state.scope.settings.inbox_poll_s
+        if due or state.scope.record.cancel is not None:
             wall = state.boundary(reopen=entry is not None)
-        if state.step_wrapper is not None:
-            step = state.step_wrapper(step, state)
+        if state.scope.step_wrapper is not None:
+            step = state.scope.step_wrapper(step, state)
         return attempts(state, step, key, entry, wall)
 
     # -- work that is not a step (creating child tasks), under the same budget -------------------
@@ -123,5 +123,5 @@ def run_preemptible(
     state: TurnState, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """One attempt of a preemptible sync step in this thread, under its time limit."""
-    limit = state.budget.preempt_after(state.record.save_stats)
-    return state.preemptor(lambda: step.fn(*args, **kwargs), limit)
+    limit = state.scope.budget.preempt_after(state.scope.record.save_stats)
+    return state.scope.preemptor(lambda: step.fn(*args, **kwargs), limit)

@@ -1,10 +1,12 @@
-"""The state of a turn, or of one of its child contexts: what its step calls, its waits and its
-fan-out share, and the boundaries where a cancel request is delivered.
+"""A turn's scope and its cursor: what an invocation fixes for a task's turns
+(:class:`TurnScope`: the record, the budget, the saves, the inbox, the settings, the observers),
+and where a turn or one of its child contexts stands (:class:`TurnState`: its journal, its path,
+its halt), with the boundaries where a cancel request is delivered.
 
 ``step_calls.StepCaller``, ``wait_calls.WaitCaller`` and the fan-out code each get one
 ``TurnState``. A child context (a block, a branch or an item of a batch) gets its own, made by
-:meth:`TurnState.child`: it shares the record, the budget, the saves, the inbox and the lock of
-its parent, and journals in its own journal under its own path.
+:meth:`TurnState.child`: it shares its parent's scope, and journals in its own journal under its
+own path.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from continuum._base.callback_links import CallbackLinks
 from continuum._base.clock import monotonic_clock, now_s
 from continuum._define.observers import Observers
-from continuum._define.settings import DEFAULT_INBOX_POLL_S, DEFAULT_MAX_STEP_CRASHES
+from continuum._define.settings import Settings
 from continuum._record.history import InvocationRun, LiveStep
 from continuum._record.inbox import Listing
 from continuum._record.model import EntryKind, JournalEntry, TaskRecord
@@ -89,30 +92,45 @@ class Halt(threading.Event):
             halt._owe(state)
 
 
-class TurnState:
-    """The state of one task's turns inside one invocation, or of one child context of them.
+class TurnScope:
+    """What one invocation fixes for a task's turns: the turn and each of its child contexts
+    share this one object.
 
-    Build the turn's with :meth:`start`, a child context's with :meth:`child`.
+    Build it with :meth:`start`.
 
-    Shared by a turn and its child contexts: ``record`` (the claimed record), ``budget`` (the
-    time rule of this invocation), ``save`` (saves the record now, compare-and-swap; raises
-    ``Fenced`` when another worker moved it), ``save_strict`` (saves it or raises ``Suspend``:
-    for what must be stored first, a callback's id), ``inbox`` (the task's inbox),
-    ``persist_every_s`` (save the journal at least this often while steps complete; 0 in
-    recovery: every step), ``inbox_poll_s`` (while the task runs, list its inbox this often,
-    for cancel requests), ``max_step_crashes`` (worker deaths at one step after which the task
-    fails), ``preemptor`` (runs a preemptible step with a time limit), ``invocation`` (this
-    invocation's entry in the task's history: live steps are logged in it), ``observers`` (the
-    worker's observers, when any wants step events, else None), ``links`` (the callback link
-    endpoint and its keys; None: callbacks have no link), ``lock`` (guards the record
-    while the branches of a batch run in threads), ``step_wrapper`` (for test helpers: a step
-    a live call runs instead of the one called).
-
-    Its own: ``journal`` (the turn's, or a child context's), ``path`` ("" for the turn, or a
-    child context's path, "search#0/"), ``halt`` (set by a batch when its branches must stop
-    at their next boundary, or by an async turn when its asyncio tasks must), ``serial`` (an
-    async turn's lock that runs live steps one at a time, in recovery).
+    ``record`` (the claimed record), ``budget`` (the time rule of this invocation), ``save``
+    (saves the record now, compare-and-swap; raises ``Fenced`` when another worker moved it),
+    ``save_strict`` (saves it or raises ``Suspend``: for what must be stored first, a
+    callback's id), ``inbox`` (the task's inbox), ``settings`` (the app's settings with the
+    task's overrides: how often to save the journal, ``persist_every_s``, 0 in recovery: every
+    step; how often to list the inbox for cancel requests, ``inbox_poll_s``; the worker deaths
+    at one step after which the task fails, ``max_step_crashes``), ``preemptor`` (runs a
+    preemptible step with a time limit), ``invocation`` (this invocation's entry in the task's
+    history: live steps are logged in it), ``observers`` (the worker's observers, when any
+    wants step events, else None), ``links`` (the callback link endpoint and its keys; None:
+    callbacks have no link), ``lock`` (guards the record while the branches of a batch run in
+    threads), ``step_wrapper`` (for test helpers: a step a live call runs instead of the one
+    called), ``clock`` (the monotonic clock of durations, ``clock.monotonic_clock``, bound for
+    the invocation's turns).
     """
+
+    # A plain class, not a dataclass: generating its methods showed in the cold import
+    # (benchmarks.versus, instructions).
+    __slots__ = (
+        "budget",
+        "clock",
+        "inbox",
+        "invocation",
+        "links",
+        "lock",
+        "observers",
+        "preemptor",
+        "record",
+        "save",
+        "save_strict",
+        "settings",
+        "step_wrapper",
+    )
 
     def __init__(
         self,
@@ -122,36 +140,106 @@ class TurnState:
         save: Callable[[], None],
         save_strict: Callable[[], None],
         inbox: TaskInbox,
-        persist_every_s: float,
-        journal: Journal,
-        inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
-        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
-        preemptor: Preemptor = alarm_preemptor,
-        invocation: InvocationRun | None = None,
-        observers: Observers | None = None,
-        links: CallbackLinks | None = None,
-        lock: threading.RLock | None = None,
-        step_wrapper: StepWrapper | None = None,
-        path: str = "",
-        halt: Halt | None = None,
-        serial: Any = None,
-        progress: bool = False,
-        last_save: float | None = None,
+        settings: Settings,
+        preemptor: Preemptor,
+        invocation: InvocationRun | None,
+        observers: Observers | None,
+        links: CallbackLinks | None,
     ) -> None:
         self.record = record
         self.budget = budget
         self.save = save
         self.save_strict = save_strict
         self.inbox = inbox
-        self.persist_every_s = persist_every_s
-        self.inbox_poll_s = inbox_poll_s
-        self.max_step_crashes = max_step_crashes
+        self.settings = settings
         self.preemptor = preemptor
         self.invocation = invocation
         self.observers = observers
         self.links = links
-        self.lock = threading.RLock() if lock is None else lock
-        self.step_wrapper = step_wrapper
+        self.lock = threading.RLock()
+        self.step_wrapper: StepWrapper | None = None
+        self.clock = monotonic_clock()
+
+    @classmethod
+    def start(
+        cls,
+        record: TaskRecord,
+        budget: Budget,
+        save: Callable[[], None],
+        settings: Settings | None = None,
+        *,
+        save_strict: Callable[[], None] | None = None,
+        inbox: TaskInbox | None = None,
+        preemptor: Preemptor = alarm_preemptor,
+        invocation: InvocationRun | None = None,
+        observers: Observers | None = None,
+    ) -> TurnScope:
+        """The scope of a task's turns in this invocation. The arguments are the fields of
+        the same names; ``save_strict`` defaults to ``save``, ``inbox`` to none (as in unit
+        tests without a store), ``settings`` to the defaults, and the callback links are the
+        settings'."""
+        if settings is None:
+            settings = Settings()
+        checked = record.inbox_checked_at or record.created_at.timestamp()
+        if record.recovering:
+            # In recovery (after a worker died), save after every step so a death names it.
+            settings = replace(settings, persist_every_s=0.0)
+        return cls(
+            record=record,
+            budget=budget,
+            save=save,
+            save_strict=save_strict or save,
+            inbox=inbox or TaskInbox(None, record.task_id, checked_at=checked),
+            settings=settings,
+            preemptor=preemptor,
+            invocation=invocation,
+            observers=observers if observers is not None and observers.steps else None,
+            links=settings.links(),
+        )
+
+
+class TurnState:
+    """Where one turn, or one child context of it, stands: what a context moves. What the
+    invocation fixes is its ``scope``, shared with the turn's other contexts.
+
+    Build the turn's with :meth:`start`, a child context's with :meth:`child`.
+
+    Its own: ``journal`` (the turn's, or a child context's), ``path`` ("" for the turn, or a
+    child context's path, "search#0/"), ``halt`` (set by a batch when its branches must stop
+    at their next boundary, or by an async turn when its asyncio tasks must), ``serial`` (an
+    async turn's lock that runs live steps one at a time, in recovery).
+    """
+
+    __slots__ = (
+        "active_cursor",
+        "active_key",
+        "cancel_owed",
+        "cancel_seen",
+        "halt",
+        "journal",
+        "last_save",
+        "path",
+        "progress",
+        "refused",
+        "scope",
+        "serial",
+        "thread_id",
+        "unwinding",
+        "unwound_in",
+    )
+
+    def __init__(
+        self,
+        scope: TurnScope,
+        journal: Journal,
+        *,
+        path: str = "",
+        halt: Halt | None = None,
+        serial: Any = None,
+        progress: bool = False,
+        last_save: float | None = None,
+    ) -> None:
+        self.scope = scope
         self.journal = journal
         self.path = path
         self.halt = halt
@@ -164,9 +252,7 @@ class TurnState:
         self.active_cursor: Any = None
         #: a step ran, a step failed, a wait was answered or a turn completed here.
         self.progress = progress
-        #: the monotonic clock of its durations (``clock.monotonic_clock``), bound for the turn.
-        self.clock = monotonic_clock()
-        self.last_save = self.clock() if last_save is None else last_save
+        self.last_save = scope.clock() if last_save is None else last_save
         #: the control-flow exception unwinding this turn (a swallowed one is detected).
         self.unwinding: BaseException | None = None
         #: the asyncio task it was raised in (None: not in one, or handed up from one).
@@ -179,62 +265,18 @@ class TurnState:
         self.cancel_owed = False
 
     @classmethod
-    def start(
-        cls,
-        record: TaskRecord,
-        budget: Budget,
-        save: Callable[[], None],
-        *,
-        persist_every_s: float,
-        save_strict: Callable[[], None] | None = None,
-        inbox: TaskInbox | None = None,
-        max_step_crashes: int = DEFAULT_MAX_STEP_CRASHES,
-        preemptor: Preemptor = alarm_preemptor,
-        inbox_poll_s: float = DEFAULT_INBOX_POLL_S,
-        invocation: InvocationRun | None = None,
-        observers: Observers | None = None,
-        links: CallbackLinks | None = None,
-    ) -> TurnState:
-        """The state of a task's turns in this invocation. The arguments are the fields of
-        the same names; ``save_strict`` defaults to ``save``, and ``inbox`` to none (as in
-        unit tests without a store)."""
-        checked = record.inbox_checked_at or record.created_at.timestamp()
-        return cls(
-            record=record,
-            budget=budget,
-            save=save,
-            save_strict=save_strict or save,
-            inbox=inbox or TaskInbox(None, record.task_id, checked_at=checked),
-            # In recovery (after a worker died), save after every step so a death names it.
-            persist_every_s=0.0 if record.recovering else persist_every_s,
-            inbox_poll_s=inbox_poll_s,
-            max_step_crashes=max_step_crashes,
-            preemptor=preemptor,
-            invocation=invocation,
-            observers=observers if observers is not None and observers.steps else None,
-            links=links,
-            journal=Journal(record.journal, task_id=record.task_id, turn=record.turn),
-        )
+    def start(cls, scope: TurnScope) -> TurnState:
+        """The state of a task's turns in the invocation ``scope`` fixes."""
+        record = scope.record
+        return cls(scope, Journal(record.journal, task_id=record.task_id, turn=record.turn))
 
     def child(self, entries: list[JournalEntry], path: str, halt: Halt | None) -> TurnState:
         """The state of a child context that journals in ``entries`` under ``path``, in the
         calling thread; ``halt``: its batch's, if any."""
+        scope = self.scope
         return TurnState(
-            record=self.record,
-            budget=self.budget,
-            save=self.save,
-            save_strict=self.save_strict,
-            inbox=self.inbox,
-            persist_every_s=self.persist_every_s,
-            inbox_poll_s=self.inbox_poll_s,
-            max_step_crashes=self.max_step_crashes,
-            preemptor=self.preemptor,
-            invocation=self.invocation,
-            observers=self.observers,
-            links=self.links,
-            lock=self.lock,
-            step_wrapper=self.step_wrapper,
-            journal=Journal(entries, task_id=self.record.task_id, turn=self.record.turn),
+            scope,
+            Journal(entries, task_id=scope.record.task_id, turn=scope.record.turn),
             path=path,
             halt=halt if halt is not None else self.halt,
             serial=self.serial,
@@ -244,26 +286,26 @@ class TurnState:
 
     def new_turn(self) -> None:
         """Start the next turn: journal in the record's (fresh) journal, nothing unwinding."""
-        self.journal = Journal(self.record.journal, task_id=self.task_id, turn=self.turn)
+        self.journal = Journal(self.scope.record.journal, task_id=self.task_id, turn=self.turn)
         self.unwinding, self.unwound_in, self.refused = None, None, None
         self.cancel_seen, self.cancel_owed = False, False
 
     @property
     def task_id(self) -> str:
-        return self.record.task_id
+        return self.scope.record.task_id
 
     @property
     def turn(self) -> int:
-        return self.record.turn
+        return self.scope.record.turn
 
     @contextmanager
     def unlocked(self) -> Iterator[None]:
         """Let the other branches at the record while this one runs user code or sleeps."""
-        self.lock.release()
+        self.scope.lock.release()
         try:
             yield
         finally:
-            self.lock.acquire()
+            self.scope.lock.acquire()
 
     def halt_check(self) -> None:
         """A branch of a batch stops at a boundary once the batch must suspend or stop."""
@@ -295,25 +337,25 @@ class TurnState:
     ) -> None:
         """Tell the observers a live step's attempt starts (at ``wall``; its first attempt
         at ``first``; ``replay``: an earlier invocation began the step)."""
-        if self.observers is not None:
-            record = self.record
+        if self.scope.observers is not None:
+            record = self.scope.record
             from continuum._define.events import StepStarted
 
             event = StepStarted(
                 record.task_id, key, name, record.turn, attempt, replay, wall, first, self.path
             )
-            self.observers.emit("step_started", event)
+            self.scope.observers.emit("step_started", event)
 
     def began_earlier(self, at: float) -> bool:
         """Whether ``at`` (epoch s) comes before this invocation claimed the task: an
         operation that began then is replayed here."""
-        run = self.invocation
+        run = self.scope.invocation
         return run is not None and at < run.started_at.timestamp()
 
     def emit(self, event_name: str, event: Any) -> None:
         """Tell the observers of a wait or a child context (when one wants such events)."""
-        if self.observers is not None:
-            self.observers.emit(event_name, event)
+        if self.scope.observers is not None:
+            self.scope.observers.emit(event_name, event)
 
     def log_step(
         self,
@@ -330,18 +372,18 @@ class TurnState:
     ) -> None:
         """Note a live step's attempt in this invocation's history (saved with the next
         write), and tell the observers (``error``: its message; ``result``: its JSON)."""
-        turn = self.record.turn
-        if self.invocation is not None:
+        turn = self.scope.record.turn
+        if self.scope.invocation is not None:
             # A child context's steps keep its path ("claims#0/2/check#0"): the same step in
             # each map item would otherwise be the same "check#0".
-            self.invocation.steps.append(
+            self.scope.invocation.steps.append(
                 LiveStep(self.path + key, turn, round(started, 3), duration_s, attempts, outcome)
             )
-        if self.observers is not None:
+        if self.scope.observers is not None:
             from continuum._define.events import StepEnded
 
             event = StepEnded(
-                self.record.task_id,
+                self.scope.record.task_id,
                 key,
                 name,
                 turn,
@@ -355,7 +397,7 @@ class TurnState:
                 started + duration_s,
                 self.path,
             )
-            self.observers.emit("step_ended", event)
+            self.scope.observers.emit("step_ended", event)
 
     # -- boundaries: where a cancel request is delivered -----------------------------------------
 
@@ -366,9 +408,9 @@ class TurnState:
 
         Returns the time it read (epoch s): what a step that starts now logs as its start."""
         now = now_s()
-        if now - self.inbox.listed_at >= self.inbox_poll_s:
+        if now - self.scope.inbox.listed_at >= self.scope.settings.inbox_poll_s:
             self.note_inbox()
-        cancel = self.record.cancel
+        cancel = self.scope.record.cancel
         if cancel is not None and (not cancel.delivered or self.cancel_owed):
             if reopen:
                 self.journal.reopen()
@@ -398,23 +440,23 @@ class TurnState:
         """List the inbox now (or adopt the worker's ``listing``), and take note of a cancel
         request in it."""
         if listing is None:
-            listing = self.inbox.refresh()
+            listing = self.scope.inbox.refresh()
         else:
-            self.inbox.adopt(listing)
-        self.record.inbox_checked_at = listing.listed_at
-        if listing.has_cancel and self.record.cancel is None:
-            request = self.inbox.cancel()
+            self.scope.inbox.adopt(listing)
+        self.scope.record.inbox_checked_at = listing.listed_at
+        if listing.has_cancel and self.scope.record.cancel is None:
+            request = self.scope.inbox.cancel()
             if request is not None:
-                self.record.cancel = CancelState(
+                self.scope.record.cancel = CancelState(
                     reason=request.reason, requested_at=request.requested_at
                 )
 
     def cancelled_error(self) -> TaskCancelledError:
-        reason = self.record.cancel.reason if self.record.cancel else None
+        reason = self.scope.record.cancel.reason if self.scope.record.cancel else None
         return TaskCancelledError(
             f"the task was cancelled{f': {reason}' if reason else ''}",
             reason=reason,
-            task_id=self.record.task_id,
+            task_id=self.scope.record.task_id,
             hint="catch it to run cleanup steps; the task ends cancelled either way",
         )
 

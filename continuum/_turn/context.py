@@ -1,7 +1,7 @@
 """TaskContext: what a task function, and through ``current_context()`` a step, sees.
 
 It is a thin view over the running turn or child context (a
-:class:`~continuum._fanout.context_runner.ContextRunner`), which does the work. An operation
+:class:`~continuum._turn.context_runner.ContextRunner`), which does the work. An operation
 made of several calls (a callback's wait, a condition's polls) is written once, as a plan that
 yields what to call and is sent what came of it; a sync method carries the plan out with
 calls, its ``_async`` twin with awaits.
@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # the batch models load with the fan-out, on its first use
     from continuum._define.completion import BatchResult, Completion
     from continuum._define.events import WaitStarted
     from continuum._fanout.branches import Branch
-    from continuum._fanout.context_runner import ContextRunner
     from continuum._record.model import JournalEntry
+    from continuum._turn.context_runner import ContextRunner
 
 S = TypeVar("S", bound=BaseModel)
 T = TypeVar("T")
@@ -56,7 +56,11 @@ class TaskContext(Generic[S]):
         same turn (or a child context of it), that one's, so it journals where it runs."""
         own = self._own
         active: Any = active_runner.get()
-        if active is None or active is own or active.state.record is not own.state.record:
+        if (
+            active is None
+            or active is own
+            or active.state.scope.record is not own.state.scope.record
+        ):
             return own
         runner: ContextRunner = active
         return runner
@@ -533,7 +537,7 @@ class _ConditionWatch:
         return live
 
     def after_check(self, *, first: bool, live: bool) -> None:
-        if not first or self.state.observers is None:
+        if not first or self.state.scope.observers is None:
             return
         journal = self.state.journal
         self.first = journal.entries[journal.position - 1]
@@ -542,7 +546,7 @@ class _ConditionWatch:
             self.state.emit("wait_started", self._started(self.began))
 
     def ended(self, *, live: bool, error: str | None = None) -> None:
-        if not live or self.first is None or self.state.observers is None:
+        if not live or self.first is None or self.state.scope.observers is None:
             return
         from continuum._define.events import WaitEnded
 
@@ -573,7 +577,7 @@ class _Operation:
     def __init__(self, runner: ContextRunner, kind: str, name: str) -> None:
         state = self.state = runner.state
         self.started: Any = None
-        if state.observers is None:
+        if state.scope.observers is None:
             return
         from continuum._define.events import OperationStarted
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
-from continuum._fanout.context_runner import error_info
 from continuum._record.model import EntryKind, JournalEntry, walk
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort
 from continuum._steps.turn_state import TurnState
 from continuum.errors import NonDeterminismError
@@ -58,12 +58,12 @@ class EndingOrder:
         if min(self.running, default=mine) >= mine:
             return
         waiter = self.waiters[mine] = asyncio.get_running_loop().create_future()
-        left = state.budget.spare(state.record.save_stats)
+        left = state.scope.budget.grace_s(state.scope.record.save_stats)
         try:
-            async with asyncio.timeout(max(left, 0.0)):
+            async with asyncio.timeout(left):
                 await waiter
         except TimeoutError:
-            raise Abort(error_info(_out_of_order(state, entry), state.record.turn)) from None
+            raise Abort(error_info(_out_of_order(state, entry), state.scope.record.turn)) from None
         finally:
             self.waiters.pop(mine, None)
 
@@ -79,9 +79,9 @@ class EndingOrder:
 
 def _out_of_order(state: TurnState, entry: JournalEntry) -> NonDeterminismError:
     return NonDeterminismError(
-        f"turn {state.record.turn} replayed asyncio task {entry.key!r} to its end, but an "
+        f"turn {state.scope.record.turn} replayed asyncio task {entry.key!r} to its end, but an "
         "asyncio task that ended before it in the live turn did not end again",
-        task_id=state.record.task_id,
+        task_id=state.scope.record.task_id,
         step=entry.key,
         hint="code between steps must be deterministic: make the same asyncio tasks, and "
         "await the same things, on every replay",

@@ -32,11 +32,12 @@ from typing import Any, cast
 from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, reached_here, type_of
-from continuum._fanout.context_runner import ContextRunner, error_info
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, TaskRecord
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt, TurnState
 from continuum._turn import loop_slot
+from continuum._turn.context_runner import ContextRunner
 from continuum._turn.ending_order import EndingOrder
 from continuum.errors import ContinuumError, NonDeterminismError
 
@@ -132,9 +133,9 @@ class InvocationLoop:
                 "or asyncio.to_thread) and not from inside a coroutine",
             )
         loop, state = self.get(), runner.state
-        turn = self.turn = AsyncTurn(state.record)
+        turn = self.turn = AsyncTurn(state.scope.record)
         state.halt = turn.halt
-        state.serial = asyncio.Lock() if state.record.recovering else None
+        state.serial = asyncio.Lock() if state.scope.record.recovering else None
         ident = threading.get_ident()
         outer = running.get(ident)
         running[ident] = runner
@@ -170,9 +171,9 @@ class InvocationLoop:
             if isinstance(error, Fenced | Abort) or _fatal(error):
                 self._cancel(loop, pending)
             else:
-                left = runner.state.budget.spare(runner.state.record.save_stats)
+                left = runner.state.scope.budget.grace_s(runner.state.scope.record.save_stats)
                 if error is None:  # the function returned: what it left running is awaited
-                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=max(left, 0)))
+                    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=left))
                 else:  # it unwound: the steps running now end, and the rest stops
                     self.turn.halt.stop(_reason(error))
                     late = self._steps_ended(loop, set(pending), left)
@@ -269,7 +270,7 @@ class InvocationLoop:
         if (
             turn is None
             or not isinstance(parent, ContextRunner)
-            or parent.state.record is not turn.record
+            or parent.state.scope.record is not turn.record
             or parent.state.active_key is not None  # a live step's own work: not journaled
             or _asyncio_own(coro)
         ):
@@ -306,7 +307,7 @@ def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
                             hint=f"await it: `await {name}(...)`, or hand it to "
                             "asyncio.create_task or asyncio.gather and await those",
                         ),
-                        runner.state.record.turn,
+                        runner.state.scope.record.turn,
                     )
                 )
 
@@ -314,13 +315,13 @@ def never_awaited(root: ContextRunner, turn: AsyncTurn) -> None:
 def _spawn(parent: ContextRunner, label: str) -> tuple[ContextRunner, JournalEntry]:
     """The child context of an asyncio task that ``parent`` makes now, and its entry."""
     state = parent.state
-    with state.lock:
+    with state.scope.lock:
         key, entry, done = enter(state, label, EntryKind.CONTEXT, boundary=False)
         if done:
             raise NonDeterminismError(
-                f"turn {state.record.turn} started an asyncio task {label!r} where the journal "
-                f"recorded a finished child context {key!r}",
-                task_id=state.record.task_id,
+                f"turn {state.scope.record.turn} started an asyncio task {label!r} where the "
+                f"journal recorded a finished child context {key!r}",
+                task_id=state.scope.record.task_id,
                 step=key,
                 hint="code between steps must be deterministic",
             )
@@ -349,7 +350,7 @@ async def _journaled(
         # still ends the turn as the signal would have; once a cancel was delivered, a wait
         # or a suspension of another task no longer stops the cleanup (as in a batch).
         if parent.state.unwinding is None and not (
-            isinstance(signal, Suspend | Wait) and _cancel_delivered(parent.state.record)
+            isinstance(signal, Suspend | Wait) and _cancel_delivered(parent.state.scope.record)
         ):
             parent.state.unwinding = signal
         raise

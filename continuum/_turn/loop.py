@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from continuum._base.json_values import dump_json, model_to_json, to_json
-from continuum._fanout.context_runner import ContextRunner, error_info
+from continuum._define.settings import Settings
 from continuum._record.inbox import Listing
 from continuum._record.model import ErrorInfo, JournalEntry, TaskRecord
 from continuum._record.waiting_for import Waiter
 from continuum._steps.budget import Budget
+from continuum._steps.failures import error_info
 from continuum._steps.signals import Abort, Fenced, Suspend, Wait
-from continuum._steps.turn_state import TurnState
+from continuum._steps.turn_state import TurnScope, TurnState
 from continuum._turn.context import TaskContext
+from continuum._turn.context_runner import ContextRunner
 from continuum._turn.tasks import Task
 from continuum.errors import ContinuumError, InvalidInputError, describe_errors
 
@@ -76,10 +78,10 @@ class TurnLoop:
         budget: the time rule of this invocation.
         save: saves the record now (compare-and-swap); called by the persistence policy.
             Raises ``Fenced`` when another worker moved the record.
-        persist_every_s: save the journal at least this often while steps complete.
-        options: the rest of :meth:`TurnState.start`'s arguments (``save_strict``, ``inbox``,
-            ``max_step_crashes``, ``preemptor``, ``inbox_poll_s``, ``invocation``,
-            ``observers``).
+        settings: the app's settings with the task's overrides (how often to save the
+            journal, to list the inbox, how many deaths at one step fail the task).
+        options: the rest of :meth:`TurnScope.start`'s arguments (``save_strict``, ``inbox``,
+            ``preemptor``, ``invocation``, ``observers``).
     """
 
     def __init__(
@@ -88,13 +90,11 @@ class TurnLoop:
         record: TaskRecord,
         budget: Budget,
         save: Callable[[], None],
-        persist_every_s: float,
+        settings: Settings,
         **options: Any,
     ) -> None:
         self.task = task
-        self.state = TurnState.start(
-            record, budget, save, persist_every_s=persist_every_s, **options
-        )
+        self.state = TurnState.start(TurnScope.start(record, budget, save, settings, **options))
         #: what the turn's TaskContext talks to: its step calls and waits.
         self.runner = ContextRunner(self.state)
         #: told a completed turn's journal before it is cleared (its effect is in the state).
@@ -123,7 +123,7 @@ class TurnLoop:
         state = self.state
         while True:
             # A turn with no steps would otherwise never look at the clock.
-            if state.progress and state.budget.spare(state.record.save_stats) < 0:
+            if state.progress and state.scope.budget.exhausted(state.scope.record.save_stats):
                 return Suspended("no time left for another turn")
             outcome = self._turn()
             if outcome is not None:
@@ -174,7 +174,7 @@ class TurnLoop:
     def _complete(self, task_state: BaseModel, result: Any) -> TurnOutcome | None:
         """The function returned: keep its result (the task returned), or its state and start
         the next turn (None)."""
-        state, record = self.state, self.state.record
+        state, record = self.state, self.state.scope.record
         try:
             if result is not None:
                 record.result = to_json(
@@ -196,27 +196,27 @@ class TurnLoop:
         if record.recovering:
             # In recovery every position is saved, so the next death names its step.
             try:
-                state.save()
+                state.scope.save()
             except Fenced:
                 return Lost()
             except Abort as abort:
                 return Failed(abort.error)
-            state.last_save = state.clock()
+            state.last_save = state.scope.clock()
         return None
 
     def _cancel_delivered(self) -> bool:
         """Whether a cancel request ends this turn's task: once one is seen, it is raised at
         the next step or wait, and however the turn then ends (or if it reaches none), the
         task ends cancelled."""
-        return self.state.record.cancel is not None
+        return self.state.scope.record.cancel is not None
 
     def _cancelled(self) -> Cancelled:
-        cancel = self.state.record.cancel
+        cancel = self.state.scope.record.cancel
         return Cancelled(cancel.reason if cancel else None)
 
     def _load_state(self) -> BaseModel:
         """A fresh state model from the snapshot: the live state shares nothing with it."""
-        model, record = self.task.state_model, self.state.record
+        model, record = self.task.state_model, self.state.scope.record
         try:
             state: BaseModel = model.model_validate_json(dump_json(record.state))
             return state
@@ -229,4 +229,4 @@ class TurnLoop:
             ) from exc
 
     def _turn_failed(self, exc: BaseException) -> Failed:
-        return Failed(error_info(exc, self.state.record.turn))
+        return Failed(error_info(exc, self.state.scope.record.turn))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from continuum._base.json_values import copy_json, to_json
-from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS
+from continuum._define.settings import DEFAULT_MAX_CONTINUATIONS, Settings
 from continuum._define.steps import Step, check_callable, is_async_callable, return_adapter
 from continuum._turn.context import TaskContext
 from continuum.errors import ConfigurationError, MigrationError, UnknownTaskError
@@ -83,6 +83,18 @@ class Task(Generic[S]):
                     hint="fix the migration, deploy, then `continuum retry TASK_ID`",
                 ) from exc
         return state
+
+    def settings_under(self, app: Settings) -> Settings:
+        """The settings this task runs under: the app's, with the task's own budget rule."""
+        if self.confidence is None and self.safety_margin_s is None:
+            return app
+        return replace(
+            app,
+            confidence=app.confidence if self.confidence is None else self.confidence,
+            safety_margin_s=app.safety_margin_s
+            if self.safety_margin_s is None
+            else self.safety_margin_s,
+        )
 
     @property
     def is_async(self) -> bool:

@@ -53,7 +53,7 @@ class WaitCaller:
 
     @property
     def task_id(self) -> str:
-        return self.state.record.task_id
+        return self.state.scope.record.task_id
 
     # -- the waits, each with the record to itself (branches of a batch share it) -----------------
 
@@ -61,12 +61,12 @@ class WaitCaller:
         self, enter: Callable[Concatenate[Caller, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Enter a wait of a kind (its module's ``enter``) under the turn's lock."""
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             return enter(self, *args, **kwargs)
 
     def sleep(self, duration: Duration, name: str | None) -> None:
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             short = time_kind.enter(self, duration, name)
             if short is not None:  # slept in place
@@ -77,13 +77,13 @@ class WaitCaller:
 
     async def sleep_async(self, duration: Duration, name: str | None) -> None:
         """``sleep`` in an async task: a short sleep in place is awaited."""
-        with self.state.lock:
+        with self.state.scope.lock:
             self.state.halt_check()
             short = time_kind.enter(self, duration, name)
         if short is not None:
             entry, seconds = short
             await clock.sleep_async(seconds)
-            with self.state.lock:
+            with self.state.scope.lock:
                 self.done(entry)
 
     def create_callback(
@@ -105,7 +105,7 @@ class WaitCaller:
         return self.run(callback_kind.result, callback)
 
     def callback_url(self, callback: Callback) -> str | None:
-        links = self.state.links
+        links = self.state.scope.links
         if links is None:
             return None
         return links.url(self.task_id, callback.token)
@@ -123,7 +123,7 @@ class WaitCaller:
             try:
                 now = self.state.boundary(reopen=entry is not None)  # a wait reached live
             except TaskCancelledError:
-                if entry is not None and kind != EntryKind.CALLBACK and self.state.observers:
+                if entry is not None and kind != EntryKind.CALLBACK and self.state.scope.observers:
                     # the cancel takes the unanswered wait's place: it ends here
                     ended = wait_ended(self.state, entry, 0.0, outcome="cancelled")
                     self.state.emit("wait_ended", ended)
@@ -131,13 +131,13 @@ class WaitCaller:
             self.reached_at = 0.0 if entry is not None else now
             if entry is not None:
                 self.state.journal.reopen()
-            elif kind != EntryKind.CALLBACK and self.state.observers is not None:
+            elif kind != EntryKind.CALLBACK and self.state.scope.observers is not None:
                 self.state.emit("wait_started", wait_event(self.state, kind, name, key, now))
         elif entry.kind != kind:
             raise ContinuumError(
-                f"turn {self.state.record.turn} reached a {kind} wait where the journal "
+                f"turn {self.state.scope.record.turn} reached a {kind} wait where the journal "
                 f"recorded a {entry.kind}",
-                task_id=self.state.record.task_id,
+                task_id=self.state.scope.record.task_id,
                 step=key,
             )
         return key, entry
@@ -147,7 +147,7 @@ class WaitCaller:
         return ContinuumError(
             f"a {kind} wait {name!r} was reached inside step {step!r}: a step's work "
             "cannot wait (its journal entry is the step's result)",
-            task_id=self.state.record.task_id,
+            task_id=self.state.scope.record.task_id,
             step=step,
             hint="wait in the task's code, between steps; a step that needs an answer from "
             "outside is a callback the task waits for (ctx.wait_for_callback)",
@@ -156,7 +156,7 @@ class WaitCaller:
     def done(self, entry: JournalEntry) -> None:
         entry.partial = False
         self.state.append(entry)
-        if entry.kind != EntryKind.CALLBACK and self.state.observers is not None:
+        if entry.kind != EntryKind.CALLBACK and self.state.scope.observers is not None:
             self.state.emit("wait_ended", wait_ended(self.state, entry, self.reached_at))
 
     def wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
@@ -168,7 +168,7 @@ class WaitCaller:
         return self.state.unwind(Wait([waiter], reason))
 
     def listing_fresh(self) -> None:
-        if now_s() - self.state.inbox.listed_at > INBOX_FRESH_S:
+        if now_s() - self.state.scope.inbox.listed_at > INBOX_FRESH_S:
             self.state.note_inbox()
 
 

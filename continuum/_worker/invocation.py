@@ -120,30 +120,22 @@ class Invocation:
         return ended
 
     def _turns(self, listing: Listing | None) -> TurnLoop:
-        settings, claim, task, context = self.settings, self.claim, self.task, self.context
+        claim, task, context = self.claim, self.task, self.context
         assert task is not None
         record = claim.record
-        budget = Budget.of(
-            lambda: remaining_s(context),
-            settings=settings,
-            confidence=task.confidence,
-            safety_margin_s=task.safety_margin_s,
-            send_stats=record.send_stats,
-        )
+        settings = task.settings_under(self.settings)
+        budget = Budget.of(lambda: remaining_s(context), settings, send_stats=record.send_stats)
         checked = record.inbox_checked_at or record.created_at.timestamp()
         loop = TurnLoop(
             task,
             record,
             budget,
             claim.save,
-            settings.persist_every_s,
+            settings,
             save_strict=claim.save_strict,
             inbox=TaskInbox(self.records.inbox, record.task_id, checked_at=checked),
-            max_step_crashes=settings.max_step_crashes,
-            inbox_poll_s=settings.inbox_poll_s,
             invocation=claim.run,
             observers=self.observers,
-            links=settings.links(),
         )
         loop.children = self.children
         if self.observers.wants("operations_saved"):

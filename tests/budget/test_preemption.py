@@ -15,7 +15,7 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, Status, TaskContext, current_context
+from continuum import Continuum, Settings, Status, TaskContext, current_context
 from tests.conftest import ScriptedContext, drain
 from tests.flavours import FLAVOURS
 from tests.support import (
@@ -87,7 +87,9 @@ def budget_of(seconds: float) -> Budget:
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_preemptible_step_is_interrupted_and_runs_again_next_time(flavour):
     task, record, finished = build(preemptible=True, flavour=flavour)
-    outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
+    outcome = TurnLoop(
+        task, record, budget_of(0.3), lambda: None, Settings(persist_every_s=60)
+    ).run()
 
     assert isinstance(outcome, Suspended)
     assert "preempted step 'crunch#1'" in outcome.reason
@@ -98,7 +100,9 @@ def test_a_preemptible_step_is_interrupted_and_runs_again_next_time(flavour):
     assert record.step_stats["crunch"].max_s >= record.counters.preempted_s
 
     # The next invocation has the time: the step runs again, whole.
-    outcome = TurnLoop(task, record, budget_of(5.0), lambda: None, 60).run()
+    outcome = TurnLoop(
+        task, record, budget_of(5.0), lambda: None, Settings(persist_every_s=60)
+    ).run()
     assert isinstance(outcome, Returned)
     assert record.result == "crunched"
     assert finished == ["crunch"]
@@ -108,7 +112,9 @@ def test_a_preemptible_step_is_interrupted_and_runs_again_next_time(flavour):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_step_that_is_not_preemptible_is_never_interrupted(flavour):
     task, record, finished = build(preemptible=False, flavour=flavour)
-    outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
+    outcome = TurnLoop(
+        task, record, budget_of(0.3), lambda: None, Settings(persist_every_s=60)
+    ).run()
     assert isinstance(outcome, Returned)
     assert finished == ["crunch"]
     assert record.counters.preemptions == 0
@@ -202,7 +208,9 @@ def gathered(where: str):
 @pytest.mark.parametrize("where", ["map_async", "gather"])
 def test_a_preempted_async_step_among_others_reruns_alone_and_whole(where):
     task, record, runs = gathered(where)
-    outcome = TurnLoop(task, record, budget_of(0.3), lambda: None, 60).run()
+    outcome = TurnLoop(
+        task, record, budget_of(0.3), lambda: None, Settings(persist_every_s=60)
+    ).run()
 
     assert isinstance(outcome, Suspended), outcome
     assert "preempted step" in outcome.reason
@@ -211,7 +219,9 @@ def test_a_preempted_async_step_among_others_reruns_alone_and_whole(where):
     assert record.counters.preemptions == 1
 
     # The next invocation has the time: only the preempted call runs again, whole.
-    outcome = TurnLoop(task, record, budget_of(5.0), lambda: None, 60).run()
+    outcome = TurnLoop(
+        task, record, budget_of(5.0), lambda: None, Settings(persist_every_s=60)
+    ).run()
     assert isinstance(outcome, Returned), outcome
     assert record.result == [10, 20, 30]
     assert runs.count("start 1") == runs.count("start 3") == 1

@@ -82,3 +82,22 @@ def test_save_cost_is_one_measured_write_plus_one_measured_send():
     observe(sends, 0.02)  # a new sample is seen at once (the cost is cached per sample count)
     assert budget.save_cost(writes) == pytest.approx(0.07)
     assert Budget(remaining=lambda: 10).save_cost(StepStats()) == pytest.approx(0.2)  # defaults
+
+
+def test_the_budget_says_when_no_time_is_left_for_another_turn_and_how_long_tasks_may_settle():
+    left = {"s": 1.0}
+    budget = Budget(remaining=lambda: left["s"], margin_s=0.5)  # the save costs 0.2 s unmeasured
+    assert not budget.exhausted(StepStats())
+    assert budget.grace_s(StepStats()) == pytest.approx(0.3)
+    left["s"] = 0.6
+    assert budget.exhausted(StepStats())
+    assert budget.grace_s(StepStats()) == 0.0  # never negative: a timeout
+
+
+def test_the_budget_says_whether_a_step_fits_after_a_wait_and_in_a_fresh_invocation():
+    budget = Budget(remaining=lambda: 5.0, margin_s=0.5)
+    step = stats_of([1.0, 1.0, 1.0])  # needs ~1 s + 0.2 s save + 0.5 s margin
+    assert budget.fits_after(3.0, step, StepStats())
+    assert not budget.fits_after(4.0, step, StepStats())
+    assert budget.fits_fresh(2.0, step, StepStats())
+    assert not budget.fits_fresh(1.5, step, StepStats())

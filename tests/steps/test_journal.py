@@ -12,7 +12,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, NonDeterminismError, StepError, TaskContext
+from continuum import Continuum, NonDeterminismError, Settings, StepError, TaskContext
 from tests.flavours import FLAVOURS
 from tests.support import Budget, Failed, Journal, JournalEntry, Returned, TaskRecord, TurnLoop
 
@@ -104,7 +104,13 @@ def test_replayed_steps_return_recorded_results_without_running(flavour):
     record.journal = [
         entry("fetch#0", "fetch", {"url": "a", "size": 100}),  # recorded by a past worker
     ]
-    loop = TurnLoop(app.tasks["crawl"], record, Budget(remaining=lambda: 60), lambda: None, 60)
+    loop = TurnLoop(
+        app.tasks["crawl"],
+        record,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
+    )
     assert isinstance(loop.run(), Returned)
     assert record.result == 102
     assert runs == ["bb"]
@@ -146,7 +152,11 @@ def test_non_determinism_fails_the_task_with_a_clear_error(flavour):
     record = TaskRecord(task_id="wobbly-1", task_name="wobbly", state={})
     record.journal = [entry("search#0", "search", "x")]
     outcome = TurnLoop(
-        app.tasks["wobbly"], record, Budget(remaining=lambda: 60), lambda: None, 60
+        app.tasks["wobbly"],
+        record,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
     ).run()
     assert isinstance(outcome, Failed)
     assert outcome.error.type == "NonDeterminismError"
@@ -190,14 +200,26 @@ def test_a_failed_step_is_recorded_and_raises_the_same_error_on_replay(flavour):
             return "unreachable"
 
     record = TaskRecord(task_id="t", task_name="careful", state={})
-    loop = TurnLoop(app.tasks["careful"], record, Budget(remaining=lambda: 60), lambda: None, 60)
+    loop = TurnLoop(
+        app.tasks["careful"],
+        record,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
+    )
     # Run the turn live, then replay the same journal in a fresh loop.
     assert isinstance(loop.run(), Returned)
     journal = list(record.journal)
     assert journal[0].ok is False
     assert journal[0].error.type == "ValueError"
     replay = TaskRecord(task_id="t", task_name="careful", state={}, journal=journal)
-    loop = TurnLoop(app.tasks["careful"], replay, Budget(remaining=lambda: 60), lambda: None, 60)
+    loop = TurnLoop(
+        app.tasks["careful"],
+        replay,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
+    )
     assert isinstance(loop.run(), Returned)
     assert replay.result == record.result == "handled ValueError"
     assert runs == [1]
@@ -238,7 +260,13 @@ def test_step_retries_keep_one_idempotency_key(flavour):
             return await charge()
 
     record = TaskRecord(task_id="bill-1", task_name="billing", state={})
-    loop = TurnLoop(app.tasks["billing"], record, Budget(remaining=lambda: 60), lambda: None, 60)
+    loop = TurnLoop(
+        app.tasks["billing"],
+        record,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
+    )
     assert isinstance(loop.run(), Returned)
     assert keys == ["bill-1/0/charge#0"] * 3
     assert record.result == "charged"
@@ -266,7 +294,13 @@ def test_gathered_steps_are_keyed_by_call_order_live_and_on_replay():
         return [f"{page.url}:{page.size}" for page in (*pages, last)]
 
     record = TaskRecord(task_id="t", task_name="crawl", state={})
-    loop = TurnLoop(app.tasks["crawl"], record, Budget(remaining=lambda: 60), lambda: None, 60)
+    loop = TurnLoop(
+        app.tasks["crawl"],
+        record,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
+    )
     assert isinstance(loop.run(), Returned)
     assert runs == ["ccc", "bb", "a", "dddd"]  # finished in the reverse of call order
     keys = [(e.key, [c.key for c in e.children or []]) for e in record.journal]
@@ -278,7 +312,13 @@ def test_gathered_steps_are_keyed_by_call_order_live_and_on_replay():
     ]
     assert [e.children[0].result["url"] for e in record.journal[:3]] == ["a", "bb", "ccc"]
     replay = TaskRecord(task_id="t", task_name="crawl", state={}, journal=list(record.journal))
-    loop = TurnLoop(app.tasks["crawl"], replay, Budget(remaining=lambda: 60), lambda: None, 60)
+    loop = TurnLoop(
+        app.tasks["crawl"],
+        replay,
+        Budget(remaining=lambda: 60),
+        lambda: None,
+        Settings(persist_every_s=60),
+    )
     assert isinstance(loop.run(), Returned)
     assert replay.result == record.result == ["a:1", "bb:2", "ccc:3", "dddd:4"]
     assert runs == ["ccc", "bb", "a", "dddd"]  # nothing ran again

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import BaseModel
 
-from continuum import Continuum, TaskContext
+from continuum import Continuum, Settings, TaskContext
 from tests.flavours import FLAVOURS
 from tests.support import (
     Budget,
@@ -76,7 +76,9 @@ def make(left: dict[str, float], *, limit: int = 3, flavour: str = "sync"):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_runs_turns_to_the_result_in_memory(flavour):
     task, record, budget, calls = make({"s": 100.0}, flavour=flavour)
-    outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
+    outcome = TurnLoop(
+        task, record, budget, save=lambda: None, settings=Settings(persist_every_s=60)
+    ).run()
     assert isinstance(outcome, Returned)
     assert record.result == 133  # n: 0 -> 1 -> 12 -> 133 (n += 10n + 1 each turn)
     assert calls == ["work0", "work1", "work12"]
@@ -91,7 +93,7 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
     record.step_stats["work"] = StepStats()
     for _ in range(5):
         observe(record.step_stats["work"], 0.4)
-    loop = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60)
+    loop = TurnLoop(task, record, budget, save=lambda: None, settings=Settings(persist_every_s=60))
     real_call_step = loop.runner.call_step
 
     def squeeze(*args):
@@ -109,7 +111,7 @@ def test_suspends_before_a_step_that_will_not_fit_after_progress():
 
     left["s"] = 0.1  # not even enough to save after a turn: stop at the turn boundary
     record = TaskRecord(task_id="t", task_name="count", state={"n": 0})
-    loop = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60)
+    loop = TurnLoop(task, record, budget, save=lambda: None, settings=Settings(persist_every_s=60))
     left["s"] = 100.0
     second_call_step = loop.runner.call_step
     loop.runner.call_step = lambda *a: (second_call_step(*a), left.update(s=0.1))[0]
@@ -123,14 +125,18 @@ def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit(flavou
     for _ in range(5):
         observe(record.step_stats["work"], 0.5)
     record.invocation_budget_s = 10.0
-    outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
+    outcome = TurnLoop(
+        task, record, budget, save=lambda: None, settings=Settings(persist_every_s=60)
+    ).run()
     assert isinstance(outcome, Suspended)
     assert "fresh invocation" in outcome.reason
     assert calls == []
 
     # The previous invocation already suspended idle: run the step rather than loop.
     record.idle_suspensions = 1
-    outcome = TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
+    outcome = TurnLoop(
+        task, record, budget, save=lambda: None, settings=Settings(persist_every_s=60)
+    ).run()
     assert calls[0] == "work0"
 
 
@@ -138,7 +144,7 @@ def test_without_progress_suspends_only_when_a_fresh_invocation_would_fit(flavou
 def test_a_step_that_never_fits_runs_rather_than_loops(flavour):
     task, record, budget, calls = make({"s": 0.01}, flavour=flavour)
     record.invocation_budget_s = 0.01  # no invocation ever has the time
-    TurnLoop(task, record, budget, save=lambda: None, persist_every_s=60).run()
+    TurnLoop(task, record, budget, save=lambda: None, settings=Settings(persist_every_s=60)).run()
     assert calls[:1] == ["work0"]
 
 
@@ -183,7 +189,9 @@ def test_user_except_exception_cannot_swallow_a_suspension(flavour):
 
     record = TaskRecord(task_id="t", task_name="stubborn", state={"n": 0})
     budget = Budget(remaining=lambda: left["s"], margin_s=0.0)
-    outcome = TurnLoop(app.tasks["stubborn"], record, budget, lambda: None, 60).run()
+    outcome = TurnLoop(
+        app.tasks["stubborn"], record, budget, lambda: None, Settings(persist_every_s=60)
+    ).run()
     assert isinstance(outcome, Suspended)
     assert record.result is None
 
@@ -210,7 +218,11 @@ def test_persists_after_an_effect_step_and_by_interval():
     record = TaskRecord(task_id="t", task_name="mailer", state={"n": 0})
     budget = Budget(remaining=lambda: 100.0)
     loop = TurnLoop(
-        app.tasks["mailer"], record, budget, lambda: saves.append(len(record.journal)), 60
+        app.tasks["mailer"],
+        record,
+        budget,
+        lambda: saves.append(len(record.journal)),
+        Settings(persist_every_s=60),
     )
     assert isinstance(loop.run(), Returned)
     assert saves == [2]  # right after the effect, with it in the journal
@@ -218,7 +230,11 @@ def test_persists_after_an_effect_step_and_by_interval():
     record = TaskRecord(task_id="t", task_name="mailer", state={"n": 0})
     saves.clear()
     loop = TurnLoop(
-        app.tasks["mailer"], record, budget, lambda: saves.append(len(record.journal)), 0
+        app.tasks["mailer"],
+        record,
+        budget,
+        lambda: saves.append(len(record.journal)),
+        Settings(persist_every_s=0),
     )
     loop.run()
     assert saves == [1, 2, 3]  # persist_every_s=0: after every step
@@ -256,7 +272,9 @@ def test_a_step_resumed_in_its_backoff_logs_its_start_after_the_backoff():
         number=1, generation=1, message="resume", started_at=datetime.now(UTC), turn=0
     )
     budget = Budget(remaining=lambda: 100.0, margin_s=0.0)
-    loop = TurnLoop(app.tasks["job"], record, budget, lambda: None, 60, invocation=run)
+    loop = TurnLoop(
+        app.tasks["job"], record, budget, lambda: None, Settings(persist_every_s=60), invocation=run
+    )
     assert isinstance(loop.run(), Returned)
     [step] = run.steps
     assert step.outcome == "ok"

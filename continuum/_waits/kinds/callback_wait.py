@@ -127,7 +127,7 @@ def create(
     created = epoch_to_datetime(now)
     assert created is not None
     expires_at = now + timeout_s if timeout_s is not None else None
-    state.record.callbacks[token] = OpenCallback(
+    state.scope.record.callbacks[token] = OpenCallback(
         key=key,
         name=label,
         created_at=created,
@@ -141,7 +141,7 @@ def create(
     # The id must be in the stored record before anyone outside can hold it: a client
     # refuses ids the record does not list.
     try:
-        state.save_strict()
+        state.scope.save_strict()
     except Suspend as signal:
         raise state.unwind(signal) from None
     return Callback(caller, token, label, expires_at)
@@ -156,12 +156,12 @@ def result(caller: Caller, callback: Callback) -> Any:
         return _outcome(caller, entry)
     token = callback.token
     entry = entry or JournalEntry(key, name, kind=EntryKind.CALLBACK_RESULT, ref=token)
-    open_callback = state.record.callbacks.get(token)
+    open_callback = state.scope.record.callbacks.get(token)
     if open_callback is None:  # awaited before in this task: the same outcome again
         earlier = _earlier_outcome(caller, token)
         caller.done(earlier)
         return _outcome(caller, earlier)
-    inbox = state.inbox
+    inbox = state.scope.inbox
     for attempt in range(2):
         if inbox.listing.has_answer(token):
             answer = inbox.answer(token)
@@ -188,13 +188,13 @@ def result(caller: Caller, callback: Callback) -> Any:
 
 
 def _close(caller: Caller, entry: JournalEntry, callback: Callback) -> Any:
-    caller.state.record.callbacks.pop(callback.token, None)
+    caller.state.scope.record.callbacks.pop(callback.token, None)
     caller.done(entry)
     return _outcome(caller, entry)
 
 
 def _earlier_outcome(caller: Caller, token: str) -> JournalEntry:
-    for entry in reversed(list(walk(caller.state.record.journal))):  # any context's
+    for entry in reversed(list(walk(caller.state.scope.record.journal))):  # any context's
         if entry.kind == EntryKind.CALLBACK_RESULT and entry.ref == token and not entry.partial:
             return JournalEntry(
                 entry.key,

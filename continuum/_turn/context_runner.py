@@ -4,8 +4,9 @@ waits.
 A :class:`ContextRunner` holds one :class:`~continuum._steps.turn_state.TurnState`, the
 :class:`~continuum._steps.step_calls.StepCaller` and
 :class:`~continuum._waits.wait_calls.WaitCaller` on it, and the task context it serves. It is
-the ``Runner`` that ``Step.__call__`` finds as the active runner. A child context (a block, a
-branch or an item of a batch) gets a runner of its own from :meth:`ContextRunner.child`.
+the ``Runner`` that ``Step.__call__`` finds as the active runner, and the ``ParentRunner`` that
+fan-out starts child contexts from: a child context (a block, a branch or an item of a batch)
+gets a runner of its own from :meth:`ContextRunner.child`.
 """
 
 from __future__ import annotations
@@ -14,36 +15,24 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from continuum._base.tracebacks import bounded_traceback
 from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, running, stable_name
-from continuum._record.model import ErrorInfo, JournalEntry
+from continuum._record.model import JournalEntry
 from continuum._record.waiting_for import Duration
+from continuum._steps.failures import check_unwinding, error_info, located
 from continuum._steps.journal import Journal
-from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
+from continuum._steps.signals import Abort, Suspend, Wait
 from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import Halt, StepWrapper, TurnState
 from continuum._waits.wait_calls import WaitCaller
-from continuum.errors import BatchError, ChildTaskError, ContinuumError, StepError
+from continuum.errors import ContinuumError
 
 if TYPE_CHECKING:
     from continuum._fanout.child_tasks import ChildTasks
+    from continuum._fanout.parent_runner import ServedContext
     from continuum._steps.async_step_calls import AsyncStepCaller
-
-
-class ServedContext(Protocol):
-    """The task context a runner serves (``_turn.context.TaskContext``)."""
-
-    @property
-    def state(self) -> BaseModel: ...
-
-    def served_by(self, runner: ContextRunner) -> ServedContext:
-        """The same task's context (the same state) for another runner."""
-        ...
 
 
 class ContextRunner:
@@ -136,10 +125,10 @@ class ContextRunner:
                     "wants a value (nothing awaits it here): in an async task use the _async "
                     "forms (child_context_async, map_async, parallel_async); in a sync task call "
                     "steps without await (ctx.step, not ctx.step_async)",
-                    task_id=state.record.task_id,
+                    task_id=state.scope.record.task_id,
                 )
             if not self.virtual:
-                with state.lock:
+                with state.scope.lock:
                     state.journal.check_complete()
             return value
         finally:
@@ -168,7 +157,7 @@ class ContextRunner:
                 if self._unwound_elsewhere(task_body) is None:
                     check_unwinding(state)
                 elif state.refused is not None:
-                    raise Abort(error_info(state.refused, state.record.turn)) from None
+                    raise Abort(error_info(state.refused, state.scope.record.turn)) from None
                 # else: another asyncio task's suspension or wait beside this error (gather
                 # raised what it saw first): the code swallowed nothing, and the error that it
                 # let go ends the turn (a retry would replay the same error).
@@ -180,7 +169,7 @@ class ContextRunner:
                 raise signal
             check_unwinding(state)
             if not self.virtual:
-                with state.lock:
+                with state.scope.lock:
                     state.journal.check_complete()
             return value
         finally:
@@ -201,11 +190,11 @@ class ContextRunner:
 
     @property
     def task_id(self) -> str:
-        return self.state.record.task_id
+        return self.state.scope.record.task_id
 
     @property
     def turn(self) -> int:
-        return self.state.record.turn
+        return self.state.scope.record.turn
 
     @property
     def active_key(self) -> str | None:
@@ -221,11 +210,11 @@ class ContextRunner:
 
     @property
     def step_wrapper(self) -> StepWrapper | None:
-        return self.state.step_wrapper
+        return self.state.scope.step_wrapper
 
     @step_wrapper.setter
     def step_wrapper(self, wrapper: StepWrapper | None) -> None:
-        self.state.step_wrapper = wrapper
+        self.state.scope.step_wrapper = wrapper
 
     async def call_step_async(
         self, step: Step[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], key: str | None
@@ -238,7 +227,7 @@ class ContextRunner:
         return await caller.call(step, args, kwargs, key)
 
     def remaining(self) -> float:
-        return self.state.budget.remaining()
+        return self.state.scope.budget.remaining()
 
     def created(self, call: Any, name: str) -> None:
         self.unawaited.append((call, name))
@@ -254,7 +243,7 @@ class ContextRunner:
                     ContinuumError(
                         f"step {name!r} is async def and a sync task called it without await, "
                         "so it never ran: make the task async def and await it",
-                        task_id=self.state.record.task_id,
+                        task_id=self.state.scope.record.task_id,
                         step=name,
                     )
                 )
@@ -275,59 +264,3 @@ class ContextRunner:
 
     def callback_result(self, callback: Callback) -> Any:
         return self.waits.result_here(callback)
-
-
-def check_unwinding(state: TurnState) -> None:
-    """After the task's code returned (or raised something else): was a control-flow
-    exception or a refused call swallowed by user code? Then re-raise or fail."""
-    if isinstance(state.unwinding, Fenced | Abort):
-        raise state.unwinding
-    if isinstance(state.unwinding, ControlFlow):
-        kind = type(state.unwinding).__name__
-        raise Abort(
-            ErrorInfo(
-                type="ControlFlowSwallowed",
-                message=(
-                    f"the task caught continuum's {kind} exception (a bare `except:` or "
-                    "`except BaseException:`), so its step was skipped and the turn "
-                    "went on; continuing would save what that code did instead"
-                ),
-                turn=state.record.turn,
-            )
-        )
-    if state.refused is not None:
-        raise Abort(error_info(state.refused, state.record.turn))
-
-
-def error_info(exc: BaseException, turn: int) -> ErrorInfo:
-    """What the record keeps of an error that failed a turn."""
-    error_type = exc.error_type if isinstance(exc, StepError) else type(exc).__name__
-    message = exc.message if isinstance(exc, ContinuumError) else str(exc)
-    step = exc.step if isinstance(exc, ContinuumError) else None
-    return ErrorInfo(
-        type=error_type, message=message, step=step, turn=turn, traceback=traceback_of(exc)
-    )
-
-
-def located(exc: Exception, path: str) -> None:
-    """``exc`` leaves the child context at ``path``: the step it names (keyed in that
-    context's journal) is named by its path from the task, once, however deep it came from."""
-    if path and isinstance(exc, ContinuumError) and exc.step and not exc.step.startswith(path):
-        exc.step = f"{path}{exc.step}"
-        exc.args = (exc.rendered(),)
-
-
-def traceback_of(exc: BaseException) -> str | None:
-    """Where the user's code raised: a step's own traceback, a failed item's or child task's,
-    or the task code's; continuum's other errors carry their facts instead."""
-    match exc:
-        case StepError():
-            return exc.step_traceback
-        case BatchError():
-            kept = (e.traceback for _, e in exc.failures if isinstance(e, ErrorInfo))
-            return next((text for text in kept if text), None)
-        case ChildTaskError():
-            return exc.child_traceback
-        case ContinuumError():
-            return None
-    return bounded_traceback(exc)
