@@ -1,0 +1,196 @@
+"""Review of ``continuum start`` reading the task's declaration from the app module's source.
+
+Each test is a plain-looking app for which the record (or the error) that ``start`` gives by
+reading the source differs from the one it gives when it imports the app: the code at the app
+module's top level (or in a module it imports first) changes what the state model accepts, and
+the reading never runs it. Each test says what it observed and what it expects.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from continuum.cli import declaration, main
+from tests.outside.test_cli_start_reads_the_declaration import Project, objects, record
+from tests.support import moto_backend
+
+
+@pytest.fixture
+def stack(monkeypatch) -> Iterator[list[str]]:
+    for name in ("CONTINUUM_BUCKET", "CONTINUUM_QUEUE_URL", "CONTINUUM_APP", "CONTINUUM_PREFIX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("CONTINUUM_SIGNING_KEY", raising=False)
+    with moto_backend():
+        boto3.client("s3").create_bucket(Bucket="records")
+        queue = boto3.client("sqs").create_queue(QueueName="continuations")["QueueUrl"]
+        yield ["--bucket", "records", "--queue-url", queue]
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Iterator[Project]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    made = Project(tmp_path)
+    yield made
+    for module in made.written:
+        sys.modules.pop(module, None)
+
+
+HEAD = "from continuum import Continuum, TaskContext\n"
+
+TASK = """
+app = Continuum()
+
+
+@app.task(state=Chat)
+def support(ctx: TaskContext[Chat]) -> str:
+    return ctx.state.question
+"""
+
+
+def outcome(capsys, stack, app: str, prefix: str, input: dict) -> tuple[int, object]:
+    """What ``start support`` gives: its exit code and the record it created (without its
+    moments), or the error it printed or raised."""
+    argv = ["start", "support", "--input", json.dumps(input), "--app", f"{app}:app"]
+    argv += [*stack, "--task-id", "t-1", "--prefix", prefix]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    except Exception as exc:  # what the person sees: a traceback
+        capsys.readouterr()
+        return -1, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    _, err = capsys.readouterr()
+    if code != 0:
+        return code, err.strip().splitlines()[0]
+    created = record("t-1", prefix=prefix)
+    for moment in ("created_at", "updated_at"):
+        created.pop(moment)
+    return code, created
+
+
+def read_and_imported(capsys, stack, project, monkeypatch, app: str, input: dict):
+    """The outcome of start reading the source, then of start importing the app."""
+    read = outcome(capsys, stack, app, "read", input)
+    monkeypatch.setattr(declaration, "read_declaration", lambda target, task: None)
+    imported = outcome(capsys, stack, app, "full", input)
+    assert project.loaded("app")
+    return read, imported
+
+
+LIMITED = """
+from pydantic import BaseModel, field_validator
+
+LIMIT = 1000
+
+
+def limit_questions_to(characters: int) -> None:
+    global LIMIT
+    LIMIT = characters
+
+
+class Chat(BaseModel):
+    question: str
+
+    @field_validator("question")
+    @classmethod
+    def short(cls, value: str) -> str:
+        if len(value) > LIMIT:
+            raise ValueError(f"at most {LIMIT} characters")
+        return value
+"""
+
+#: App modules that set what their model's validators read, in plain sight at the top level.
+SETS_THE_MODEL = {
+    "an assignment to the model's module": "import {models}\nfrom {models} import Chat\n\n"
+    "{models}.LIMIT = 5\n",
+    "a call of the model's module": "from {models} import Chat, limit_questions_to\n\n"
+    "limit_questions_to(5)\n",
+}
+
+
+@pytest.mark.parametrize("code", SETS_THE_MODEL.values(), ids=SETS_THE_MODEL.keys())
+def test_an_app_module_that_configures_its_models_validation_refuses_the_same_input_either_way(
+    capsys, stack, project, monkeypatch, code
+):
+    models = project.write("models", LIMITED)
+    app = project.write("app", HEAD + code.format(models=models) + TASK)
+    read, imported = read_and_imported(
+        capsys, stack, project, monkeypatch, app, {"question": "a long question"}
+    )
+    # Observed: the read creates the task (0, its record); the import refuses it (2, "at most 5").
+    assert imported[0] == 2
+    assert read == imported
+
+
+FORWARD = """
+from pydantic import BaseModel
+
+
+class Chat(BaseModel):
+    question: str
+    notes: "list[Note]" = []
+"""
+
+NOTE = """
+from pydantic import BaseModel
+
+
+class Note(BaseModel):
+    text: str
+"""
+
+
+def test_a_model_whose_forward_reference_the_app_module_resolves_starts_as_the_app_does(
+    capsys, stack, project, monkeypatch
+):
+    models, notes = project.write("models", FORWARD), project.write("notes", NOTE)
+    code = f"from {models} import Chat\nfrom {notes} import Note\n\nChat.model_rebuild()\n"
+    app = project.write("app", HEAD + code + TASK)
+    input = {"question": "where?", "notes": [{"text": "asked twice"}]}
+    read, imported = read_and_imported(capsys, stack, project, monkeypatch, app, input)
+    # Observed: the read raises PydanticUserError ("`Chat` is not fully defined") out of
+    # `continuum start` as a traceback, where the import creates the task.
+    assert imported[0] == 0
+    assert read == imported
+
+
+SETTINGS_MODEL = """
+import os
+
+from pydantic import BaseModel, Field
+
+#: Read when the module is imported: the app's config module sets it first.
+MAX_QUESTION = int(os.environ.get("REVIEW34_MAX_QUESTION", "1000"))
+
+
+class Chat(BaseModel):
+    question: str = Field(max_length=MAX_QUESTION)
+"""
+
+CONFIG = """
+import os
+
+os.environ["REVIEW34_MAX_QUESTION"] = "5"  # as a load_dotenv() in a settings module does
+"""
+
+
+def test_a_model_that_reads_what_a_module_imported_before_it_sets_refuses_as_the_worker_does(
+    capsys, stack, project, monkeypatch
+):
+    monkeypatch.setenv("REVIEW34_MAX_QUESTION", "unset by the test")
+    monkeypatch.delenv("REVIEW34_MAX_QUESTION")
+    config, models = project.write("config", CONFIG), project.write("models", SETTINGS_MODEL)
+    app = project.write(
+        "app", HEAD + f"import {config}  # noqa: F401\nfrom {models} import Chat\n" + TASK
+    )
+    code, got = outcome(capsys, stack, app, "read", {"question": "a long question"})
+    # Observed: 0 and a record whose question the worker's model (max_length=5) refuses.
+    assert (code, objects()) == (2, [])
+    assert "question" in str(got)
