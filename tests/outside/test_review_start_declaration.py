@@ -194,3 +194,29 @@ def test_a_model_that_reads_what_a_module_imported_before_it_sets_refuses_as_the
     # Observed: 0 and a record whose question the worker's model (max_length=5) refuses.
     assert (code, objects()) == (2, [])
     assert "question" in str(got)
+
+
+PREFIX_CONFIG = """
+import os
+
+os.environ["CONTINUUM_PREFIX"] = "desk"  # as a load_dotenv() of a .env that names it does
+"""
+
+
+def test_a_prefix_that_a_module_imported_by_the_app_sets_is_where_start_puts_the_record(
+    capsys, stack, project, monkeypatch
+):
+    """docs/performance.md states this as an assumption start makes; a settings module that
+    calls load_dotenv() is a common way to break it, and the task then never runs."""
+    monkeypatch.setenv("CONTINUUM_PREFIX", "unset by the test")
+    monkeypatch.delenv("CONTINUUM_PREFIX")
+    config, models = project.write("config", PREFIX_CONFIG), project.write("models", LIMITED)
+    app = project.write(
+        "app", HEAD + f"import {config}  # noqa: F401\nfrom {models} import Chat\n" + TASK
+    )
+    argv = ["start", "support", "--input", '{"question": "q"}', "--app", f"{app}:app", *stack]
+    assert main([*argv, "--task-id", "t-read"]) == 0
+    monkeypatch.setattr(declaration, "read_declaration", lambda target, task: None)
+    assert main([*argv, "--task-id", "t-imported"]) == 0
+    # Observed: ['desk/t-imported/record.json', 'tasks/t-read/record.json'].
+    assert sorted(objects()) == ["desk/t-imported/record.json", "desk/t-read/record.json"]
