@@ -85,7 +85,7 @@ def read_and_imported(capsys, stack, project, monkeypatch, app: str, input: dict
 
 
 LIMITED = """
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 LIMIT = 1000
 
@@ -104,27 +104,47 @@ class Chat(BaseModel):
         if len(value) > LIMIT:
             raise ValueError(f"at most {LIMIT} characters")
         return value
+
+
+class ShortChat(BaseModel):
+    question: str = Field(max_length=5)
 """
 
-#: App modules that set what their model's validators read, in plain sight at the top level.
+#: App modules that set what their model's validators read, or which model the task's state
+#: names, in plain sight at the top level (the task's state: its name in the app module).
 SETS_THE_MODEL = {
-    "an assignment to the model's module": "import {models}\nfrom {models} import Chat\n\n"
-    "{models}.LIMIT = 5\n",
-    "a call of the model's module": "from {models} import Chat, limit_questions_to\n\n"
-    "limit_questions_to(5)\n",
+    "an assignment to the model's module": (
+        "import {models}\nfrom {models} import Chat\n\n{models}.LIMIT = 5\n",
+        "Chat",
+    ),
+    "a call of the model's module": (
+        "from {models} import Chat, limit_questions_to\n\nlimit_questions_to(5)\n",
+        "Chat",
+    ),
+    "the model replaced on its module": (
+        "import {models}\nfrom {models} import Chat\n\n{models}.Chat = {models}.ShortChat\n",
+        "{models}.Chat",
+    ),
+    "exec reached through builtins": (
+        "import builtins\n\nfrom {models} import Chat\n\n"
+        "builtins.exec('from {models} import ShortChat as Chat')\n",
+        "Chat",
+    ),
 }
 
 
-@pytest.mark.parametrize("code", SETS_THE_MODEL.values(), ids=SETS_THE_MODEL.keys())
+@pytest.mark.parametrize(("code", "state"), SETS_THE_MODEL.values(), ids=SETS_THE_MODEL.keys())
 def test_an_app_module_that_configures_its_models_validation_refuses_the_same_input_either_way(
-    capsys, stack, project, monkeypatch, code
+    capsys, stack, project, monkeypatch, code, state
 ):
     models = project.write("models", LIMITED)
-    app = project.write("app", HEAD + code.format(models=models) + TASK)
+    task = TASK.replace("state=Chat", f"state={state}").format(models=models)
+    app = project.write("app", HEAD + code.format(models=models) + task)
     read, imported = read_and_imported(
         capsys, stack, project, monkeypatch, app, {"question": "a long question"}
     )
-    # Observed: the read creates the task (0, its record); the import refuses it (2, "at most 5").
+    # Observed: the read creates the task (0, its record); the import refuses it (2, "at most 5"
+    # or "at most 5 characters").
     assert imported[0] == 2
     assert read == imported
 
