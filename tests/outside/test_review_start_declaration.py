@@ -240,3 +240,20 @@ def test_a_prefix_that_a_module_imported_by_the_app_sets_is_where_start_puts_the
     assert main([*argv, "--task-id", "t-imported"]) == 0
     # Observed: ['desk/t-imported/record.json', 'tasks/t-read/record.json'].
     assert sorted(objects()) == ["desk/t-imported/record.json", "desk/t-read/record.json"]
+
+
+def test_a_model_module_that_imports_the_app_at_its_top_runs_the_app_module_once(
+    capsys, stack, project, monkeypatch
+):
+    """The worker and the start before this change import the app once; its top-level code
+    (a metrics client, a connection, a log line) runs once."""
+    runs = project.root / "runs.txt"
+    app_name = project.name("app")
+    models = project.write("models", f"import {app_name}  # noqa: F401\n" + LIMITED)
+    counted = f"with open({str(runs)!r}, 'a') as runs:\n    runs.write('ran\\n')\n"
+    app = project.write("app", counted + HEAD + f"from {models} import Chat\n" + TASK)
+    code, got = outcome(capsys, stack, app, "read", {"question": "q"})
+    assert code == 0, got
+    # Observed: 2 (the reading imports the models, which import the app, which fails on the
+    # partly imported models; then start imports the app again).
+    assert runs.read_text().count("ran") == 1
