@@ -76,6 +76,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     payload = parse_input(args.input)
     target = app_target(args.app, "start")
     declared = declaration.read_declaration(target, args.task)
+    if declared is not None and not declaration.settles(declared, payload):
+        declared = None
     app = load_app(target) if declared is None else declared.app
     stack.configure(app)
     task_id = args.task_id or uuid.uuid4().hex
