@@ -291,6 +291,20 @@ FALLBACKS = {
     "a .env loaded by the app module": PLAIN.replace(
         "app = Continuum()", "def load_dotenv():\n    pass\n\n\nload_dotenv()\napp = Continuum()"
     ),
+    "a call in a class's body": PLAIN.replace(
+        "app = Continuum()",
+        "class Setup:\n    globals()\n\n\napp = Continuum()",
+    ),
+    "a function of the app module called at its top": PLAIN
+    + "\n\ndef configure():\n    pass\n\n\nconfigure()\n",
+    "a decorator of the app module's own": PLAIN.replace(
+        "@app.step\n", "@app.step\n@keep\n"
+    ).replace("app = Continuum()", "def keep(fn):\n    return fn\n\n\napp = Continuum()"),
+    "the model's module read at the top": PLAIN + "\n\nLIMIT = Chat.model_fields\n",
+    "a try at the top": PLAIN + "\n\ntry:\n    pass\nexcept ImportError:\n    pass\n",
+    "a .env loader imported": PLAIN.replace(
+        "app = Continuum()", "import dotenv  # noqa: F401\n\napp = Continuum()"
+    ),
     "a task name that is not a literal": PLAIN.replace(
         "state=Chat", "state=Chat, name=NAME"
     ).replace("app = Continuum()", "NAME = 'support'\napp = Continuum()"),
@@ -303,6 +317,35 @@ def test_a_declaration_the_source_does_not_settle_imports_the_app(capsys, stack,
     code, task_id, err = start(capsys, stack, app, "support")
     assert (code, err) == (0, "")
     assert project.loaded("app")
+    assert record(task_id)["task_name"] == "support"
+
+
+def test_an_app_module_top_level_of_values_installed_packages_and_a_main_block_is_read(
+    capsys, stack, project
+):
+    body = """
+    import logging
+    from datetime import timedelta
+
+    from pydantic import BaseModel, Field
+
+    LOG = logging.getLogger(__name__)
+    WAIT = timedelta(days=2)
+    NOTES = ["a", "b"]
+
+
+    class Order(BaseModel):
+        item: str = Field(max_length=40)
+
+
+    ORDERS = {{"A-1": Order(item="teapot")}}
+    NOTES.append("c")
+    """
+    main_block = "\n\nif __name__ == '__main__':\n    import os\n    os.environ['X'] = '1'\n"
+    app = project.app(PLAIN + textwrap.dedent(body) + main_block)
+    code, task_id, err = start(capsys, stack, app, "support")
+    assert (code, err) == (0, "")
+    assert not project.loaded("app")
     assert record(task_id)["task_name"] == "support"
 
 
