@@ -69,6 +69,7 @@ def register(commands: Any) -> None:
 def cmd_start(args: argparse.Namespace) -> int:
     """``continuum start TASK``: print the new task's id."""
     from continuum.backends.queue import QueueError
+    from continuum.errors import ContinuumError
 
     stack = Stack.from_args(args)
     stack.need_bucket()
@@ -89,6 +90,11 @@ def cmd_start(args: argparse.Namespace) -> int:
             client.start_declared(
                 declared.name, declared.state_model, declared.version, payload, task_id=task_id
             )
+    except ContinuumError as exc:
+        if args.task_id is None and exc.task_id == task_id:
+            exc.task_id = None  # a refusal created nothing: the generated id names no task
+            raise CliError(exc.rendered()) from None
+        raise
     except QueueError as exc:
         # The record exists; only its first continuation is missing.
         why = explain(exc, stack) or str(exc)

@@ -415,3 +415,19 @@ def test_a_model_module_that_fails_to_import_fails_start_as_the_app_import_does(
     with pytest.raises(ValueError, match="models are broken"):
         start(capsys, stack, app, "support")
     assert objects() == []
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["read", "imported"])
+def test_a_refused_input_names_no_task_id_unless_one_was_given(
+    capsys, stack, project, monkeypatch, read
+):
+    if not read:
+        monkeypatch.setattr(declaration, "read_declaration", lambda target, task: None)
+    app = project.app(PLAIN) if read else project.app(PLAIN, boom=False)
+    code, _, err = start(capsys, stack, app, "support", input={"question": 3})
+    assert code == 2
+    assert "does not validate against Chat" in err
+    assert "task_id" not in err
+    code, _, err = start(capsys, stack, app, "support", "--task-id", "mine", input={"q": 3})
+    assert code == 2
+    assert "task_id='mine'" in err
