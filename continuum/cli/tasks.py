@@ -34,8 +34,10 @@ def register(commands: Any) -> None:
         description="Start a task and print its id. Starting the same --task-id again starts "
         "nothing new. The input is checked against the task's state model before anything is "
         "written: when the app is APP = Continuum(...) with literal arguments and the task "
-        "@APP.task(state=Model, ...) with Model imported from another module, start reads "
-        "the app's source and imports only Model's module; otherwise it imports the app.",
+        "@APP.task(state=Model, ...) with Model imported from another module, and the app "
+        "module's top level only imports (no module of the project but Model's), definitions, "
+        "values and calls of installed packages, start reads the app's source and imports only "
+        "Model's module; otherwise it imports the app.",
     )
     start.add_argument("task", metavar="TASK", help="the task's name")
     start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
