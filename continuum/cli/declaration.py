@@ -69,7 +69,8 @@ PURE_STANDARD_CALLS = frozenset(
      "decimal.Decimal", "enum.auto", "functools.cache", "functools.lru_cache",
      "functools.wraps", "logging.getLogger", "pathlib.Path", "pathlib.PurePosixPath",
      "re.compile", "typing.NewType", "typing.ParamSpec", "typing.TypeVar", "typing.final",
-     "typing.overload", "uuid.UUID"}
+     "typing.overload", "uuid.UUID", "abc.ABC", "enum.Enum", "enum.IntEnum", "enum.StrEnum",
+     "typing.Generic", "typing.NamedTuple", "typing.Protocol", "typing.TypedDict"}
 )  # fmt: skip
 
 
@@ -378,9 +379,14 @@ class _TopLevel:
     def _executed_calls_plain(self) -> bool:
         """Every call that importing the module makes is plain, and the model module's names
         appear only where they are allowed (``state=``, annotations' subscripts)."""
-        for index in self._subscript_slices():
-            self.allowed.update(id(n) for n in ast.walk(index))
+        for annotation in self._annotations():
+            self.allowed.update(id(n) for n in ast.walk(annotation))
         for node in _executed(self.source.tree):
+            if isinstance(node, ast.ClassDef):
+                # creating a class calls its metaclass and its bases' __init_subclass__
+                made_by = [*node.bases, *(k.value for k in node.keywords)]
+                if not all(self._plain_callee(b, set()) for b in made_by):
+                    return False
             if (
                 isinstance(node, ast.Name)
                 and isinstance(node.ctx, ast.Load)
@@ -395,10 +401,18 @@ class _TopLevel:
                 return False
         return True
 
-    def _subscript_slices(self) -> Iterator[ast.expr]:
+    def _annotations(self) -> Iterator[ast.expr]:
+        """Annotations and subscripts' slices without calls: reading a name there changes
+        nothing."""
         for node in _executed(self.source.tree):
-            if isinstance(node, ast.Subscript) and not _calls(node.slice):
-                yield node.slice
+            found: list[ast.expr | None] = []
+            if isinstance(node, ast.Subscript):
+                found.append(node.slice)
+            elif isinstance(node, ast.AnnAssign | ast.arg):
+                found.append(node.annotation)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append(node.returns)
+            yield from (a for a in found if a is not None and not _calls(a))
 
     def _plain_callee(self, func: ast.expr, seen: set[str]) -> bool:
         """What is called: the app's methods, an installed package's object, a pure builtin or

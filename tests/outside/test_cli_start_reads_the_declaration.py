@@ -295,6 +295,11 @@ FALLBACKS = {
         "app = Continuum()",
         "class Setup:\n    globals()\n\n\napp = Continuum()",
     ),
+    "a class whose base runs the app's code": PLAIN.replace(
+        "app = Continuum()",
+        "class Base:\n    def __init_subclass__(cls):\n        pass\n\n\n"
+        "class Made(Base):\n    pass\n\n\napp = Continuum()",
+    ),
     "a function of the app module called at its top": PLAIN
     + "\n\ndef configure():\n    pass\n\n\nconfigure()\n",
     "a decorator of the app module's own": PLAIN.replace(
