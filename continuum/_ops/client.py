@@ -153,14 +153,16 @@ class Client(Mail, Steering):
     ) -> str:
         """Validate the input, create the record (once per id), then send the first
         continuation: everything that can refuse the input refuses it before the record."""
-        task_id = check_task_id(task_id) if task_id is not None else uuid.uuid4().hex
-        state = self._validate(task_name, state_model, input, task_id)
+        given = check_task_id(task_id) if task_id is not None else None
+        # A refusal names the caller's id only: a generated one names no task that exists.
+        state = self._validate(task_name, state_model, input, given)
         size = len(dump_json(state))
         if size > self.settings.max_state_bytes:
             raise PayloadTooLargeError(
                 f"input state is {size} bytes; the limit is {self.settings.max_state_bytes}",
-                task_id=task_id,
+                task_id=given,
             )
+        task_id = given or uuid.uuid4().hex
         record = TaskRecord(
             task_id=task_id,
             task_name=task_name,
@@ -260,7 +262,7 @@ class Client(Mail, Steering):
         )
 
     def _validate(
-        self, task_name: str, state_model: type[BaseModel], input: Any, task_id: str
+        self, task_name: str, state_model: type[BaseModel], input: Any, task_id: str | None
     ) -> Any:
         try:
             if isinstance(input, state_model):

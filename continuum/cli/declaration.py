@@ -12,13 +12,20 @@ often most of the command's time), so ``start`` first reads the app module's sou
    are literals;
 3. ``S`` is a name imported from another module (``from m import S`` or ``import m`` and
    ``m.S``) before the task;
-4. nothing in the module could change the app, its settings or the environment: ``APP`` is
-   used only as the decorators ``APP.task`` and ``APP.step`` and the entry points, every name
-   these rules use is bound once, there is no ``import *``, and no ``os.environ``, dotenv,
-   ``globals()``, ``exec`` or the like.
+4. every statement of the module's top level (and of its classes' bodies) is of a kind that
+   cannot change the model, the app or the environment: an import of the standard library,
+   continuum, pydantic or an installed distribution (a module of the project itself is its
+   own code: doubt), ``def`` and ``class``, ``NAME = value``, a docstring, a call of an
+   installed package's object, and ``if __name__ == "__main__":``; every call at the top level
+   is of an installed package, of a few pure builtins and standard-library constructors, or
+   of a local class without methods; the model's module's names appear only as ``state=`` and
+   in annotations; ``APP`` is used only as ``APP.task``, ``APP.step`` and the entry points;
+   every name these rules use is bound once, and there is no ``import *``.
 
-Then only ``m`` is imported, the class must be a pydantic model, and the app is
-``Continuum(...)`` with the same arguments, which reads the environment as the app does.
+The model's module must not import the app module. Then only ``m`` is imported, the class
+must be a complete pydantic model that validates the input or refuses it with a
+ValidationError, and the app is ``Continuum(...)`` with the same arguments, which reads the
+environment as the app does.
 Anything else, any doubt and any exception returns None: ``start`` imports the app, as the
 worker does, with the errors that import gives.
 """
@@ -46,15 +53,25 @@ if TYPE_CHECKING:
 APP_USES = frozenset({"step", "handler", "dead_letter_handler", "callback_link_handler"})
 #: ``@APP.task`` arguments whose literal values ``start`` may take as they are written.
 TASK_LITERALS = frozenset({"name", "version", "max_continuations", "confidence", "safety_margin_s"})
-#: Names that reach a module's namespace or the environment from code: their presence is doubt.
-DYNAMIC_NAMES = frozenset(
-    {"globals", "vars", "locals", "exec", "eval", "compile", "__import__", "setattr", "delattr",
-     "import_module", "load_dotenv", "dotenv_values", "putenv", "unsetenv", "environ"}
+#: Top-level packages that are continuum's own or its dependencies, never the user's code.
+LIBRARIES = frozenset({"continuum", "pydantic", "pydantic_core", "typing_extensions"})
+#: Installed packages whose purpose is to set the environment: importing one is doubt.
+ENVIRONMENT_SETTERS = frozenset({"dotenv", "environs", "decouple"})
+#: Builtins a top level may call: they build values and never call what they are given.
+PURE_BUILTINS = frozenset(
+    {"bool", "bytes", "classmethod", "dict", "float", "frozenset", "int", "len", "list",
+     "object", "property", "range", "repr", "set", "staticmethod", "str", "tuple"}
 )  # fmt: skip
-#: Attributes that do the same: ``os.environ``, ``sys.modules``, a module's ``__dict__``.
-DYNAMIC_ATTRIBUTES = frozenset(
-    {"environ", "putenv", "unsetenv", "modules", "__dict__", "import_module", "load_dotenv"}
-)
+#: Standard-library callables a top level may call: constructors and pure decorators.
+PURE_STANDARD_CALLS = frozenset(
+    {"abc.abstractmethod", "dataclasses.dataclass", "dataclasses.field", "datetime.date",
+     "datetime.datetime", "datetime.time", "datetime.timedelta", "datetime.timezone",
+     "decimal.Decimal", "enum.auto", "functools.cache", "functools.lru_cache",
+     "functools.wraps", "logging.getLogger", "pathlib.Path", "pathlib.PurePosixPath",
+     "re.compile", "typing.NewType", "typing.ParamSpec", "typing.TypeVar", "typing.final",
+     "typing.overload", "uuid.UUID", "abc.ABC", "enum.Enum", "enum.IntEnum", "enum.StrEnum",
+     "typing.Generic", "typing.NamedTuple", "typing.Protocol", "typing.TypedDict"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,8 @@ def _read(target: str, task_name: str) -> Declared | None:
         return None
     app_call, task_call, state = found
     model_module, path = state
+    if _imports_module(model_module, module_name):  # importing it would run the app partly
+        return None
     model: Any = importlib.import_module(model_module)
     if module_name in sys.modules:  # the model's module imported the app: take the app as is
         return None
@@ -106,6 +125,8 @@ def _read(target: str, task_name: str) -> Declared | None:
     from pydantic import BaseModel
 
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return None
+    if not model.__pydantic_complete__:  # the app module may complete it (model_rebuild)
         return None
     options = {k.arg: ast.literal_eval(k.value) for k in task_call.keywords if k.arg != "state"}
     name, version = options.get("name", task_name), options.get("version", 1)
@@ -116,6 +137,45 @@ def _read(target: str, task_name: str) -> Declared | None:
     args = [ast.literal_eval(a) for a in app_call.args]
     kwargs = {k.arg: ast.literal_eval(k.value) for k in app_call.keywords if k.arg}
     return Declared(Continuum(*args, **kwargs), task_name, model, version)
+
+
+def settles(declared: Declared, payload: Any) -> bool:
+    """Whether the declared model validates ``payload`` as the app's would: it accepts it or
+    refuses it with a ValidationError; any other error is doubt (import the app)."""
+    from pydantic import ValidationError
+
+    try:
+        if isinstance(payload, str | bytes):
+            declared.state_model.model_validate_json(payload)
+        else:
+            declared.state_model.model_validate(payload)
+    except ValidationError:
+        return True
+    except Exception:
+        return False
+    return True
+
+
+def _imports_module(module: str, imported: str) -> bool:
+    """Whether ``module``'s source imports ``imported`` anywhere in it; True when the source
+    cannot be read."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return True
+    if not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+        return True
+    tree = ast.parse(Path(spec.origin).read_bytes(), filename=spec.origin)
+    package = module if spec.submodule_search_locations is not None else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+            names = [base, *(f"{base}.{a.name}" for a in node.names)]
+        if imported in names:
+            return True
+    return False
 
 
 class _Source:
@@ -133,7 +193,7 @@ class _Source:
     ) -> tuple[ast.Call, ast.Call, tuple[str, list[str]]] | None:
         """The app's ``Continuum(...)`` call, the task's ``@APP.task(...)`` call and where
         its state model is (module, attribute path); None unless each is plain."""
-        if self.bound is None or self._dynamic():
+        if self.bound is None:
             return None
         app = self._app_call(app_name)
         tasks = self._tasks(app_name)
@@ -150,21 +210,10 @@ class _Source:
         where = self._imported(states[0], before=fn.lineno) if len(states) == 1 else None
         if where is None or where[0] == self.module:
             return None
+        allowed = {id(n) for n in ast.walk(states[0])}
+        if not _TopLevel(self, app_name, where[0], allowed).plain():
+            return None
         return app_call, call, where
-
-    def _dynamic(self) -> bool:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name) and node.id in DYNAMIC_NAMES:
-                return True
-            if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRIBUTES:
-                return True
-            if isinstance(node, ast.ImportFrom | ast.Import) and any(
-                "dotenv" in (n.name or "") for n in node.names
-            ):
-                return True
-            if isinstance(node, ast.ImportFrom) and "dotenv" in (node.module or ""):
-                return True
-        return False
 
     def _app_call(self, app_name: str) -> tuple[ast.stmt, ast.Call] | None:
         """``APP = Continuum(literals...)``, a statement of the module's own top level."""
@@ -255,8 +304,210 @@ class _Source:
                     return (alias.name, path) if len(path) == 1 else None
         return None
 
+    def imports(self) -> dict[str, str]:
+        """Each name an import of the top level binds, and the dotted name it binds (``x``
+        from ``from m import x``: ``m.x``; ``import a.b``: ``a``; ``import a.b as m``: ``a.b``)."""
+        found: dict[str, str] = {}
+        for statement in self.tree.body:
+            for alias in getattr(statement, "names", []):
+                if isinstance(statement, ast.ImportFrom):
+                    dots = "." * statement.level
+                    module = importlib.util.resolve_name(
+                        dots + (statement.module or ""), self.package
+                    )
+                    found[alias.asname or alias.name] = f"{module}.{alias.name}"
+                elif isinstance(statement, ast.Import):
+                    spelt = alias.name if alias.asname else alias.name.partition(".")[0]
+                    found[alias.asname or spelt] = spelt
+        return found
+
     def _bound_once(self, name: str) -> bool:
         return self.bound is not None and self.bound[name] == 1
+
+
+class _TopLevel:
+    """Whether the code an import of the app module runs is of the kinds that cannot change
+    the model, the app's settings or the environment (rule 4 of the module's docstring)."""
+
+    def __init__(self, source: _Source, app_name: str, model_module: str, allowed: set[int]):
+        self.source = source
+        self.app_name = app_name
+        self.model_module = model_module
+        self.allowed = allowed  # the nodes where the model module's names may appear
+        self.imports = source.imports()
+        self.model_names = {
+            name
+            for name, dotted in self.imports.items()
+            if dotted == model_module or dotted.rpartition(".")[0] == model_module
+        }
+        self.top = {_assignment(s)[0] or getattr(s, "name", None): s for s in source.tree.body}
+
+    def plain(self) -> bool:
+        for statement in self.source.tree.body:
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                if not self._imports_no_project_code(statement):
+                    return False
+            elif not self._statement(statement):
+                return False
+        return self._executed_calls_plain()
+
+    def _imports_no_project_code(self, statement: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(statement, ast.ImportFrom):
+            dots = "." * statement.level
+            module = importlib.util.resolve_name(
+                dots + (statement.module or ""), self.source.package
+            )
+            return module == self.model_module or _not_project_code(module)
+        return all(
+            a.name == self.model_module or _not_project_code(a.name) for a in statement.names
+        )
+
+    def _statement(self, statement: ast.stmt) -> bool:
+        """A statement of the top level or of a class's body: of a kind that is allowed."""
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.Pass):
+            return True  # what a def runs (decorators, defaults) is checked as executed code
+        if isinstance(statement, ast.ClassDef):
+            return all(self._statement(s) for s in statement.body)
+        if isinstance(statement, ast.Assign):
+            return all(isinstance(t, ast.Name) for t in statement.targets)
+        if isinstance(statement, ast.AnnAssign):
+            return isinstance(statement.target, ast.Name)
+        if isinstance(statement, ast.Expr):
+            return isinstance(statement.value, ast.Constant | ast.Call)
+        return _is_main_block(statement)
+
+    def _executed_calls_plain(self) -> bool:
+        """Every call that importing the module makes is plain, and the model module's names
+        appear only where they are allowed (``state=``, annotations' subscripts)."""
+        for annotation in self._annotations():
+            self.allowed.update(id(n) for n in ast.walk(annotation))
+        for node in _executed(self.source.tree):
+            if isinstance(node, ast.ClassDef):
+                # creating a class calls its metaclass and its bases' __init_subclass__
+                made_by = [*node.bases, *(k.value for k in node.keywords)]
+                if not all(self._plain_callee(b, set()) for b in made_by):
+                    return False
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id in self.model_names
+                and id(node) not in self.allowed
+            ):
+                return False
+            if isinstance(node, ast.Call) and not self._plain_callee(node.func, set()):
+                return False
+            decorators = getattr(node, "decorator_list", [])
+            if not all(self._plain_callee(d, set()) for d in decorators):
+                return False
+        return True
+
+    def _annotations(self) -> Iterator[ast.expr]:
+        """Annotations and subscripts' slices without calls: reading a name there changes
+        nothing."""
+        for node in _executed(self.source.tree):
+            found: list[ast.expr | None] = []
+            if isinstance(node, ast.Subscript):
+                found.append(node.slice)
+            elif isinstance(node, ast.AnnAssign | ast.arg):
+                found.append(node.annotation)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append(node.returns)
+            yield from (a for a in found if a is not None and not _calls(a))
+
+    def _plain_callee(self, func: ast.expr, seen: set[str]) -> bool:
+        """What is called: the app's methods, an installed package's object, a pure builtin or
+        standard-library constructor, or a local class without methods."""
+        chain: list[str] = []
+        while isinstance(func, ast.Attribute | ast.Call | ast.Subscript):
+            if isinstance(func, ast.Attribute):
+                chain.insert(0, func.attr)
+                func = func.value
+            else:
+                chain = []
+                func = func.func if isinstance(func, ast.Call) else func.value
+        if not isinstance(func, ast.Name) or func.id in seen:
+            return False
+        name = func.id
+        if name == self.app_name or name in self.model_names:
+            return name == self.app_name  # the app's uses are checked by _app_used_plainly
+        if name in self.imports:
+            dotted = self.imports[name]
+            if _standard(dotted):
+                return ".".join([dotted, *chain]) in PURE_STANDARD_CALLS
+            return True  # continuum, pydantic or an installed package (checked at its import)
+        if self.source.bound is not None and not self.source.bound[name]:
+            return name in PURE_BUILTINS
+        if not self.source._bound_once(name):
+            return False
+        bound = self.top.get(name)
+        if isinstance(bound, ast.ClassDef):
+            return not any(
+                isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                for n in ast.walk(bound)
+            )
+        value = _assignment(bound)[1] if isinstance(bound, ast.stmt) else None
+        if value is not None and _is_literal(value):
+            return True
+        return isinstance(value, ast.Call) and self._plain_callee(value.func, {*seen, name})
+
+
+def _not_project_code(module: str) -> bool:
+    """Whether a module is the standard library, continuum's own or an installed
+    distribution's, found without importing it: never the user's project."""
+    top = module.partition(".")[0]
+    if top in ENVIRONMENT_SETTERS:
+        return False
+    if _standard(top) or top in LIBRARIES:
+        return True
+    spec = importlib.util.find_spec(top)
+    if spec is None:
+        return False
+    places = [spec.origin] if spec.origin else list(spec.submodule_search_locations or [])
+    return bool(places) and all(
+        {"site-packages", "dist-packages"} & set(Path(p).parts) for p in places
+    )
+
+
+def _standard(dotted: str) -> bool:
+    return dotted.partition(".")[0] in sys.stdlib_module_names
+
+
+def _is_main_block(statement: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (no ``else``): its body does not run on import."""
+    if not isinstance(statement, ast.If) or statement.orelse:
+        return False
+    test = statement.test
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _executed(tree: ast.Module) -> Iterator[ast.AST]:
+    """The nodes an import of the module evaluates: all but the bodies of functions and
+    lambdas and of ``if __name__ == "__main__":`` blocks."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            stack.extend([*node.decorator_list, node.args])
+            stack.extend([node.returns] if node.returns else [])
+        elif isinstance(node, ast.Lambda):
+            stack.append(node.args)
+        elif _is_main_block(node) if isinstance(node, ast.stmt) else False:
+            continue
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _calls(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
 def _module_bindings(tree: ast.Module) -> Counter[str] | None:

@@ -34,8 +34,10 @@ def register(commands: Any) -> None:
         description="Start a task and print its id. Starting the same --task-id again starts "
         "nothing new. The input is checked against the task's state model before anything is "
         "written: when the app is APP = Continuum(...) with literal arguments and the task "
-        "@APP.task(state=Model, ...) with Model imported from another module, start reads "
-        "the app's source and imports only Model's module; otherwise it imports the app.",
+        "@APP.task(state=Model, ...) with Model imported from another module, and the app "
+        "module's top level only imports (no module of the project but Model's), definitions, "
+        "values and calls of installed packages, start reads the app's source and imports only "
+        "Model's module; otherwise it imports the app.",
     )
     start.add_argument("task", metavar="TASK", help="the task's name")
     start.add_argument("--input", default="{}", help=f"the task's input state, {JSON_SOURCES}")
@@ -69,6 +71,7 @@ def register(commands: Any) -> None:
 def cmd_start(args: argparse.Namespace) -> int:
     """``continuum start TASK``: print the new task's id."""
     from continuum.backends.queue import QueueError
+    from continuum.errors import ContinuumError
 
     stack = Stack.from_args(args)
     stack.need_bucket()
@@ -76,6 +79,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     payload = parse_input(args.input)
     target = app_target(args.app, "start")
     declared = declaration.read_declaration(target, args.task)
+    if declared is not None and not declaration.settles(declared, payload):
+        declared = None
     app = load_app(target) if declared is None else declared.app
     stack.configure(app)
     task_id = args.task_id or uuid.uuid4().hex
@@ -87,6 +92,11 @@ def cmd_start(args: argparse.Namespace) -> int:
             client.start_declared(
                 declared.name, declared.state_model, declared.version, payload, task_id=task_id
             )
+    except ContinuumError as exc:
+        if args.task_id is None and exc.task_id == task_id:
+            exc.task_id = None  # a refusal created nothing: the generated id names no task
+            raise CliError(exc.rendered()) from None
+        raise
     except QueueError as exc:
         # The record exists; only its first continuation is missing.
         why = explain(exc, stack) or str(exc)

@@ -52,12 +52,15 @@ class Chat(BaseModel):
 
 INPUT = {"q": "where is my parcel?", "wait": 90, "extra_field": [1, 2]}
 
-#: The app's head: the model's module, and a module that raises if the app's code ever runs.
+#: The app's head: the model's module, and (with ``boom``) a line that raises if the app's code
+#: ever runs (a call of a builtin: a kind of statement the reading allows; a module of the
+#: project imported by the app is doubt, so it cannot be the tripwire).
 HEAD = """
-import {boom}
 from continuum import Continuum, TaskContext
 {models_import}
+{boom}
 """
+BOOM = "RAN = int('the app module was run')\n"
 
 
 @pytest.fixture
@@ -92,12 +95,11 @@ class Project:
     def app(
         self, body: str, *, models_import: str = "from {models} import Chat", boom: bool = True
     ) -> str:
-        """The app module, beside its models and (with ``boom``) importing a module that raises
-        when imported; its name."""
+        """The app module, beside its models and (with ``boom``) raising when it is run; its
+        name."""
         models = self.write("models", MODELS)
-        raises = "raise RuntimeError('the app module was run')\n" if boom else ""
         head = HEAD.format(
-            boom=self.write("boom", raises), models_import=models_import.format(models=models)
+            boom=BOOM if boom else "", models_import=models_import.format(models=models)
         )
         return self.write("app", head + textwrap.dedent(body).format(models=models))
 
@@ -171,7 +173,6 @@ def test_a_plain_declaration_starts_the_task_without_running_the_app_module(
     code, task_id, err = start(capsys, stack, app, "support")
     assert (code, err) == (0, "")
     assert not project.loaded("app")
-    assert not project.loaded("boom")
     assert project.loaded("models")
     created = record(task_id)
     assert created["task_name"] == "support"
@@ -290,6 +291,25 @@ FALLBACKS = {
     "a .env loaded by the app module": PLAIN.replace(
         "app = Continuum()", "def load_dotenv():\n    pass\n\n\nload_dotenv()\napp = Continuum()"
     ),
+    "a call in a class's body": PLAIN.replace(
+        "app = Continuum()",
+        "class Setup:\n    globals()\n\n\napp = Continuum()",
+    ),
+    "a class whose base runs the app's code": PLAIN.replace(
+        "app = Continuum()",
+        "class Base:\n    def __init_subclass__(cls):\n        pass\n\n\n"
+        "class Made(Base):\n    pass\n\n\napp = Continuum()",
+    ),
+    "a function of the app module called at its top": PLAIN
+    + "\n\ndef configure():\n    pass\n\n\nconfigure()\n",
+    "a decorator of the app module's own": PLAIN.replace(
+        "@app.step\n", "@app.step\n@keep\n"
+    ).replace("app = Continuum()", "def keep(fn):\n    return fn\n\n\napp = Continuum()"),
+    "the model's module read at the top": PLAIN + "\n\nLIMIT = Chat.model_fields\n",
+    "a try at the top": PLAIN + "\n\ntry:\n    pass\nexcept ImportError:\n    pass\n",
+    "a .env loader imported": PLAIN.replace(
+        "app = Continuum()", "import dotenv  # noqa: F401\n\napp = Continuum()"
+    ),
     "a task name that is not a literal": PLAIN.replace(
         "state=Chat", "state=Chat, name=NAME"
     ).replace("app = Continuum()", "NAME = 'support'\napp = Continuum()"),
@@ -302,6 +322,35 @@ def test_a_declaration_the_source_does_not_settle_imports_the_app(capsys, stack,
     code, task_id, err = start(capsys, stack, app, "support")
     assert (code, err) == (0, "")
     assert project.loaded("app")
+    assert record(task_id)["task_name"] == "support"
+
+
+def test_an_app_module_top_level_of_values_installed_packages_and_a_main_block_is_read(
+    capsys, stack, project
+):
+    body = """
+    import logging
+    from datetime import timedelta
+
+    from pydantic import BaseModel, Field
+
+    LOG = logging.getLogger(__name__)
+    WAIT = timedelta(days=2)
+    NOTES = ["a", "b"]
+
+
+    class Order(BaseModel):
+        item: str = Field(max_length=40)
+
+
+    ORDERS = {{"A-1": Order(item="teapot")}}
+    NOTES.append("c")
+    """
+    main_block = "\n\nif __name__ == '__main__':\n    import os\n    os.environ['X'] = '1'\n"
+    app = project.app(PLAIN + textwrap.dedent(body) + main_block)
+    code, task_id, err = start(capsys, stack, app, "support")
+    assert (code, err) == (0, "")
+    assert not project.loaded("app")
     assert record(task_id)["task_name"] == "support"
 
 
@@ -341,9 +390,8 @@ def test_a_package_app_reads_a_model_imported_relatively(capsys, stack, project)
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "state.py").write_text(MODELS)
-    (package / "boom.py").write_text("raise RuntimeError('the app module was run')\n")
-    head = "from . import boom\nfrom continuum import Continuum, TaskContext\n"
-    (package / "app.py").write_text(head + "from .state import Chat\n" + PLAIN)
+    head = "from continuum import Continuum, TaskContext\n"
+    (package / "app.py").write_text(head + "from .state import Chat\n" + BOOM + PLAIN)
     project.written += [package.name, f"{package.name}.app", f"{package.name}.state"]
     code, task_id, err = start(capsys, stack, f"{package.name}.app", "support")
     assert (code, err) == (0, "")
@@ -372,3 +420,19 @@ def test_a_model_module_that_fails_to_import_fails_start_as_the_app_import_does(
     with pytest.raises(ValueError, match="models are broken"):
         start(capsys, stack, app, "support")
     assert objects() == []
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["read", "imported"])
+def test_a_refused_input_names_no_task_id_unless_one_was_given(
+    capsys, stack, project, monkeypatch, read
+):
+    if not read:
+        monkeypatch.setattr(declaration, "read_declaration", lambda target, task: None)
+    app = project.app(PLAIN) if read else project.app(PLAIN, boom=False)
+    code, _, err = start(capsys, stack, app, "support", input={"question": 3})
+    assert code == 2
+    assert "does not validate against Chat" in err
+    assert "task_id" not in err
+    code, _, err = start(capsys, stack, app, "support", "--task-id", "mine", input={"q": 3})
+    assert code == 2
+    assert "task_id='mine'" in err
