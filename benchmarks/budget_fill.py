@@ -62,7 +62,7 @@ from continuum._record.model import (
 )
 from continuum._record.recovery import end_recovery, note_death
 from continuum._steps.budget import Budget, observe
-from continuum._steps.signals import Preempted
+from continuum._steps.control_flow import Preempted
 from continuum._turn.loop import Returned, Suspended, TurnLoop
 
 BUDGET_S = 900.0

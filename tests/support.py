@@ -50,8 +50,8 @@ from continuum._record.recovery import end_recovery, note_death
 from continuum._record.schedule_runs import FireDecision, RunMarkers, ScheduleRuns
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
 from continuum._steps.budget import Budget, observe, predict
+from continuum._steps.control_flow import Preempted
 from continuum._steps.journal import Journal
-from continuum._steps.signals import Preempted
 from continuum._turn.loop import Failed, Lost, Returned, Suspended, TurnLoop
 from continuum._worker.admission import (
     GO,

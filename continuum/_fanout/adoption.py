@@ -14,7 +14,7 @@ from collections.abc import Callable
 from continuum._base.threads import in_parallel
 from continuum._fanout.child_tasks import CHILD_THREADS, ChildTasks
 from continuum._record.waiting_for import ParentLink
-from continuum._steps.signals import Suspend
+from continuum._steps.control_flow import Suspend
 from continuum._steps.turn_state import TurnState
 from continuum.backends.store import StoreError
 from continuum.errors import ContinuumError

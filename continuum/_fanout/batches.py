@@ -39,8 +39,8 @@ from continuum._fanout.branches import (
 )
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry
 from continuum._record.waiting_for import Waiter
+from continuum._steps.control_flow import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.failures import error_info
-from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt
 from continuum._waits.kinds.registry import TURN_WAITS
 from continuum._waits.wait_calls import wait_ended
@@ -146,7 +146,7 @@ class _Batch:
                 for future in finished:
                     self._took(pending.pop(future), future.result(), ends)
                 reason = self._verdict()
-        return self._outcome(ends.signals, ends.waiters, reason)
+        return self._outcome(ends.raised, ends.waiters, reason)
 
     async def run_async(self) -> BatchResult:
         n = len(self.branches)
@@ -171,18 +171,18 @@ class _Batch:
             for task in finished:
                 self._took(pending.pop(task), task.result(), ends)
             reason = self._verdict()
-        return self._outcome(ends.signals, ends.waiters, reason)
+        return self._outcome(ends.raised, ends.waiters, reason)
 
     def _took(self, index: int, ended: Ended, ends: _Ends) -> None:
         """An item ended: keep its result, or what stops the batch."""
         state = self.runner.state
         state.progress = state.progress or ended.progress
-        if ended.signal is None:
+        if ended.unwinding is None:
             self._finish(index, ended)
             return
-        ends.signals.append(ended.signal)
-        if not isinstance(ended.signal, Wait):
-            self.halt.stop(str(ended.signal))
+        ends.raised.append(ended.unwinding)
+        if not isinstance(ended.unwinding, Wait):
+            self.halt.stop(str(ended.unwinding))
         ends.waiters.extend(ended.waiters)
 
     def _item_thread(self, index: int) -> Ended:
@@ -233,12 +233,12 @@ class _Batch:
     def _ended_by(self, exc: BaseException, child: ParentRunner) -> Ended:
         """How an item that raised ``exc`` ended."""
         if isinstance(exc, Wait):
-            return Ended(signal=exc, waiters=list(exc.waiters), progress=child.state.progress)
+            return Ended(unwinding=exc, waiters=list(exc.waiters), progress=child.state.progress)
         if isinstance(exc, TaskCancelledError):
             self.halt.stop("the task was cancelled", cancelled=True)
-            return Ended(signal=exc, progress=True)
+            return Ended(unwinding=exc, progress=True)
         if isinstance(exc, ControlFlow):
-            return Ended(signal=exc, progress=child.state.progress)
+            return Ended(unwinding=exc, progress=child.state.progress)
         error = error_info(exc, self.runner.state.scope.record.turn)
         error.message = error.message[:2000]
         return Ended(error=error, progress=True)
@@ -289,23 +289,23 @@ class _Batch:
         return self.completion.verdict(succeeded=succeeded, failed=failed, total=len(self.branches))
 
     def _outcome(
-        self, signals: list[BaseException], waiters: list[Waiter], reason: CompletionReason | None
+        self, raised: list[BaseException], waiters: list[Waiter], reason: CompletionReason | None
     ) -> BatchResult:
         state = self.runner.state
         for kind in (Fenced, Abort):
-            for signal in signals:
-                if isinstance(signal, kind):
-                    raise state.unwind(signal)
+            for unwinding in raised:
+                if isinstance(unwinding, kind):
+                    raise state.unwind(unwinding)
         check_state(self.runner, self.state_before, "a branch or item of batch", self.key)
-        if any(isinstance(s, TaskCancelledError) for s in signals):
+        if any(isinstance(s, TaskCancelledError) for s in raised):
             raise state.cancelled_error()
         if reason is not None:
             # The policy decided: an item still waiting or cut short is not needed.
-            signals, waiters = [], []
+            raised, waiters = [], []
             self._abandon()
-        suspends = [s for s in signals if isinstance(s, Suspend) and "another branch" not in str(s)]
-        if suspends or any(isinstance(s, Suspend) for s in signals):
-            first = suspends[0] if suspends else signals[0]
+        suspends = [s for s in raised if isinstance(s, Suspend) and "another branch" not in str(s)]
+        if suspends or any(isinstance(s, Suspend) for s in raised):
+            first = suspends[0] if suspends else raised[0]
             assert isinstance(first, Suspend)
             raise state.unwind(Suspend(first.reason, delay_s=first.delay_s))
         if waiters:
@@ -323,12 +323,12 @@ class _Batch:
 
 
 class _Ends:
-    """What stopped the items of a batch that did not finish: signals, and waits."""
+    """What stopped the items of a batch that did not finish: control-flow exceptions, and waits."""
 
-    __slots__ = ("signals", "waiters")
+    __slots__ = ("raised", "waiters")
 
     def __init__(self) -> None:
-        self.signals: list[BaseException] = []
+        self.raised: list[BaseException] = []
         self.waiters: list[Waiter] = []
 
 

@@ -57,7 +57,7 @@ class Ended:
 
     value: Any = None
     error: ErrorInfo | None = None
-    signal: BaseException | None = None
+    unwinding: BaseException | None = None
     waiters: list[Waiter] = field(default_factory=list)
     progress: bool = False
 

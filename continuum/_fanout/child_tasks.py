@@ -29,7 +29,7 @@ from continuum._record.continuation import Continuations
 from continuum._record.model import ErrorInfo, Status, TaskRecord, check_task_id
 from continuum._record.persistence import Records
 from continuum._record.waiting_for import BatchHint, ParentLink
-from continuum._steps.signals import Abort, Suspend
+from continuum._steps.control_flow import Abort, Suspend
 from continuum.backends.queue import QueueError
 from continuum.backends.store import StoreError
 from continuum.errors import ContinuumError, RecordNotFoundError, TaskFinishedError

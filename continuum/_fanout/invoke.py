@@ -38,7 +38,7 @@ from continuum._record.waiting_for import (
     epoch_to_datetime,
     seconds_of,
 )
-from continuum._steps.signals import Wait
+from continuum._steps.control_flow import Wait
 from continuum._steps.turn_state import TurnState
 from continuum._waits.kinds.child_wait import CHILD, batch_counts, decisive
 from continuum.errors import (

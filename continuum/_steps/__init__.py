@@ -3,7 +3,7 @@
 task: ``async_step_calls``), a live call's attempts, decided once for both (``attempts``), what
 becomes of an attempt that does not return (``attempt_endings``) and of an error that leaves a
 turn's code (``failures``), the journal, the budget that says "not now", the inbox as a running
-turn reads it (``task_inbox``) and the framework's control-flow signals.
+turn reads it (``task_inbox``) and the framework's control-flow exceptions (``control_flow``).
 
 May import: errors, _base, backends, _record, _define.
 """

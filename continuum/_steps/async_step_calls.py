@@ -23,7 +23,7 @@ from typing import Any
 from continuum._base import clock
 from continuum._define.steps import AsyncStep, Step
 from continuum._steps.attempts import Attempts, Sleep
-from continuum._steps.signals import Preempted
+from continuum._steps.control_flow import Preempted
 from continuum._steps.step_calls import Replayed, StepCaller, run_preemptible
 from continuum._steps.turn_state import TurnState
 from continuum.errors import ContinuumError

@@ -19,7 +19,7 @@ from continuum._define.steps import Step
 from continuum._record.model import ErrorInfo, JournalEntry, StepStats
 from continuum._record.waiting_for import Waiter, WaitKind, epoch_to_datetime
 from continuum._steps.budget import observe
-from continuum._steps.signals import Suspend, Wait
+from continuum._steps.control_flow import Suspend, Wait
 from continuum._steps.turn_state import TurnState
 from continuum.errors import StepError
 

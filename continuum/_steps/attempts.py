@@ -39,7 +39,7 @@ from continuum._steps.attempt_endings import (
     unmark,
 )
 from continuum._steps.budget import observe
-from continuum._steps.signals import Abort, Paused, Preempted, Suspend
+from continuum._steps.control_flow import Abort, Paused, Preempted, Suspend
 from continuum._steps.turn_state import TurnState
 from continuum.errors import UnserializableValueError
 

@@ -25,7 +25,7 @@ from continuum._define.settings import (
     Settings,
 )
 from continuum._record.model import StepStats
-from continuum._steps.signals import Preempted
+from continuum._steps.control_flow import Preempted
 
 #: Runs a step (a thunk) and interrupts it with Preempted after the given seconds.
 Preemptor = Callable[[Callable[[], Any], float], Any]

@@ -1,6 +1,6 @@
 """What becomes of an error that leaves a turn's code: what the record keeps of it
 (:func:`error_info`, with where the user's code raised: :func:`traceback_of`), the step it names
-by its path from the task (:func:`located`), and a control-flow signal or a refused call that
+by its path from the task (:func:`located`), and a control-flow exception or a refused call that
 user code swallowed (:func:`check_unwinding`).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from continuum._base.tracebacks import bounded_traceback
 from continuum._record.model import ErrorInfo
-from continuum._steps.signals import Abort, ControlFlow, Fenced
+from continuum._steps.control_flow import Abort, ControlFlow, Fenced
 from continuum._steps.turn_state import TurnState
 from continuum.errors import BatchError, ChildTaskError, ContinuumError, StepError
 

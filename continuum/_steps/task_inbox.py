@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from continuum._base.clock import utcnow
 from continuum._record.inbox import Inbox, Listing
 from continuum._record.waiting_for import Signal
-from continuum._steps.signals import Suspend
+from continuum._steps.control_flow import Suspend
 from continuum.backends.store import StoreError
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from continuum._record.inbox import Listing
 from continuum._record.model import EntryKind, JournalEntry, TaskRecord
 from continuum._record.waiting_for import CancelState
 from continuum._steps.budget import Budget, Preemptor, alarm_preemptor
+from continuum._steps.control_flow import ControlFlow, Suspend
 from continuum._steps.journal import Journal
-from continuum._steps.signals import ControlFlow, Suspend
 from continuum._steps.task_inbox import TaskInbox
 from continuum.errors import ContinuumError, TaskCancelledError
 
@@ -63,7 +63,8 @@ class Halt(threading.Event):
             self.reason, self.cancelled = reason, cancelled
             self.set()
 
-    def signal(self) -> ControlFlow:
+    def unwinding(self) -> ControlFlow:
+        """The control-flow exception a context this halt stopped unwinds with."""
         return Suspend(f"another branch stopped the batch: {self.reason}")
 
     def detach(self) -> None:
@@ -311,7 +312,7 @@ class TurnState:
         """A branch of a batch stops at a boundary once the batch must suspend or stop."""
         halt = self.halt
         if halt is not None and halt.is_set():
-            raise self.unwind(halt.signal())
+            raise self.unwind(halt.unwinding())
 
     def refuse(self, error: ContinuumError) -> ContinuumError:
         """Remember an error that must fail the turn even if user code catches it."""

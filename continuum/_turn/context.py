@@ -18,7 +18,7 @@ from continuum._base.clock import now_s
 from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, as_step, stable_name
 from continuum._record.waiting_for import Duration, Signal, derived_name
-from continuum._steps.signals import Paused
+from continuum._steps.control_flow import Paused
 from continuum._waits.kinds import signal_wait
 from continuum.errors import ConditionNotMetError, ContinuumError, TaskCancelledError
 
@@ -572,7 +572,7 @@ class _ConditionWatch:
 class _Operation:
     """Tells the observers that the operations called inside it (until its block ends) make
     one operation, whose entry is the one just journaled (a callback's); nothing when a
-    control-flow signal leaves it: the operation goes on in a later invocation."""
+    control-flow exception leaves it: the operation goes on in a later invocation."""
 
     def __init__(self, runner: ContextRunner, kind: str, name: str) -> None:
         state = self.state = runner.state

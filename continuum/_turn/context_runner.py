@@ -21,9 +21,9 @@ from continuum._define.callbacks import Callback
 from continuum._define.steps import Step, active_runner, running, stable_name
 from continuum._record.model import JournalEntry
 from continuum._record.waiting_for import Duration
+from continuum._steps.control_flow import Abort, Suspend, Wait
 from continuum._steps.failures import check_unwinding, error_info, located
 from continuum._steps.journal import Journal
-from continuum._steps.signals import Abort, Suspend, Wait
 from continuum._steps.step_calls import StepCaller
 from continuum._steps.turn_state import Halt, StepWrapper, TurnState
 from continuum._waits.wait_calls import WaitCaller

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 
 from continuum._record.model import EntryKind, JournalEntry, walk
+from continuum._steps.control_flow import Abort
 from continuum._steps.failures import error_info
-from continuum._steps.signals import Abort
 from continuum._steps.turn_state import TurnState
 from continuum.errors import NonDeterminismError
 

@@ -33,8 +33,8 @@ from continuum._base.clock import real_monotonic
 from continuum._define.steps import active_runner, running
 from continuum._fanout.branches import context_ended, enter, reached_here, type_of
 from continuum._record.model import EntryKind, ErrorInfo, JournalEntry, TaskRecord
+from continuum._steps.control_flow import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.failures import error_info
-from continuum._steps.signals import Abort, ControlFlow, Fenced, Suspend, Wait
 from continuum._steps.turn_state import Halt, TurnState
 from continuum._turn import loop_slot
 from continuum._turn.context_runner import ContextRunner
@@ -76,7 +76,7 @@ class TurnHalt(Halt):
         super().__init__()
         self.runners = runners
 
-    def signal(self) -> ControlFlow:
+    def unwinding(self) -> ControlFlow:
         return Suspend(f"the turn is ending: {self.reason}")
 
     def running(self) -> Iterator[tuple[asyncio.Future[Any], TurnState]]:
@@ -339,7 +339,7 @@ async def _journaled(
     """An asyncio task's coroutine in its child context: checked as a block's code is, and
     ended in the order it ended in live."""
     failure: ErrorInfo | None = None
-    ended = False  # a control-flow signal is no ending: the task goes on in a later invocation
+    ended = False  # a control-flow exception is no ending: the task goes on in a later invocation
     try:
         value = await child.run_awaited(coro, task_body=True)
         ended = True
@@ -403,24 +403,24 @@ def _label(coro: Coroutine[Any, Any, Any]) -> str:
 
 
 def _outcome_error(task: asyncio.Future[Any]) -> BaseException | None:
-    """What ended ``task`` (a group's control-flow signal, taken out of it), or None."""
+    """What ended ``task`` (a group's control-flow exception, taken out of it), or None."""
     if task.cancelled():
         return None
     return _unwrapped(task.exception())
 
 
 def _unwrapped(exc: BaseException | None) -> BaseException | None:
-    """A (Base)ExceptionGroup of a TaskGroup or anyio: the signal in it that matters most
-    (a fence, an abort, a suspension; waits merged into one), else the group itself."""
+    """A (Base)ExceptionGroup of a TaskGroup or anyio: the control-flow exception in it that
+    matters most (a fence, an abort, a suspension; waits merged into one), else the group."""
     if not isinstance(exc, BaseExceptionGroup):
         return exc
-    signals: list[ControlFlow] = []
-    _signals_in(exc, signals)
+    raised: list[ControlFlow] = []
+    _control_flow_in(exc, raised)
     for kind in (Fenced, Abort, Suspend):
-        for signal in signals:
-            if isinstance(signal, kind):
-                return signal
-    waits = [signal for signal in signals if isinstance(signal, Wait)]
+        for unwinding in raised:
+            if isinstance(unwinding, kind):
+                return unwinding
+    waits = [unwinding for unwinding in raised if isinstance(unwinding, Wait)]
     if waits:
         if len(waits) == 1:
             return waits[0]
@@ -443,10 +443,10 @@ def _merged(wait: Wait, outcomes: list[BaseException | None]) -> Wait:
     return Wait(waiters, wait.reason)
 
 
-def _signals_in(group: BaseExceptionGroup[Any], into: list[ControlFlow]) -> None:
+def _control_flow_in(group: BaseExceptionGroup[Any], into: list[ControlFlow]) -> None:
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
-            _signals_in(exc, into)
+            _control_flow_in(exc, into)
         elif isinstance(exc, ControlFlow):
             into.append(exc)
 

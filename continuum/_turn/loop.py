@@ -20,8 +20,8 @@ from continuum._record.inbox import Listing
 from continuum._record.model import ErrorInfo, JournalEntry, TaskRecord
 from continuum._record.waiting_for import Waiter
 from continuum._steps.budget import Budget
+from continuum._steps.control_flow import Abort, Fenced, Suspend, Wait
 from continuum._steps.failures import error_info
-from continuum._steps.signals import Abort, Fenced, Suspend, Wait
 from continuum._steps.turn_state import TurnScope, TurnState
 from continuum._turn.context import TaskContext
 from continuum._turn.context_runner import ContextRunner

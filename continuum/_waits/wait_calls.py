@@ -22,7 +22,7 @@ from continuum._define.callbacks import Callback
 from continuum._define.steps import active_runner
 from continuum._record.model import EntryKind, JournalEntry
 from continuum._record.waiting_for import Duration, Waiter
-from continuum._steps.signals import Wait
+from continuum._steps.control_flow import Wait
 from continuum._steps.turn_state import TurnState
 from continuum._waits.kinds import callback_wait as callback_kind
 from continuum._waits.kinds import time_wait as time_kind

@@ -25,7 +25,7 @@ from continuum._record.recovery import end_recovery, note_death
 from continuum._record.sweep import SweepIncompleteError
 from continuum._record.waiting_for import Waiter, epoch_to_datetime
 from continuum._steps.budget import observe
-from continuum._steps.signals import Abort, Fenced, Suspend
+from continuum._steps.control_flow import Abort, Fenced, Suspend
 from continuum._worker.long_waits import LongWaits, plan
 from continuum._worker.wake import next_wake
 from continuum.backends.store import StoreError

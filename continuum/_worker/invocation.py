@@ -21,7 +21,7 @@ from continuum._record.inbox import Listing
 from continuum._record.model import ErrorInfo, Status
 from continuum._record.persistence import Records
 from continuum._steps.budget import Budget
-from continuum._steps.signals import Suspend
+from continuum._steps.control_flow import Suspend
 from continuum._steps.task_inbox import TaskInbox
 from continuum._turn.loop import Cancelled, Failed, Lost, Returned, Suspended, TurnLoop, Waiting
 from continuum._turn.tasks import Task

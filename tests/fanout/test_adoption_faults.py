@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from continuum._fanout.adoption import running_again
-from continuum._steps.signals import Suspend
+from continuum._steps.control_flow import Suspend
 from continuum.backends.store import TransientStoreError
 
 

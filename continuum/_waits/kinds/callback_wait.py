@@ -27,7 +27,7 @@ from continuum._record.waiting_for import (
     epoch_to_datetime,
     seconds_of,
 )
-from continuum._steps.signals import Suspend
+from continuum._steps.control_flow import Suspend
 from continuum._waits.kinds.template import Caller, WaitOperation
 from continuum.errors import CallbackFailedError, CallbackTimeoutError, ContinuumError
 

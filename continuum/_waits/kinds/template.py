@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from continuum._record.inbox import Listing
     from continuum._record.model import JournalEntry, TaskRecord
     from continuum._record.waiting_for import Waiter
-    from continuum._steps.signals import Wait
+    from continuum._steps.control_flow import Wait
     from continuum._steps.turn_state import TurnState
     from continuum._waits.answers import Mail
 

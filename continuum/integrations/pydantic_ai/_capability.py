@@ -47,7 +47,7 @@ from pydantic_ai.toolsets import AbstractToolset, ExternalToolset, FunctionTools
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from continuum._define.steps import Runner, StepOptions, active_runner, as_step
-from continuum._steps.signals import ControlFlow
+from continuum._steps.control_flow import ControlFlow
 from continuum._turn.context import current_context
 from continuum.errors import CallbackFailedError, CallbackTimeoutError, TaskCancelledError
 from continuum.integrations.pydantic_ai._approvals import Approvals, Notify, print_request

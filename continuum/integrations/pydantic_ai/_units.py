@@ -46,7 +46,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from continuum._define.steps import Runner, Step, StepOptions, make_step
-from continuum._steps.signals import ControlFlow
+from continuum._steps.control_flow import ControlFlow
 from continuum._turn.context import TaskContext
 from continuum._turn.event_loop import InvocationLoop
 
