@@ -15,6 +15,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from pydantic import BaseModel
 
@@ -204,3 +205,84 @@ def test_log_lines_of_async_steps_awaited_side_by_side_carry_their_own_attempts_
     assert len(keys) == 2, attempts
     # observed: both lines carry the span id of the attempt that started last
     assert sorted(by_part.values()) == sorted(attempts.values())
+
+
+class ChokesOnOne(SpanProcessor):
+    """A processor with a bug that raises for one kind of span (its on_start)."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if span.name == "book attempt 1":
+            raise ValueError("cannot handle this span")
+
+
+def test_a_processor_that_raises_on_one_span_loses_that_span_only(exporter, naming, aws):
+    provider = TracerProvider()
+    provider.add_span_processor(ChokesOnOne())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = Continuum()
+    app.observe(Tracing(tracer_provider=provider, naming=naming))
+
+    @app.step
+    def check(city: str) -> str:
+        return city
+
+    @app.step
+    def book(city: str) -> str:
+        return f"booked {city}"
+
+    @app.task(state=Plan)
+    def trip(ctx: TaskContext[Plan]) -> str:
+        return book(check(ctx.state.city))
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("trip", {}, task_id="chokes-1"))
+    assert runtime.record("chokes-1").status == Status.SUCCEEDED
+    root = "task trip" if naming == "continuum" else "Workflow"
+    invocation = "invocation" if naming == "continuum" else "Invocation"
+    assert sorted(s.name for s in spans_of(exporter)) == sorted(
+        ["book", "check", "check attempt 1", invocation, root]
+    )
+
+
+class Counting(IdGenerator):
+    """A provider's own id generator: span ids counted up from 1, random trace ids."""
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.random = RandomIdGenerator()
+
+    def generate_span_id(self) -> int:
+        self.last += 1
+        return self.last
+
+    def generate_trace_id(self) -> int:
+        return self.random.generate_trace_id()
+
+
+def test_with_a_providers_own_id_generator_log_lines_name_the_exported_attempt(exporter, aws):
+    provider = TracerProvider(id_generator=Counting())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    out = io.StringIO()
+    log = Logger(service=f"review-own-ids-{aws}", logger_handler=logging.StreamHandler(out))
+    app = Continuum()
+    app.observe(Tracing(tracer_provider=provider, logger=log))
+
+    @app.step(retries=1, backoff_s=0)
+    def book(city: str) -> str:
+        log.info("booking", city=city)
+        if not out.getvalue().count('"booking"') > 1:
+            raise RuntimeError("full")
+        return f"booked {city}"
+
+    @app.task(state=Plan)
+    def trip(ctx: TaskContext[Plan]) -> str:
+        return book(ctx.state.city)
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("trip", {}, task_id="own-ids-1"))
+    assert runtime.record("own-ids-1").status == Status.SUCCEEDED
+    exported = [
+        f"{s.context.span_id:016x}" for s in spans_of(exporter) if s.name.startswith("book attempt")
+    ]
+    lines = [json.loads(line) for line in out.getvalue().splitlines() if '"booking"' in line]
+    assert [line.get("span_id") for line in lines] == exported
