@@ -10,10 +10,14 @@ events, which read it from the record); a replayed step, wait or context sends n
 is still open when an invocation ends (a wait, a step whose retry waits) is sent as a span of
 that invocation with status UNSET.
 
-Only the invocation's span is open in the SDK while the task runs: a step's attempt, and every
-span that ended, is kept as plain values (``_Later``) and made on the tracer, started and ended
-at once, when a write of the record holds it; the attempt's span id is chosen as it starts,
-so that log lines name it. (A tracer that chooses its own ids gets the attempt as it starts.)
+When the provider's pipeline cannot tell when a span was made (the SDK's own samplers, and only
+its export processors), only the invocation's span is open in the SDK while the task runs: a
+step's attempt, and every span that ended, is kept as plain values (``_Later``) and made on the
+tracer, started and ended at once, when a write of the record holds it; the attempt's span id
+is chosen as it starts, so that log lines name it. Any other sampler or processor (one that
+reads the thread or the context at ``on_start``), or a tracer that chooses its own ids, gets
+each span started where and when it starts, as made live. An attempt's outcome is set after it
+starts either way: a sampler decides on what the attempt starts with.
 
 Two vocabularies name the spans and their attributes (docs/tracing.md lists every one):
 ``naming="continuum"`` (the default: ``task <name>``, ``invocation``, ``continuum.*``) and
@@ -36,6 +40,9 @@ from typing import TYPE_CHECKING, Any, Literal
 try:
     from opentelemetry import trace
     from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import ConcurrentMultiSpanProcessor, SynchronousMultiSpanProcessor
+    from opentelemetry.sdk.trace import sampling as _sampling
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.id_generator import IdGenerator
     from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 except ImportError as exc:  # pragma: no cover - exercised without the extra
@@ -92,6 +99,32 @@ _UNSET_OUTCOMES = ("cancelled", "abandoned")
 #: The outcome of an invocation whose record another worker took meanwhile.
 _FENCED = "fenced"
 Naming = Literal["continuum", "aws"]
+#: The SDK's span processors that do nothing at a span's start (they export at its end).
+_EXPORT_ONLY = (SimpleSpanProcessor, BatchSpanProcessor)
+_MULTI_PROCESSORS = (SynchronousMultiSpanProcessor, ConcurrentMultiSpanProcessor)
+
+
+def _samples_on_its_arguments(sampler: object) -> bool:
+    """The SDK's own samplers (and their delegates) decide on what ``start_span`` passes them
+    alone, not on the thread or the moment it is called."""
+    if type(sampler).__module__ != _sampling.__name__:
+        return False
+    delegates = getattr(sampler, "__dict__", {}).values()
+    return all(_samples_on_its_arguments(s) for s in delegates if isinstance(s, _sampling.Sampler))
+
+
+def _cannot_tell_when_made(tracer: Any) -> bool:
+    """Whether ``tracer``'s sampler and span processors export the same spans whenever and in
+    whichever thread they are made: then they may be made when a write holds them."""
+    multi = getattr(tracer, "span_processor", None)
+    if type(multi) not in _MULTI_PROCESSORS:
+        return False
+    processors = getattr(multi, "_span_processors", None)
+    return (
+        isinstance(processors, tuple)
+        and all(type(p) in _EXPORT_ONLY for p in processors)
+        and _samples_on_its_arguments(getattr(tracer, "sampler", None))
+    )
 
 
 class _ChosenIds(IdGenerator):
@@ -341,8 +374,10 @@ class _Later:
     attributes: dict[str, Any]
     links: list[Link] | None
     status: Status | None = None
-    #: the span already started, where the tracer chooses its ids (not the SDK's)
+    #: the span already started, where its pipeline could tell when it was made
     span: Span | None = None
+    #: an attempt's outcome, set after it starts (a sampler is not offered it)
+    outcome: tuple[str, str] | None = None
 
 
 @dataclass
@@ -398,6 +433,8 @@ class _TaskTrace:
     retries: int = 0
     #: the Lambda request id of the invocation that runs here (the lease's owner)
     request_id: str | None = None
+    #: spans start as they start (the pipeline could tell), else when a write holds them
+    live: bool = True
     #: spans that ended, made and sent when a write of the record holds them: a worker
     #: that dies before it sends none of what its redo sends again
     held: deque[_Later] = field(default_factory=deque)
@@ -554,9 +591,10 @@ class Tracing(Observer):
         links: list[Link] | None = None,
     ) -> None:
         """Send a span that is over: it started at ``start`` and ends at ``end``."""
-        task.held.append(
-            _Later(name, start, max(end, start), parent, span_id, attributes, links, status)
-        )
+        later = _Later(name, start, max(end, start), parent, span_id, attributes, links, status)
+        if task.live:
+            later.span = self._make(task, later)
+        task.held.append(later)
 
     def _send_held(self, task: _TaskTrace) -> None:
         """Make and send the spans a write of the record now holds."""
@@ -564,18 +602,23 @@ class Tracing(Observer):
         while held:  # popleft is atomic: a map item's thread may hold one meanwhile
             self._send(task, held.popleft())
 
+    def _make(self, task: _TaskTrace, later: _Later) -> Span:
+        return self._start(
+            later.name,
+            task,
+            start=later.start,
+            parent=later.parent,
+            span_id=later.span_id,
+            attributes=later.attributes,
+            links=later.links,
+        )
+
     def _send(self, task: _TaskTrace, later: _Later) -> None:
         span = later.span
         if span is None:
-            span = self._start(
-                later.name,
-                task,
-                start=later.start,
-                parent=later.parent,
-                span_id=later.span_id,
-                attributes=later.attributes,
-                links=later.links,
-            )
+            span = self._make(task, later)
+        if later.outcome is not None:
+            span.set_attribute(*later.outcome)
         if later.status is not None:
             span.set_status(later.status)
         span.end(end_time=_ns(later.end))
@@ -626,6 +669,7 @@ class Tracing(Observer):
 
     def invocation_started(self, event: InvocationStarted) -> None:
         words, stack = self._words, event.stack
+        tracer = self._tracer or self._get_tracer()
         is_child = event.parent_id is not None
         above = parse_traceparent(event.traceparent)
         trace_id = task_trace_id(stack, event.task_id, event.traceparent if is_child else None)
@@ -653,6 +697,7 @@ class Tracing(Observer):
             retries=event.retries,
             request_id=event.request_id,
             invocation_started=event.started_at,
+            live=self._ids is None or not _cannot_tell_when_made(tracer),
         )
         with self._lock:
             self._tasks[event.task_id] = task
@@ -881,15 +926,8 @@ class Tracing(Observer):
             task.invocation_links,
         )
         ids = self._ids
-        if ids is None:  # the tracer picks the id: the span starts now, for the log keys
-            attempt.span = self._start(
-                attempt.name,
-                task,
-                start=attempt.start,
-                parent=step_span,
-                attributes=attempt.attributes,
-                links=attempt.links,
-            )
+        if ids is None or task.live:  # the span starts now, and its id is the log keys'
+            attempt.span = self._make(task, attempt)
             context = attempt.span.get_span_context()
             log_ids = context.trace_id, context.span_id
         else:  # the id is known before the span is made: it is made when it is sent
@@ -899,11 +937,7 @@ class Tracing(Observer):
         self._log_keys(log_ids)
 
     def _end_attempt(self, attempt: _Later, outcome: str) -> None:
-        name, value = self._words.attempt_outcome(outcome)
-        if attempt.span is None:
-            attempt.attributes[name] = value
-        else:
-            attempt.span.set_attribute(name, value)
+        attempt.outcome = self._words.attempt_outcome(outcome)
 
     def step_ended(self, event: StepEnded) -> None:
         task = self._tasks.get(event.task_id)

@@ -1,5 +1,7 @@
-"""Spans reach the tracer when a write of the record holds what they ended: nothing of a step
-lives in the SDK while it runs, yet its log lines name its attempt's span."""
+"""Spans reach the tracer when a write of the record holds what they ended, where the
+provider's pipeline cannot tell when a span was made: nothing of a step lives in the SDK while
+it runs, yet its log lines name its attempt's span. A pipeline that can tell gets each span
+started where and when it starts."""
 
 from __future__ import annotations
 
@@ -42,7 +44,47 @@ class Keys:
         self.seen.append({})
 
 
-def test_a_running_steps_spans_reach_the_sdk_only_once_a_write_of_the_record_holds_them(
+def test_with_the_sdks_own_pipeline_a_running_steps_spans_reach_the_sdk_once_a_write_holds_them(
+    exporter, naming, aws, monkeypatch
+):
+    started = Started()
+    # the export processor's own on_start, watched: the pipeline stays the SDK's alone
+    monkeypatch.setattr(
+        SimpleSpanProcessor, "on_start", lambda _, span, parent_context=None: started.on_start(span)
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    keys = Keys()
+    app = Continuum()
+    app.observe(Tracing(tracer_provider=provider, logger=keys, naming=naming))
+    during: list[list[str]] = []
+    logged: list[dict[str, Any]] = []
+
+    @app.step
+    def book(city: str) -> str:
+        during.append(list(started.names))
+        logged.append(keys.seen[-1])
+        return f"booked {city}"
+
+    @app.task(state=Plan)
+    def trip(ctx: TaskContext[Plan]) -> str:
+        return book(ctx.state.city)
+
+    runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
+    runtime.drive(app.client().start("trip", {}, task_id="trip-made-late"))
+    assert runtime.record("trip-made-late").status == Status.SUCCEEDED
+    invocation = "invocation" if naming == "continuum" else "Invocation"
+    assert during == [[invocation]]
+    attempt = one(spans_of(exporter), "book attempt 1")
+    assert logged == [
+        {
+            "trace_id": f"{attempt.context.trace_id:032x}",
+            "span_id": f"{attempt.context.span_id:016x}",
+        }
+    ]
+
+
+def test_a_processor_that_reads_a_spans_start_sees_a_steps_attempt_start_as_the_step_starts(
     exporter, naming, aws
 ):
     started = Started()
@@ -66,10 +108,10 @@ def test_a_running_steps_spans_reach_the_sdk_only_once_a_write_of_the_record_hol
         return book(ctx.state.city)
 
     runtime = LocalRuntime(app, budget_s=30, backend=aws, virtual_time=True)
-    runtime.drive(app.client().start("trip", {}, task_id="trip-made-late"))
-    assert runtime.record("trip-made-late").status == Status.SUCCEEDED
+    runtime.drive(app.client().start("trip", {}, task_id="trip-made-live"))
+    assert runtime.record("trip-made-live").status == Status.SUCCEEDED
     invocation = "invocation" if naming == "continuum" else "Invocation"
-    assert during == [[invocation]]
+    assert during == [[invocation, "book attempt 1"]]
     attempt = one(spans_of(exporter), "book attempt 1")
     assert logged == [
         {
