@@ -35,12 +35,13 @@ from continuum._record.codec import (
 )
 from continuum._record.inbox import Inbox
 from continuum._record.model import BlobRef, TaskRecord
-from continuum._record.persistence import PastRecord
+from continuum._record.persistence import PastRecord, Records
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum._record.sweep import Sweeper, SweepIncompleteError
 from continuum.backends.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 from continuum.errors import (
     BlobMissingError,
+    ConfigurationError,
     ContinuumError,
     RecordConflictError,
     RecordExistsError,
@@ -394,3 +395,18 @@ class BlobRecords:
             return self.store.get(key).etag != etag
         except NoSuchKey:
             return True
+
+
+def on_blobs(records: Records, *, needs: str) -> BlobRecords:
+    """``records``, for ``needs``, which reads the blob store under them (keys, a listing).
+
+    Raises:
+        ConfigurationError: the records are not on a blob store (``records=`` was given).
+    """
+    if isinstance(records, BlobRecords):
+        return records
+    raise ConfigurationError(
+        f"{needs} needs the task records on a blob store (S3 or a RecordStore); this app "
+        f"was given records={type(records).__name__}",
+        hint="configure the app with store= or bucket= for it",
+    )
