@@ -301,7 +301,11 @@ class BlobRecords:
         return past
 
     def large_value(self, task_id: str, digest: str) -> Any:
-        packed = self.store.get(self.blobs.key(task_id, digest)).body
+        key = self.blobs.key(task_id, digest)
+        try:
+            packed = self.store.get(key).body
+        except NoSuchKey:
+            raise BlobMissingError(f"blob {key} is gone", task_id=task_id) from None
         ref = BlobRef(sha256=digest, size=0, stored=len(packed))
         return unpack_blob(ref, packed, task_id=task_id)
 

@@ -12,7 +12,12 @@ from continuum._base.clock import utcnow
 from continuum._record.inbox import Inbox
 from continuum._record.model import BlobRef, TaskRecord
 from continuum._record.persistence import PastRecord
-from continuum.errors import RecordConflictError, RecordExistsError, RecordNotFoundError
+from continuum.errors import (
+    BlobMissingError,
+    RecordConflictError,
+    RecordExistsError,
+    RecordNotFoundError,
+)
 
 
 class DictRecords:
@@ -31,12 +36,12 @@ class DictRecords:
     last_record_bytes = 0
 
     @property
-    def inbox(self) -> Inbox:
-        return Inbox(self, stack=self.stack)
-
-    @property
     def run_markers(self) -> Any:
         raise NotImplementedError("RunMarkers is a class on a blob store")
+
+    @property
+    def inbox(self) -> Inbox:
+        return Inbox(self, stack=self.stack)
 
     def _write(self, record: TaskRecord) -> str:
         revision = str(next(self._count))
@@ -96,7 +101,7 @@ class DictRecords:
         raise RecordNotFoundError(f"no version {version}", task_id=task_id)
 
     def large_value(self, task_id: str, digest: str) -> Any:
-        raise RecordNotFoundError("values are kept inline", task_id=task_id)
+        raise BlobMissingError("values are kept inline", task_id=task_id)
 
     def ensure_swept(self, record: TaskRecord) -> bool:
         with self._lock:
