@@ -98,9 +98,9 @@ class BlobRecords:
     def run_markers(self) -> RunMarkers:
         """What each recurring schedule's fires did, beside the records (made on first use:
         only an app with schedules needs it)."""
-        from continuum._record.schedule_runs import RunMarkers
+        from continuum._record.schedule_runs import BlobRunMarkers
 
-        return RunMarkers(self.store, prefix=self.prefix)
+        return BlobRunMarkers(self.store, prefix=self.prefix)
 
     @property
     def last_record_bytes(self) -> int:

@@ -102,7 +102,8 @@ class Records(InboxObjects, Protocol):
 
     @property
     def run_markers(self) -> RunMarkers:
-        """What each recurring schedule's fires did (kept beside the records)."""
+        """What each recurring schedule's fires did, kept beside the records (a
+        :class:`~continuum._record.schedule_runs.RunMarkers`: its docstring is its contract)."""
         ...
 
     def load(self, task_id: str) -> tuple[TaskRecord, str]:

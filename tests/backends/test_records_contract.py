@@ -1,14 +1,15 @@
 """The contract of the record-level seam (``Records``): what the worker, the client and the
 operators rely on, whatever keeps the records.
 
-The tests are the methods of :class:`RecordsContract`, through the ``Records`` protocol
-only: no key, etag, tag or version appears in them. Records:
+The tests are the methods of :class:`RecordsContract`, through the ``Records`` protocol and
+the ``RunMarkers`` it hands out only: no key, etag, tag or version appears in them. Records:
 load (absent raises), create only if absent, swap by revision (a stale or absent one raises
 and writes nothing), a create or swap retried after its reply was lost counts as landed, a
 value over ``max_value_bytes`` is refused before anything is written, a large value reads back
 by its digest. The inbox: a create-once put, an overwrite, a sorted listing, reads and deletes
 of absent names. The history: each write kept, oldest first, each readable again. The sweep: a
 finished swap is swept, a revived task is swept again, and a completed sweep is not redone.
+The run markers: a schedule's runs written by compare-and-swap, a fire's decision made once.
 
 :class:`TestBlobRecords` runs them on ``[memory]`` (``BlobRecords`` on the in-memory bucket)
 and ``[moto]`` (``BlobRecords`` on moto's S3, versioned). To run them against a record backend
@@ -37,6 +38,7 @@ the writer retries it; without it those tests are skipped. A backend that sets
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
@@ -44,6 +46,7 @@ import pytest
 from continuum._record.blob_records import BlobRecords
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
+from continuum._record.schedule_runs import FireDecision, ScheduleRuns
 from continuum.backends import InMemoryRecordStore, RecordStore, TransientStoreError
 from continuum.errors import (
     BlobMissingError,
@@ -61,6 +64,7 @@ MAX_VALUE_BYTES = 200_000
 TOO_LARGE_STATE = {"notes": ["n" * 1000 for _ in range(300)]}
 #: Arms a lost reply: the next write lands and its reply is lost, so the writer retries it.
 LoseAReply = Callable[[], None]
+NOON = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def new_record(task_id: str = "t-1", **fields: object) -> TaskRecord:
@@ -81,6 +85,10 @@ def finish(records: Records, task_id: str = "t-1") -> TaskRecord:
     record.status, record.result = Status.SUCCEEDED, "done"
     records.swap(record, revision=revision, finished=True)
     return records.load(task_id)[0]
+
+
+def runs(**fields: Any) -> ScheduleRuns:
+    return ScheduleRuns.model_validate({"schedule": "nightly", "scheduled_time": NOON, **fields})
 
 
 class RecordsContract:
@@ -320,6 +328,56 @@ class RecordsContract:
         records.create(new_record(state=LARGE_STATE))
         with pytest.raises(BlobMissingError):
             records.large_value("t-1", "0" * 64)
+
+    # -- the run markers -----------------------------------------------------------------
+
+    def test_a_schedule_has_no_runs_before_its_first_write(self, records: Records) -> None:
+        assert records.run_markers.read("nightly") == (None, None)
+
+    def test_runs_are_created_once_and_then_swapped_by_revision(self, records: Records) -> None:
+        markers = records.run_markers
+        first = markers.write(runs(run="nightly-1"), revision=None)
+        with pytest.raises(RecordConflictError):
+            markers.write(runs(run="nightly-other"), revision=None)
+        assert markers.read("nightly") == (runs(run="nightly-1"), first)
+        second = markers.write(runs(run="nightly-2"), revision=first)
+        assert second != first
+        assert markers.read("nightly") == (runs(run="nightly-2"), second)
+
+    def test_runs_written_on_a_stale_revision_raise_conflict_and_write_nothing(
+        self, records: Records
+    ) -> None:
+        markers = records.run_markers
+        stale = markers.write(runs(run="nightly-1"), revision=None)
+        current = markers.write(runs(run="nightly-2"), revision=stale)
+        with pytest.raises(RecordConflictError):
+            markers.write(runs(run="nightly-3"), revision=stale)
+        assert markers.read("nightly") == (runs(run="nightly-2"), current)
+        assert markers.read("weekly") == (None, None)  # another schedule's runs are apart
+
+    def test_runs_written_again_after_a_lost_reply_count_as_landed(
+        self, records: Records, lose_a_reply: LoseAReply | None
+    ) -> None:
+        if lose_a_reply is None:
+            pytest.skip("this backend's replies cannot be lost")
+        markers = records.run_markers
+        first = markers.write(runs(run="nightly-1"), revision=None)
+        lose_a_reply()
+        second = markers.write(runs(run="nightly-2"), revision=first)
+        assert markers.read("nightly") == (runs(run="nightly-2"), second)
+
+    def test_the_first_decision_of_a_fire_is_the_one_every_delivery_gets(
+        self, records: Records
+    ) -> None:
+        markers = records.run_markers
+        started = FireDecision(scheduled_time=NOON, outcome="started", at=NOON)
+        skipped = FireDecision(scheduled_time=NOON, outcome="skipped", running="r", at=NOON)
+        assert markers.decision("nightly", NOON) is None
+        assert markers.decide("nightly", started) == (started, True)
+        assert markers.decide("nightly", skipped) == (started, False)
+        assert markers.decide("nightly", started) == (started, True)  # the same, retried
+        assert markers.decision("nightly", NOON) == started
+        assert markers.decision("weekly", NOON) is None
 
 
 class ReplyLosingStore:

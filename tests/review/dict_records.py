@@ -1,5 +1,6 @@
 """A ``Records`` written from ``persistence.Records``' docstring alone, on dicts (review of
-issue 35): what another store would write to stand under the record-level seam."""
+issue 35): what another store would write to stand under the record-level seam; its run
+markers written from ``schedule_runs.RunMarkers``' docstring alone."""
 
 from __future__ import annotations
 
@@ -12,12 +13,52 @@ from continuum._base.clock import utcnow
 from continuum._record.inbox import Inbox
 from continuum._record.model import BlobRef, TaskRecord
 from continuum._record.persistence import PastRecord
+from continuum._record.schedule_runs import FireDecision, ScheduleRuns
 from continuum.errors import (
     BlobMissingError,
     RecordConflictError,
     RecordExistsError,
     RecordNotFoundError,
 )
+
+
+class DictRunMarkers:
+    """Run markers in dicts, one lock: revisions are a counter."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = itertools.count(1)
+        self._runs: dict[str, tuple[str, str]] = {}  # schedule: (revision, JSON)
+        self._decisions: dict[tuple[str, datetime], str] = {}
+
+    def read(self, schedule: str) -> tuple[ScheduleRuns | None, str | None]:
+        with self._lock:
+            if schedule not in self._runs:
+                return None, None
+            revision, body = self._runs[schedule]
+        return ScheduleRuns.model_validate_json(body), revision
+
+    def write(self, runs: ScheduleRuns, *, revision: str | None) -> str:
+        body = runs.model_dump_json()
+        with self._lock:
+            current = self._runs.get(runs.schedule)
+            if (current[0] if current else None) != revision:
+                raise RecordConflictError(f"schedule {runs.schedule!r} moved")
+            new = str(next(self._count))
+            self._runs[runs.schedule] = (new, body)
+            return new
+
+    def decision(self, schedule: str, scheduled_time: datetime) -> FireDecision | None:
+        body = self._decisions.get((schedule, scheduled_time))
+        return None if body is None else FireDecision.model_validate_json(body)
+
+    def decide(self, schedule: str, decision: FireDecision) -> tuple[FireDecision, bool]:
+        with self._lock:
+            made = self._decisions.setdefault(
+                (schedule, decision.scheduled_time), decision.model_dump_json()
+            )
+        ours = FireDecision.model_validate_json(made)
+        return ours, ours == decision
 
 
 class DictRecords:
@@ -30,14 +71,11 @@ class DictRecords:
         self._history: dict[str, list[tuple[str, datetime, str]]] = {}
         self._swept: set[str] = set()
         self._inbox: dict[tuple[str, str], bytes] = {}
+        self.run_markers = DictRunMarkers()
 
     stack = "dict-records"
     max_value_bytes = None
     last_record_bytes = 0
-
-    @property
-    def run_markers(self) -> Any:
-        raise NotImplementedError("RunMarkers is a class on a blob store")
 
     @property
     def inbox(self) -> Inbox:

@@ -1,7 +1,7 @@
 """Review (issue 35): a ``Records`` written from ``persistence.Records``' docstring alone, on
 dicts (tests/review/dict_records.py), passes the record-level contract suite: the seam holds
-for the contract it states. What it cannot implement from the protocol is ``run_markers`` (a
-class on a blob store): a failing test in test_review_engine.py.
+for the contract it states. Its run markers, written from ``RunMarkers``' docstring, pass the
+suite's run-marker tests.
 
 It runs the suite the way the suite's docstring says: a subclass giving ``records``.
 """
