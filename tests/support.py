@@ -47,7 +47,7 @@ from continuum._record.model import (
 )
 from continuum._record.persistence import Records
 from continuum._record.recovery import end_recovery, note_death
-from continuum._record.schedule_runs import FireDecision, RunMarkers, ScheduleRuns
+from continuum._record.schedule_runs import BlobRunMarkers, FireDecision, ScheduleRuns
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting, cut_state, segment_ends
 from continuum._steps.budget import Budget, observe, predict
 from continuum._steps.control_flow import Preempted
@@ -87,6 +87,7 @@ __all__ = [
     "AdmissionRule",
     "AdmissionRules",
     "BlobRecords",
+    "BlobRunMarkers",
     "Budget",
     "CallbackAnswer",
     "Claim",
@@ -115,7 +116,6 @@ __all__ = [
     "QueueError",
     "Records",
     "Returned",
-    "RunMarkers",
     "ScheduleFires",
     "ScheduleRuns",
     "Segmenting",

@@ -38,6 +38,7 @@ from continuum._define.settings import Settings
 from continuum._define.steps import Step
 from continuum._record.blob_records import BlobRecords
 from continuum._record.continuation import Continuations
+from continuum._record.persistence import Records
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.metering import Meter
 from continuum._worker.sqs_batch import LambdaContext
@@ -60,9 +61,10 @@ class Continuum(Decorators):
 
     Takes ``bucket`` and ``queue_url`` (or the environment's) and, as keywords, where else
     records and continuations live (the fields of ``BackendConfig``: ``prefix``,
-    ``s3_client``, ``sqs_client``, ``store``, ``queue``), the budget rule, limits and margins
-    (the fields of :class:`continuum.Settings`: ``confidence``, ``safety_margin_s``, ...), and
-    ``signing_key``. Each is documented once, as its field; ``help(Continuum)`` lists them.
+    ``s3_client``, ``sqs_client``, ``store``, ``queue``, ``records``), the budget rule, limits
+    and margins (the fields of :class:`continuum.Settings`: ``confidence``,
+    ``safety_margin_s``, ...), and ``signing_key``. Each is documented once, as its field;
+    ``help(Continuum)`` lists them.
 
     Raises:
         TypeError: a keyword it does not take.
@@ -81,7 +83,7 @@ class Continuum(Decorators):
         self.meter = Meter()
         #: hooks on what the worker does (``app.observe``).
         self.observers = Observers()
-        self._records: BlobRecords | None = None
+        self._records: Records | None = None
         self._continuations: Continuations | None = None
         self._worker: Worker | None = None
         self._links: LinkEndpoint | None = None
@@ -207,9 +209,13 @@ class Continuum(Decorators):
         self._records = self._continuations = self._worker = self._links = None
 
     @property
-    def records(self) -> BlobRecords:
-        """The task records (S3, or the store given)."""
+    def records(self) -> Records:
+        """The task records (S3, or the store given, or the ``records`` given as they are)."""
         if self._records is None:
+            given = self._backends.config.records
+            if given is not None:
+                self._records = given
+                return given
             settings = self.settings
             self._records = BlobRecords(
                 self.meter.wrap(self._backends.store()),

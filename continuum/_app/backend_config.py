@@ -3,8 +3,9 @@
 The app's configuration (:class:`BackendConfig`) says a bucket and a queue URL (as arguments,
 or the environment variables named here), with boto3 clients made on first use unless given;
 or it says a :class:`~continuum.RecordStore` and a :class:`~continuum.ContinuationQueue`
-directly (the in-memory fakes of ``continuum.testing``, say). :class:`Backends` turns either
-into the two seams, and nothing above it knows which it was.
+directly (the in-memory fakes of ``continuum.testing``, say), or a ``Records`` of another
+shape in place of the blob store. :class:`Backends` turns either into the seams, and nothing
+above it knows which it was.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
+    from continuum._record.persistence import Records
     from continuum.backends.eventbridge import SchedulerClient
     from continuum.backends.scheduler import ContinuationScheduler
 
@@ -61,23 +63,59 @@ class BackendConfig:
     scheduler: ContinuationScheduler | None = None
     #: A boto3 EventBridge Scheduler client (default: one made on first use).
     scheduler_client: SchedulerClient | None = None
+    #: The task records themselves, a ``Records`` not on a blob store (a table, say), in
+    #: place of ``store``/``bucket``/``s3_client``; used as given (``prefix`` does not apply).
+    records: Records | None = None
+
+    def __post_init__(self) -> None:
+        if self.records is None:
+            return
+        # a Protocol is not checkable at run time: the methods every caller needs first
+        if not all(callable(getattr(self.records, name, None)) for name in ("load", "swap")):
+            raise ConfigurationError(
+                f"records= is a Records (load, create, swap, ...), got "
+                f"{type(self.records).__name__}",
+                hint="pass a Records, or store= / bucket= for records on a blob store",
+            )
+        said = [
+            name
+            for name, given in (
+                ("store", self.store is not None),
+                ("bucket", bool(self.bucket)),
+                ("s3_client", self.s3_client is not None),
+            )
+            if given
+        ]
+        if said:
+            raise ConfigurationError(
+                f"records= and {', '.join(n + '=' for n in said)} both say where the task "
+                f"records live",
+                hint="pass records= for a Records of your own, or store= / bucket= for the "
+                "blob store, not both",
+            )
 
     def changed_by(self, changes: BackendConfig) -> BackendConfig:
         """This configuration with what ``changes`` says; a bucket or S3 client replaces a
-        store, and a queue URL or SQS client a queue."""
-        store, queue, scheduler = self.store, self.queue, self.scheduler
+        store, a store, bucket or S3 client replaces records and records replace all three,
+        and a queue URL or SQS client a queue."""
+        store, queue, scheduler, records = self.store, self.queue, self.scheduler, self.records
+        bucket, s3_client = self.bucket, self.s3_client
         # ``is not None``: a fake may be falsy (an empty queue has len 0).
         if changes.bucket or changes.s3_client is not None:
             store = None
+        if changes.bucket or changes.s3_client is not None or changes.store is not None:
+            records = None
+        if changes.records is not None:
+            store, bucket, s3_client = None, None, None
         if changes.queue_url or changes.sqs_client is not None:
             queue = None
         if changes.scheduler_client is not None:
             scheduler = None
         return BackendConfig(
-            self.bucket if not changes.bucket else changes.bucket,
+            bucket if not changes.bucket else changes.bucket,
             self.queue_url if not changes.queue_url else changes.queue_url,
             prefix=changes.prefix or self.prefix,
-            s3_client=self.s3_client if changes.s3_client is None else changes.s3_client,
+            s3_client=s3_client if changes.s3_client is None else changes.s3_client,
             sqs_client=self.sqs_client if changes.sqs_client is None else changes.sqs_client,
             store=store if changes.store is None else changes.store,
             queue=queue if changes.queue is None else changes.queue,
@@ -87,6 +125,7 @@ class BackendConfig:
                 if changes.scheduler_client is None
                 else changes.scheduler_client
             ),
+            records=records if changes.records is None else changes.records,
         )
 
 

@@ -37,7 +37,7 @@ from continuum._local.reports import (
     waits_for_outside,
 )
 from continuum._local.virtual_time import DueTimes, RealTime, VirtualTime
-from continuum._record.blob_records import BlobRecords
+from continuum._record.blob_records import BlobRecords, on_blobs
 from continuum._record.model import Counters, TaskRecord
 from continuum._worker.metering import CallCounter, Uncounted
 from continuum.backends.queue import MAX_DELAY_S, ContinuationQueue
@@ -176,7 +176,9 @@ class LocalRuntime:
         if scheduler:
             with self.time.running():  # the firer starts at the clock's time, not the real now
                 self._setup_scheduler(endpoint_url)
-        self.observer = BlobRecords(self.observer_store, prefix=app.records.prefix)
+        # the runtime put the app's records on its own store above, so they are on blobs
+        prefix = on_blobs(app.records, needs="the local runtime").prefix
+        self.observer = BlobRecords(self.observer_store, prefix=prefix)
         self.handled = handled_on(app)
         self._seen: dict[str, TaskRecord] = {}  # child tasks' records after their last run
         self.counter.calls.clear()

@@ -35,12 +35,13 @@ from continuum._record.codec import (
 )
 from continuum._record.inbox import Inbox
 from continuum._record.model import BlobRef, TaskRecord
-from continuum._record.persistence import PastRecord
+from continuum._record.persistence import PastRecord, Records
 from continuum._record.segments import DEFAULT_SEGMENTING, Segmenting
 from continuum._record.sweep import Sweeper, SweepIncompleteError
 from continuum.backends.store import NoSuchKey, PreconditionFailed, RecordStore, put_with_retries
 from continuum.errors import (
     BlobMissingError,
+    ConfigurationError,
     ContinuumError,
     RecordConflictError,
     RecordExistsError,
@@ -97,9 +98,9 @@ class BlobRecords:
     def run_markers(self) -> RunMarkers:
         """What each recurring schedule's fires did, beside the records (made on first use:
         only an app with schedules needs it)."""
-        from continuum._record.schedule_runs import RunMarkers
+        from continuum._record.schedule_runs import BlobRunMarkers
 
-        return RunMarkers(self.store, prefix=self.prefix)
+        return BlobRunMarkers(self.store, prefix=self.prefix)
 
     @property
     def last_record_bytes(self) -> int:
@@ -300,7 +301,11 @@ class BlobRecords:
         return past
 
     def large_value(self, task_id: str, digest: str) -> Any:
-        packed = self.store.get(self.blobs.key(task_id, digest)).body
+        key = self.blobs.key(task_id, digest)
+        try:
+            packed = self.store.get(key).body
+        except NoSuchKey:
+            raise BlobMissingError(f"blob {key} is gone", task_id=task_id) from None
         ref = BlobRef(sha256=digest, size=0, stored=len(packed))
         return unpack_blob(ref, packed, task_id=task_id)
 
@@ -394,3 +399,18 @@ class BlobRecords:
             return self.store.get(key).etag != etag
         except NoSuchKey:
             return True
+
+
+def on_blobs(records: Records, *, needs: str) -> BlobRecords:
+    """``records``, for ``needs``, which reads the blob store under them (keys, a listing).
+
+    Raises:
+        ConfigurationError: the records are not on a blob store (``records=`` was given).
+    """
+    if isinstance(records, BlobRecords):
+        return records
+    raise ConfigurationError(
+        f"{needs} needs the task records on a blob store (S3 or a RecordStore); this app "
+        f"was given records={type(records).__name__}",
+        hint="configure the app with store= or bucket= for it",
+    )

@@ -6,7 +6,8 @@ of keys, etags, tags, versions or listings: those belong to one implementation o
 in-memory bucket), which stays the blob store below it. A backend of another shape (a table
 with conditional writes, say DynamoDB) would implement this protocol instead and pass the
 record-level contract suite (``tests/backends/test_records_contract.py``); the app builds
-``BlobRecords`` on the store it is given today.
+``BlobRecords`` on the store or bucket it is given, or takes such a backend as
+``Continuum(records=...)``.
 
 A *revision* is an opaque string that the seam hands out with every record it loads or
 writes, and that changes with every write of the record (S3: its etag; a table: a version
@@ -101,7 +102,8 @@ class Records(InboxObjects, Protocol):
 
     @property
     def run_markers(self) -> RunMarkers:
-        """What each recurring schedule's fires did (kept beside the records)."""
+        """What each recurring schedule's fires did, kept beside the records (a
+        :class:`~continuum._record.schedule_runs.RunMarkers`: its docstring is its contract)."""
         ...
 
     def load(self, task_id: str) -> tuple[TaskRecord, str]:
@@ -169,7 +171,12 @@ class Records(InboxObjects, Protocol):
 
     def large_value(self, task_id: str, digest: str) -> Any:
         """A value a record keeps outside itself (a ``BlobRef``: its state, a step's result),
-        by its digest, as it was stored; a value that is gone or corrupt raises."""
+        by its digest, as it was stored.
+
+        Raises:
+            BlobMissingError: no such value (gone, or never stored).
+            RecordCorruptError: it does not match its digest, or does not parse.
+        """
         ...
 
     def ensure_swept(self, record: TaskRecord) -> bool:

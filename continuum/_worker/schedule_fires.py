@@ -37,12 +37,12 @@ from continuum._record.schedule_runs import FireDecision, ScheduleRuns, SkippedF
 from continuum._turn.tasks import Registry, Task
 from continuum._worker.endings import Outcome
 from continuum._worker.sqs_batch import Delivery, logger
-from continuum.backends.store import PreconditionFailed
 from continuum.errors import (
     BadMessageError,
     ContinuumError,
     InvalidInputError,
     PayloadTooLargeError,
+    RecordConflictError,
     RecordExistsError,
     RecordNotFoundError,
     UnknownTaskError,
@@ -180,7 +180,7 @@ class ScheduleFires:
             try:
                 self.markers.write(started, revision=revision)
                 break
-            except PreconditionFailed:
+            except RecordConflictError:
                 continue  # another fire wrote it first: read it again
         return self._started(task, task_id, state, name)
 
@@ -216,7 +216,7 @@ class ScheduleFires:
             )
             try:
                 self.markers.write(started, revision=revision)
-            except PreconditionFailed:
+            except RecordConflictError:
                 continue  # another fire wrote it first: read what it started
             start = FireDecision(scheduled_time=scheduled_time, outcome="started", at=utcnow())
             decided, _ = self.markers.decide(name, start)
@@ -273,7 +273,7 @@ class ScheduleFires:
             runs, revision = self.markers.read(name)
             runs = runs or ScheduleRuns(schedule=name)
             noted = runs.model_copy(update={"skipped": skipped, "skips": runs.skips + 1})
-            with contextlib.suppress(PreconditionFailed):
+            with contextlib.suppress(RecordConflictError):
                 self.markers.write(noted, revision=revision)
                 return
 

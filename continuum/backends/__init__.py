@@ -5,10 +5,10 @@ conditional writes) and :class:`ContinuationQueue` (an SQS standard queue) with 
 exported here, and passes the contract suite (``tests/backends/test_contract.py``). The
 record-level seam above the store (``Records``, in ``continuum._record.persistence``: load,
 create, swap, inbox, history, sweep) then works on it unchanged; its own contract suite
-(``tests/backends/test_records_contract.py``) is what a record backend not shaped like S3
-would pass (the app builds its records on a store today). Here too: the S3 and SQS
-implementations (:class:`S3RecordStore`, :class:`SQSContinuationQueue`) and
-``memory``, the in-memory twins on an injectable clock (also exported by
+(``tests/backends/test_records_contract.py``: subclass its ``RecordsContract``) is what a
+record backend not shaped like S3 would pass, and ``Continuum(records=...)`` takes it. Here
+too: the S3 and SQS implementations (:class:`S3RecordStore`, :class:`SQSContinuationQueue`)
+and ``memory``, the in-memory twins on an injectable clock (also exported by
 ``continuum.testing``). The scheduler seam (:class:`ContinuationScheduler`: one-time and
 recurring schedules that send continuations, on EventBridge Scheduler or in memory, with a
 contract suite of its own in ``tests/backends/test_scheduler_contract.py``) is here too: a

@@ -16,9 +16,9 @@ from continuum import Status
 from tests.conftest import after_store_call, atomic_writes, record_key, sqs_event
 from tests.schedules.conftest import KEY, build, fire_body, hour_ago
 from tests.support import (
+    BlobRunMarkers,
     FireDecision,
     LocalLambdaContext,
-    RunMarkers,
     decode_schedule_fire,
     utcnow,
 )
@@ -34,7 +34,7 @@ def s(aws):
 
 
 def markers(s):
-    return RunMarkers(s.runtime.observer_store, prefix=s.app.records.prefix)
+    return BlobRunMarkers(s.runtime.observer_store, prefix=s.app.records.prefix)
 
 
 def run_id(at: datetime) -> str:
