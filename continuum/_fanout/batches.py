@@ -30,7 +30,7 @@ from continuum._fanout.branches import (
     Branch,
     Ended,
     adapter_of,
-    awaitable,
+    called,
     check_state,
     context_ended,
     enter,
@@ -199,7 +199,7 @@ class _Batch:
         assert task is not None
         self.halt.tasks[task] = child.state
         try:
-            value = await child.run_awaited(awaitable(branch.fn(child.context, *branch.args)))
+            value = await child.run_awaited(called(branch.fn, child.context, branch.args))
         except (ControlFlow, Exception) as exc:
             return self._ended_by(exc, child)
         return Ended(value=value, progress=True)

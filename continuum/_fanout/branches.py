@@ -210,7 +210,7 @@ async def child_context_async(
     if block.child is None:
         return block.recorded()
     try:
-        value = await block.child.run_awaited(awaitable(fn(block.child.context, *args)))
+        value = await block.child.run_awaited(called(fn, block.child.context, args))
     except Exception as exc:
         block.failed(exc)
         raise
@@ -243,7 +243,7 @@ async def virtual_context_async(
     calling asyncio task."""
     group = Group(runner, fn, name)
     try:
-        value = await group.child.run_awaited(awaitable(fn(group.child.context, *args)))
+        value = await group.child.run_awaited(called(fn, group.child.context, args))
     except Exception as exc:
         group.ended(exc)
         raise
@@ -334,8 +334,10 @@ class StartFirst(Observers):
         super().emit(event_name, event)
 
 
-async def awaitable(value: Any) -> Any:
-    """What a branch returned, awaited if it is a coroutine (a sync branch's value as is)."""
+async def called(fn: Callable[..., Any], ctx: Any, args: tuple[Any, ...]) -> Any:
+    """``fn(ctx, *args)``, awaited if it returns an awaitable. Called only when awaited, so a
+    plain ``def`` runs where the child's runner is active and its steps journal in the child."""
+    value = fn(ctx, *args)
     if inspect.isawaitable(value):
         return await value
     return value

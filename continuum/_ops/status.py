@@ -57,7 +57,7 @@ class TaskStatus(BaseModel):
     hint: str | None = None
     counters: Counters
     #: what the task waits for now, and every callback it created and has not taken an
-    #: answer for (with the id to answer it by).
+    #: answer for (with the id to answer it by); nothing once the task has finished.
     waiting_for: list[WaitingFor] = []
     #: the task this one is a child of, and this one's own children.
     parent: str | None = None

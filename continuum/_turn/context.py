@@ -316,7 +316,8 @@ class TaskContext(Generic[S]):
         self, fn: Callable[..., Any], *args: Any, name: str | None = None, virtual: bool = False
     ) -> Any:
         """``child_context`` in an async task: await ``fn(child_ctx, *args)`` as a named,
-        journaled block (``virtual=True``: a grouping with no entry of its own)."""
+        journaled block (``virtual=True``: a grouping with no entry of its own). A plain
+        ``def`` is called in place, its steps journaled in the block as ``child_context`` does."""
         from continuum._fanout import branches
 
         run = branches.virtual_context_async if virtual else branches.child_context_async
@@ -332,7 +333,8 @@ class TaskContext(Generic[S]):
         completion: Completion | None = None,
     ) -> BatchResult:
         """``parallel`` in an async task: each branch ``async def fn(child_ctx)`` runs as an
-        asyncio task on the invocation's loop (at most ``max_concurrency`` at once)."""
+        asyncio task on the invocation's loop (at most ``max_concurrency`` at once); a plain
+        ``def`` branch runs in place in its own child context, holding the loop meanwhile."""
         batch = _Batch(_named(branches), name or "parallel", max_concurrency, completion)
         return await batch.run_async(self._runner)
 
@@ -346,7 +348,8 @@ class TaskContext(Generic[S]):
         completion: Completion | None = None,
     ) -> BatchResult:
         """``map`` in an async task: ``async def fn(child_ctx, item, index)`` for each item,
-        as asyncio tasks on the invocation's loop; the results in index order."""
+        as asyncio tasks on the invocation's loop; the results in index order. A plain ``def``
+        runs in place in each item's child context, holding the loop meanwhile."""
         batch = _Batch(_items(items, fn), name or stable_name(fn), max_concurrency, completion)
         return await batch.run_async(self._runner)
 

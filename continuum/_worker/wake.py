@@ -161,7 +161,10 @@ def undecided(inbox: Inbox, message: Continuation) -> bool:
 
 
 def waiting_for(record: TaskRecord) -> list[Waiter]:
-    """What a task waits for now, then each open callback not among those."""
+    """What a task waits for now, then each open callback not among those; a finished task
+    waits for nothing (the record keeps its callbacks, so that an answer is told it ended)."""
+    if record.status.finished:
+        return []
     waiting = record.waiting_for if record.status == Status.WAITING else []
     found = [operation_of(w.kind).shown(w, record) for w in waiting]
     ids = {w.id for w in found if w.id}

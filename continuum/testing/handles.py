@@ -105,7 +105,8 @@ class TaskHandle:
     def waiting_for(self) -> list[WaitingFor]:
         """What the task waits for now, then every callback it created and has not taken an
         answer for (each with its kind, name, id, deadline, request, and its link as
-        ``client.status`` gives it: ``url``, when the app has a link endpoint and a key)."""
+        ``client.status`` gives it: ``url``, when the app has a link endpoint and a key);
+        empty once the task has finished."""
         return self.runner.client.status(self.task_id).waiting_for
 
     @property
