@@ -267,3 +267,17 @@ def test_the_readme_stands_alone_deploy_schedules_and_links_without_continuums_r
     assert "SigningKeyParameter" in readme
     for pointer in ("continuum's README", "continuum's `", "docs/", "infra/", "DEPLOY.md"):
         assert pointer not in readme, pointer
+
+
+@pytest.mark.parametrize("name", ["proj", "a-rather-long-project-name"])
+def test_the_readmes_file_table_aligns_its_descriptions_whatever_the_names_length(
+    name: str,
+) -> None:
+    from continuum.scaffold.project import project_files
+
+    readme = project_files(name)["README.md"]
+    assert isinstance(readme, str)
+    table = readme.split("```\n")[1].splitlines()
+    assert table[0].startswith("src/")
+    columns = {len(line) - len(line.split("  ")[-1].lstrip()) for line in table}
+    assert len(columns) == 1, table

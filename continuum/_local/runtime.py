@@ -169,6 +169,8 @@ class LocalRuntime:
         #: fires the app's due schedules (None: the app has no scheduler of the runtime's).
         self.firer: ScheduleFirer | None = None
         self._next_fire: _NextFire | None = None
+        #: False while ``recurring_held``: the app's recurring schedules do not fire.
+        self.fires_recurring = True
         if backend == "memory":
             self._setup_memory()
         else:
@@ -275,12 +277,26 @@ class LocalRuntime:
         firer, noted = self.firer, self._next_fire
         if firer is None or noted is None:
             return 0
-        due = noted.due_at(firer)
+        due = noted.due_at(firer, recurring=self.fires_recurring)
         if due is None or due > now_s():
             return 0
-        fired = firer.fire_due(self.source)
+        fired = firer.fire_due(self.source, recurring=self.fires_recurring)
         noted.changed()
         return len(fired)
+
+    @contextlib.contextmanager
+    def recurring_held(self) -> Iterator[None]:
+        """Fire none of the app's recurring schedules meanwhile (one-time ones still fire):
+        their times that pass meanwhile pass undelivered, as a paused schedule's."""
+        self.fires_recurring = False
+        try:
+            yield
+        finally:
+            self.fires_recurring = True
+            if self.firer is not None and self._next_fire is not None:
+                with self.time.running():
+                    self.firer.fire_due(self.source, recurring=False)
+                self._next_fire.changed()
 
     def record(self, task_id: str) -> TaskRecord:
         """Read a task's record without counting the call."""
@@ -455,7 +471,7 @@ class LocalRuntime:
             message = self.due.next_due(now_s())
         fire = None
         if self.firer is not None and self._next_fire is not None:
-            fire = self._next_fire.due_at(self.firer)
+            fire = self._next_fire.due_at(self.firer, recurring=self.fires_recurring)
         times = [t for t in (message, fire) if t is not None]
         return min(times) if times else None
 
@@ -477,21 +493,21 @@ class _NextFire:
 
     def __init__(self, scheduler: ContinuationScheduler) -> None:
         self.scheduler = scheduler
-        self._due: float | None = None
-        self._known = False
+        self._due: dict[bool, float | None] = {}  # by whether recurring schedules count
         self._lock = threading.Lock()
 
     def changed(self) -> None:
         with self._lock:
-            self._known = False
+            self._due.clear()
 
-    def due_at(self, firer: ScheduleFirer) -> float | None:
-        """When the next schedule fires (epoch s), None: none will."""
+    def due_at(self, firer: ScheduleFirer, *, recurring: bool = True) -> float | None:
+        """When the next schedule fires (epoch s), None: none will; ``recurring=False``: the
+        next one-time schedule."""
         with self._lock:
-            if not self._known:
-                at = firer.next_due_at()
-                self._due, self._known = (None if at is None else at.timestamp()), True
-            return self._due
+            if recurring not in self._due:
+                at = firer.next_due_at(recurring=recurring)
+                self._due[recurring] = None if at is None else at.timestamp()
+            return self._due[recurring]
 
     def schedule_at(self, *, name: str, at: Any, message_body: str) -> None:
         self.changed()

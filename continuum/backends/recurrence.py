@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -213,11 +214,19 @@ def cron_times(cron: Cron, timezone: str, after: datetime, until: datetime) -> l
     change skips does not fire that day, and a wall time it repeats fires once, the first
     time it comes (EventBridge documents "only once"; the first is continuum's choice).
     """
+    return list(_cron_times(cron, timezone, after, until))
+
+
+def next_cron_time(cron: Cron, timezone: str, after: datetime, until: datetime) -> datetime | None:
+    """The first of ``cron_times``, made without making the others (None: none to ``until``)."""
+    return next(_cron_times(cron, timezone, after, until), None)
+
+
+def _cron_times(cron: Cron, timezone: str, after: datetime, until: datetime) -> Iterator[datetime]:
+    """``cron_times`` in time order, one at a time."""
     zone = ZoneInfo(timezone)
-    first_day = after.astimezone(zone).date()
+    day = after.astimezone(zone).date()
     last_day = until.astimezone(zone).date()
-    times: list[datetime] = []
-    day = first_day
     while day <= last_day:
         if _cron_day(cron, day.year, day.month, day.day, day.isoweekday()):
             for hour in sorted(cron.hours):
@@ -227,9 +236,8 @@ def cron_times(cron: Cron, timezone: str, after: datetime, until: datetime) -> l
                     if when.astimezone(zone).time() != local.time():
                         continue  # in a spring gap: this wall time does not exist that day
                     if after < when <= until:
-                        times.append(when)
+                        yield when
         day += timedelta(days=1)
-    return times
 
 
 def _cron_day(cron: Cron, year: int, month: int, day: int, isoweekday: int) -> bool:
@@ -254,3 +262,16 @@ def rate_times(
             times.append(when)
         when += period
     return times
+
+
+def next_rate_time(period: timedelta, anchor: datetime, after: datetime) -> datetime:
+    """A rate's first time later than ``after``, counted from ``anchor`` (its first).
+
+    Example:
+        >>> start = datetime(2026, 1, 1, tzinfo=UTC)
+        >>> next_rate_time(timedelta(minutes=1), start, start + timedelta(seconds=90))
+        datetime.datetime(2026, 1, 1, 0, 2, tzinfo=datetime.timezone.utc)
+    """
+    if after < anchor:
+        return anchor
+    return anchor + ((after - anchor) // period + 1) * period

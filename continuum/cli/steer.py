@@ -214,7 +214,8 @@ def render(view: TaskView) -> str:
     if len(state) > STATE_CHARS:
         state = state[:STATE_CHARS] + f"\n... ({len(state)} characters; --json shows all)"
     lines.append("")
-    lines.append("state:")
+    # The record keeps the snapshot its current turn replays from, not the turn's changes.
+    lines.append(f"state (the snapshot turn {view.turn} began with):")
     lines.append(state)
     return "\n".join(lines)
 

@@ -90,7 +90,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     stack = Stack.from_args(args)
     stack.need_queue()
     stack.client().cancel(args.task_id, args.reason)
-    print(f"asked {args.task_id} to cancel; `continuum status {args.task_id}` shows when it has")
+    print(
+        f"asked {args.task_id} to cancel (it sees the request at its next step, wait or turn); "
+        f"`continuum status {args.task_id}` shows when it has ended"
+    )
     return 0
 
 

@@ -63,6 +63,32 @@ def continuum_requirements() -> str:
     return f"--find-links {WHEELS}\n{DISTRIBUTION}=={installed_version()}"
 
 
+#: The README's table of the project's files: (path, what it is), ``{module}`` filled in.
+_FILES = (
+    ("src/{module}.py", "your app: steps and tasks"),
+    (
+        "src/{module}_state.py",
+        "their state models (`continuum start` imports only this to check input)",
+    ),
+    ("src/handlers.py", "the Lambda entry points template.yaml names"),
+    (
+        "src/requirements.txt",
+        "what `sam build` installs beside src/: continuum and your dependencies",
+    ),
+    (f"src/{WHEELS}/", "continuum-lambda's wheel (on no index): requirements.txt finds it there"),
+    ("template.yaml", "the stack: state bucket, queues, worker, dead-letter function, alarms"),
+    ("tests/test_{module}.py", "tests of your tasks, in memory (no AWS account, no moto)"),
+    ("pyproject.toml", "pytest's settings (it finds src/, and the app continuum's fixtures run)"),
+)
+
+
+def files_table(module: str) -> str:
+    """The README's table of files, its second column aligned for this module's name."""
+    rows = [(path.format(module=module), what) for path, what in _FILES]
+    width = max(len(path) for path, _ in rows) + 3
+    return "\n".join(f"{path:<{width}}{what}" for path, what in rows)
+
+
 def project_files(name: str) -> dict[str, str | bytes]:
     """Relative path -> text (or bytes, for continuum's wheel) of each file of the project."""
     module = module_name(name)
@@ -78,7 +104,7 @@ def project_files(name: str) -> dict[str, str | bytes]:
         "template.yaml": render_template("project", name=name, app=f"{module}:app"),
         f"tests/test_{module}.py": fill(load("test_task.py.tmpl"), {"module": module}),
         "pyproject.toml": fill(load("pyproject.toml.tmpl"), {"module": module}),
-        "README.md": fill(load("README.md.tmpl"), values),
+        "README.md": fill(load("README.md.tmpl"), {**values, "files": files_table(module)}),
         ".gitignore": load("gitignore.tmpl"),
     }
 

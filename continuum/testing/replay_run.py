@@ -112,7 +112,8 @@ class Plan:
             runner.log.stand_in = stand_in
             handle = runner.start(self.task, self.input, task_id=self.task_id)
             trip = _Trip(k, lambda: runner.log.finished(self.task_id))
-            self._drain(runner, handle, trip)
+            with runner.runtime.recurring_held():  # the app's schedules' runs are not this task's
+                self._drain(runner, handle, trip)
             record = handle.record
             return RunEnding(
                 name=record.task_name,

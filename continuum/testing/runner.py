@@ -74,8 +74,9 @@ class TaskRunner:
         quiet: keep the worker's logs below ERROR out of the test's output.
         scheduler: give the app a continuation scheduler (in memory, or EventBridge Scheduler
             on moto) and fire its schedules on the runner's clock, as on a deployed stack: a
-            wait past one delayed message is then one schedule, not a chain of hops. False:
-            no scheduler (long waits hop).
+            wait past one delayed message is then one schedule, not a chain of hops, and the
+            app's declared schedules fire as ``advance`` moves the clock past their times (not
+            while ``run`` drives one task). False: no scheduler (long waits hop).
         timeout_s: the most wall-clock seconds one call may run tasks for before it gives up.
 
     Example:
@@ -237,8 +238,13 @@ class TaskRunner:
 
     def drive(self, task_id: str, *, until_done: bool = False) -> None:
         """Run invocations until the task ends, or (unless ``until_done``) waits for a
-        callback or a signal; with ``until_done``, timeouts fire (``handle.run_until_done``)."""
-        self.runtime.drive(task_id, timeout_s=self.timeout_s, stop_when_waiting=not until_done)
+        callback or a signal; with ``until_done``, timeouts fire (``handle.run_until_done``).
+
+        The app's recurring schedules do not fire meanwhile (their times the clock jumps over
+        pass): only ``advance`` and ``settle`` fire them, so a test of one task runs that task.
+        """
+        with self.runtime.recurring_held():
+            self.runtime.drive(task_id, timeout_s=self.timeout_s, stop_when_waiting=not until_done)
 
 
 @contextlib.contextmanager

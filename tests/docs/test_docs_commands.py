@@ -53,6 +53,8 @@ NOT_RUN_BLOCKS = {
     "continuum ui": "serves until Ctrl-C; tests/timeline/test_ui_command.py runs it against a "
     "stack on a moto server and uses its pages in Chromium",
     "make bench": "minutes long, as make chaos above; benchmarks.versus checks out old revisions",
+    'curl "$URL"': "needs a task waiting for a callback on continuum dev, with its link; "
+    "tests/outside/test_dev_links.py runs this block as shown against one",
 }
 #: A command of a block run here that cannot run here itself, and why.
 NOT_RUN_COMMANDS = {

@@ -92,3 +92,16 @@ def test_what_a_task_wrote_is_shown_on_a_terminal_not_obeyed(capsys):
     assert "\x1b" not in out
     assert "\r" not in out
     assert "error: boom\\x1b[2K\\x0dtask ok" in out
+
+
+def test_cancel_says_in_a_whole_sentence_when_the_task_ends_and_where_to_see_it(stack_env):
+    env, _ = stack_env
+    app_env = {**env, "CONTINUUM_APP": "tests.outside.ledger_app:app"}
+    started = cli("start", "count", "--input", '{"n": 1, "ledger": "/dev/null"}', env=app_env)
+    task_id = started.stdout.strip()
+    done = cli("cancel", task_id, "--reason", "not needed", env=app_env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"asked {task_id} to cancel (it sees the request at its next step, wait or turn); "
+        f"`continuum status {task_id}` shows when it has ended\n"
+    )

@@ -14,17 +14,20 @@ each command a process of its own, the second terminal given only what the expor
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
-import urllib.request
+import subprocess
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 
 from continuum._local.dev_stack import DevStack
 from continuum.cli.common import Stack
+from tests.fresh import ROOT, fenced_blocks
 from tests.outside.processes import Command, base_env, cli, dev_stack, wait_until
+
+DOCS = ROOT / "docs"
 
 APP = """
 from pydantic import BaseModel
@@ -43,6 +46,22 @@ def ask(ctx: TaskContext[Ask]) -> bool:
     answer = ctx.create_callback("approval", request={"title": ctx.state.title}).result()
     return bool(answer["approved"])
 """
+
+
+def curl_block() -> list[str]:
+    """The commands of docs/approval-links.md's curl block."""
+    (block,) = (text for _, text in fenced_blocks(DOCS / "approval-links.md") if "curl" in text)
+    return block.splitlines()
+
+
+def shell(command: str, **env: str) -> str:
+    """``command`` run by bash as a person pastes it; its output."""
+    done = subprocess.run(
+        ["bash", "-c", command],
+        env={**os.environ, **env}, capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def status_of(task_id: str, env: dict[str, str], cwd: Path) -> dict:
@@ -93,9 +112,12 @@ def test_dev_links_work_from_a_second_terminal_with_the_export_line_and_the_user
         reaches(env, task_id, "waiting")
         [waiter] = status_of(task_id, env, tmp_path)["waiting_for"]
         assert waiter["url"].startswith(pages + "cb/v1.")
-        form = urlencode({"decision": "approve"}).encode()
-        with urllib.request.urlopen(waiter["url"], data=form, timeout=10) as answered:
-            assert answered.status == 200
+        page, form, webhook = (
+            shell(command, URL=waiter["url"]) for command in curl_block()
+        )  # the approval page's shell block, as shown
+        assert "tides" in page
+        assert "you approved this request" in form
+        assert "answered" in webhook
 
         reaches(env, task_id, "succeeded")
         assert status_of(task_id, env, tmp_path)["result"] is True

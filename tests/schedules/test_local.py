@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from continuum import Continuum, Status, TaskContext
+from continuum.backends.memory import InMemoryContinuationQueue
 from continuum.backends.memory.clock import ManualClock
 from continuum.testing import InMemoryScheduler, TaskRunner
 from tests.schedules.conftest import Report
@@ -126,3 +128,67 @@ def test_a_resumed_schedule_fires_from_its_next_time_not_the_times_it_was_paused
         assert len(runs(runner)) == 2  # the five paused hours stay unfired
         runner.advance(timedelta(hours=1))
         assert len(runs(runner)) == 3
+
+
+@pytest.fixture
+def rate_times_listed(monkeypatch) -> list[int]:
+    """How many times each of the in-memory firer's listings of a rate held."""
+    from continuum.backends.memory import scheduler as memory_scheduler
+
+    listed: list[int] = []
+    real = memory_scheduler.rate_times
+
+    def counted(*args: Any) -> list[datetime]:
+        times = real(*args)
+        listed.append(len(times))
+        return times
+
+    monkeypatch.setattr(memory_scheduler, "rate_times", counted)
+    return listed
+
+
+def test_the_next_fire_of_a_one_minute_rate_is_computed_not_listed_from_a_year_of_times(
+    rate_times_listed,
+):
+    clock = ManualClock(1_800_000_000.0)
+    scheduler = InMemoryScheduler(clock=clock)
+    scheduler.put_recurring(name="often", expression="rate(1 minute)", message_body="{}")
+    created = datetime.fromtimestamp(1_800_000_000.0, UTC)
+    assert scheduler.next_due_at() == created  # a rate's first time is its creation
+    clock.advance(90)
+    scheduler.fire_due(InMemoryContinuationQueue())
+    assert scheduler.next_due_at() == created + timedelta(minutes=2)
+    assert sum(rate_times_listed) <= 2  # the fires due; the next time is one division
+
+
+def test_a_task_runner_run_with_a_one_minute_rate_lists_only_the_times_that_fire(
+    rate_times_listed,
+):
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        ctx.sleep(30)
+        return ctx.state.region
+
+    app.schedule("often", report, every=timedelta(minutes=1), input={"region": "us"})
+    with TaskRunner(app) as runner:
+        assert runner.run(report, {"region": "eu"}).result == "eu"
+    assert sum(rate_times_listed) <= 10
+
+
+def test_a_test_of_one_task_runs_that_task_alone_and_advance_fires_the_schedules(backend):
+    app = Continuum()
+
+    @app.task(state=Report)
+    def report(ctx: TaskContext[Report]) -> str:
+        ctx.sleep(timedelta(hours=1))
+        return ctx.state.region
+
+    app.schedule("often", report, every=timedelta(minutes=1), input={"region": "us"},
+                 overlap="allow")  # fmt: skip
+    with TaskRunner(app, backend=backend) as runner:
+        assert runner.run(report, {"region": "eu"}, task_id="mine").result == "eu"
+        assert runs(runner) == ["mine"]  # the hour it slept fired no schedule
+        runner.advance(timedelta(minutes=2))
+        assert len(runs(runner)) == 3  # a time passed by the test's advance fires

@@ -17,6 +17,8 @@ from continuum.backends.queue import ContinuationQueue
 from continuum.backends.recurrence import (
     check_recurring,
     cron_times,
+    next_cron_time,
+    next_rate_time,
     parse_cron,
     rate_period,
     rate_times,
@@ -228,11 +230,17 @@ class ScheduleFirer:
         with self._lock:
             return [fire for fire, _ in self._due(when)[0]]
 
-    def fire_due(self, queue: ContinuationQueue, *, now: datetime | None = None) -> list[Fire]:
-        """Send each due fire's body to ``queue``; delete fired one-time schedules."""
+    def fire_due(
+        self, queue: ContinuationQueue, *, now: datetime | None = None, recurring: bool = True
+    ) -> list[Fire]:
+        """Send each due fire's body to ``queue``; delete fired one-time schedules.
+
+        ``recurring=False`` fires the one-time schedules only: the recurring ones' due times
+        pass undelivered, as a paused schedule's.
+        """
         when = now or _utc(self.clock())
         with self._lock:
-            due, recurring = self._due(when)
+            due, recurring_ones = self._due(when, recurring=recurring)
             fired: list[Fire] = []
             for fire, schedule in due:
                 queue.send(fire.body)
@@ -241,17 +249,20 @@ class ScheduleFirer:
                     self.scheduler.delete(schedule.name)
                 else:
                     self._cursor(schedule).after = fire.scheduled_time
-            for schedule in recurring:  # times paused or left out by catch_up pass too
+            for schedule in recurring_ones:  # times paused or left out by catch_up pass too
                 cursor = self._cursor(schedule)
                 cursor.after = max(cursor.after, when)
             return fired
 
-    def next_due_at(self) -> datetime | None:
-        """The next time one of the enabled schedules fires (None: none will)."""
+    def next_due_at(self, *, recurring: bool = True) -> datetime | None:
+        """The next time one of the enabled schedules fires (None: none will); with
+        ``recurring=False``, one of the one-time schedules."""
         with self._lock:
             soonest: datetime | None = None
             for schedule in self.scheduler.schedules():
                 if schedule.state is not ScheduleState.ENABLED:
+                    continue
+                if not (recurring or schedule.one_time):
                     continue
                 if schedule.one_time:
                     upcoming = schedule.at
@@ -262,25 +273,27 @@ class ScheduleFirer:
                     soonest = upcoming
             return soonest
 
-    def _due(self, now: datetime) -> tuple[list[tuple[Fire, Schedule]], list[Schedule]]:
+    def _due(
+        self, now: datetime, *, recurring: bool = True
+    ) -> tuple[list[tuple[Fire, Schedule]], list[Schedule]]:
         """The fires due at ``now`` in time order, and the recurring schedules looked at."""
         due: list[tuple[Fire, Schedule]] = []
-        recurring: list[Schedule] = []
+        looked_at: list[Schedule] = []
         for schedule in self.scheduler.schedules():
             if schedule.one_time:
                 at = schedule.at
                 if schedule.state is ScheduleState.ENABLED and at is not None and at <= now:
                     due.append((_fire(schedule, at), schedule))
                 continue
-            recurring.append(schedule)
-            if schedule.state is not ScheduleState.ENABLED:
+            looked_at.append(schedule)
+            if schedule.state is not ScheduleState.ENABLED or not recurring:
                 continue  # its times pass undelivered (fire_due moves its cursor past them)
             times = _times(schedule, self._cursor(schedule).after, now)
             if self.catch_up is not None:
                 times = times[-self.catch_up :] if self.catch_up > 0 else []
             due.extend((_fire(schedule, when), schedule) for when in times)
         due.sort(key=lambda pair: (pair[0].scheduled_time, pair[0].name))
-        return due, recurring
+        return due, looked_at
 
     def _cursor(self, schedule: Schedule) -> _Cursor:
         created = schedule.created_at.astimezone(UTC)
@@ -315,12 +328,12 @@ def _times(schedule: Schedule, after: datetime, until: datetime) -> list[datetim
 
 
 def _next_time(schedule: Schedule, after: datetime) -> datetime | None:
-    """The first time after ``after``, looked for a year at a time up to ten years ahead."""
-    for years in range(1, 11):
-        times = _times(schedule, after, after + timedelta(days=366 * years))
-        if times:
-            return times[0]
-    return None
+    """The first time after ``after`` (a cron's looked for up to ten years ahead)."""
+    period = rate_period(schedule.expression)
+    if period is not None:
+        return next_rate_time(period, _anchor(schedule), after)
+    cron = parse_cron(schedule.name, schedule.expression)
+    return next_cron_time(cron, schedule.timezone, after, after + timedelta(days=3653))
 
 
 def _fire(schedule: Schedule, when: datetime) -> Fire:
