@@ -53,21 +53,25 @@ def _outcome(attempts: list[dict[str, Any]]) -> str | None:
     return final[0] if final else None
 
 
-#: Failures of a call after which its answer is in the inbox: sender deaths after the write,
-#: and a failed wake (the sender's only SQS call, SendMessage, comes after the inbox write).
+#: Failures of a call after which its answer is in the inbox: a sender death after the write.
 #: The call's retry may then find the callback closed because the task took that very answer
 #: (and finished), not by its timeout.
-FAILED_AFTER_ANSWER = (
-    "sender_died_after_put",
+FAILED_AFTER_ANSWER = ("sender_died_after_put",)
+
+#: Failures at the wake. A wake follows an accepted answer, and also a refused one (the task's
+#: timeout won the inbox key: the refusal still wakes the task, in case a retry's wake is the
+#: one that was lost). Before the deadline nothing can have refused it, so the answer landed;
+#: at or after the deadline it may be in the inbox or not.
+FAILED_AT_WAKE = (
     "sender_died_before_wake",
     "sender_died_after_wake",
     "when calling the SendMessage operation",
 )
 
 
-def _landed_before_failing(attempt: dict[str, Any]) -> bool:
+def _failed_with(attempt: dict[str, Any], kinds: tuple[str, ...]) -> bool:
     error = str(attempt.get("error") or "")
-    return attempt["outcome"] == "retry" and any(kind in error for kind in FAILED_AFTER_ANSWER)
+    return attempt["outcome"] == "retry" and any(kind in error for kind in kinds)
 
 
 def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
@@ -78,9 +82,14 @@ def callback_expected(task: PlannedTask, log: list[dict[str, Any]]) -> Any:
     if not seen or not first:
         return None  # the task ended before the harness acted (or the script timed out)
     outcome = _outcome(first)
-    early = next((a for a in first if _landed_before_failing(a)), None)
+    deadline = float(seen[0]["deadline"])
+    at_wake = [a for a in first if _failed_with(a, FAILED_AT_WAKE)]
+    early = next((a for a in first if _failed_with(a, FAILED_AFTER_ANSWER)), None)
+    early = early or next((a for a in at_wake if a["t"] < deadline), None)
     if outcome == "closed" and early is not None:
         outcome = "ok"  # an earlier attempt's answer landed; its retry came after the task took it
+    elif outcome == "closed" and at_wake:
+        return None  # at the deadline: the answer landed and was taken, or the timeout won
     if outcome not in LANDED and outcome != "closed":
         return None  # given up: maybe landed, maybe not
     action = first[0]

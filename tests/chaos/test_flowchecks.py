@@ -74,3 +74,17 @@ def test_an_answer_whose_wake_failed_landed_all_the_same():
         attempt(101.3, 0, "closed", "the task of this callback is succeeded"),
     ]
     assert callback_expected(planned(), log)["outcome"] == {"got": "value", "value": ANSWER}
+
+
+def test_an_answer_whose_wake_failed_after_the_deadline_may_have_landed_or_been_refused():
+    """Seed 1 (callback-1-0142): the task's timeout won the inbox key, the refused answer
+    still woke the task (a retry's wake may be the one that was lost) and its sender died
+    before that wake; the retry was refused as closed and the task took its timeout. After the
+    deadline the log cannot tell that from an answer that landed, so either outcome is right."""
+    for failed in ("SenderDied: sender_died_before_wake", "SenderDied: sender_died_after_wake"):
+        log = [
+            seen(deadline=112.0),
+            attempt(113.2, 0, "retry", failed),
+            attempt(113.5, 0, "closed", "the task of this callback is succeeded"),
+        ]
+        assert callback_expected(planned(), log) is None
