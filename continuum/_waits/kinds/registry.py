@@ -3,6 +3,7 @@ testing kit and the pages look a ``Waiter.kind`` (or a wait's journal entry kind
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from continuum._waits.kinds.callback_wait import CALLBACK
@@ -34,3 +35,8 @@ _UNKNOWN = UnknownWait()
 def operation_of(kind: str) -> WaitOperation:
     """The kind of wait a ``Waiter.kind`` names."""
     return KINDS.get(kind, _UNKNOWN)
+
+
+def unknown_kinds(kinds: Iterable[str]) -> list[str]:
+    """Those of ``kinds`` (``Waiter.kind`` values) that no kind of this version is."""
+    return sorted({kind for kind in kinds if kind not in KINDS})
