@@ -62,6 +62,7 @@ class CallbackWait(WaitOperation):
     entries: ClassVar[tuple[str, ...]] = (EntryKind.CALLBACK_RESULT,)
     outside: ClassVar[bool] = True
     action: ClassVar[str | None] = "complete callback"
+    aws_type: ClassVar[tuple[str, str]] = ("CALLBACK", "Callback")
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         return listing.has_answer(token_of(waiter.id))

@@ -16,6 +16,8 @@ from continuum._waits.kinds.time_wait import TIME
 KINDS: dict[str, WaitOperation] = {op.kind: op for op in (TIME, CALLBACK, SIGNAL, CHILD)}
 #: The kinds by the journal entry kind of their waits.
 BY_ENTRY: dict[str, WaitOperation] = {e: op for op in KINDS.values() for e in op.entries}
+#: The kinds by their kind in ``wait_started`` / ``wait_ended`` events.
+BY_EVENT: dict[str, WaitOperation] = {op.event: op for op in KINDS.values()}
 #: The journal entry kinds of the waits a turn enters through ``WaitCaller`` (an observer
 #: hears of each; a callback's creation is none).
 TURN_WAITS: frozenset[str] = frozenset(e for e, op in BY_ENTRY.items() if op.in_turn)

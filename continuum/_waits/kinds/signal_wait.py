@@ -33,6 +33,7 @@ class SignalWait(WaitOperation):
     event: ClassVar[str] = "signal"
     entries: ClassVar[tuple[str, ...]] = (EntryKind.SIGNAL,)
     outside: ClassVar[bool] = True
+    aws_type: ClassVar[tuple[str, str]] = ("CALLBACK", "Signal")
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         taken = set(record.signals_taken)

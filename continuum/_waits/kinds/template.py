@@ -82,6 +82,8 @@ class WaitOperation:
             where no one sends).
         recheck_s: while a task waits on it, its inbox is looked at least this often.
         action: what answering it is called on a page (None: it is not answered from outside).
+        aws_type: its operation type and subtype in AWS Lambda durable functions' model (the
+            tracing's ``naming="aws"``).
         in_turn: entered through ``WaitCaller``'s template, so an observer hears of its start
             and end (child tasks are entered by the fan-out, which tells its own).
     """
@@ -92,6 +94,7 @@ class WaitOperation:
     outside: ClassVar[bool] = False
     recheck_s: ClassVar[float | None] = None
     action: ClassVar[str | None] = None
+    aws_type: ClassVar[tuple[str, str]] = ("WAIT", "Wait")
     in_turn: ClassVar[bool] = True
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
