@@ -61,7 +61,8 @@ class CallbackWait(WaitOperation):
     event: ClassVar[str] = "callback"
     entries: ClassVar[tuple[str, ...]] = (EntryKind.CALLBACK_RESULT,)
     outside: ClassVar[bool] = True
-    action: ClassVar[str | None] = "complete callback"
+    action: ClassVar[str | None] = "complete the callback"
+    answered_note: ClassVar[str] = "Callback completed: the task wakes and takes the result."
     aws_type: ClassVar[tuple[str, str]] = ("CALLBACK", "Callback")
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:

@@ -81,7 +81,10 @@ class WaitOperation:
         outside: only the outside world answers it (a task waiting on it alone is stranded
             where no one sends).
         recheck_s: while a task waits on it, its inbox is looked at least this often.
-        action: what answering it is called on a page (None: it is not answered from outside).
+        action: what answering it is called on a page, as "Could not {action}" reads (None:
+            it is not answered from outside); the page's form for it posts to ``{kind}``
+            (``name``, ``id`` and ``payload``) and the server answers through ``send``.
+        answered_note: what the page says once an answer was sent.
         aws_type: its operation type and subtype in AWS Lambda durable functions' model (the
             tracing's ``naming="aws"``).
         in_turn: entered through ``WaitCaller``'s template, so an observer hears of its start
@@ -95,6 +98,7 @@ class WaitOperation:
     recheck_s: ClassVar[float | None] = None
     action: ClassVar[str | None] = None
     aws_type: ClassVar[tuple[str, str]] = ("WAIT", "Wait")
+    answered_note: ClassVar[str] = "Answer sent: the task wakes and takes it."
     in_turn: ClassVar[bool] = True
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
