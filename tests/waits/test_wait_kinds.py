@@ -65,3 +65,10 @@ def test_a_waiter_of_a_known_kind_loads_as_its_member_and_another_kind_as_its_va
     assert known.kind is WaitKind.CALLBACK
     other = Waiter.model_validate_json('{"kind": "a-kind-of-a-newer-version", "name": "a"}')
     assert other.kind == "a-kind-of-a-newer-version"
+
+
+def test_a_wait_kinds_module_uses_of_the_turn_only_what_its_caller_offers():
+    reaching = re.compile(r"\bcaller\.state\b|\.scope\.|\bTurnState\b")
+    for module in sorted(KINDS.glob("*_wait.py")):
+        for number, line in enumerate(module.read_text().splitlines(), 1):
+            assert not reaching.search(line), f"{module.name}:{number}: {line.strip()}"
