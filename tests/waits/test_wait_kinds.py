@@ -72,3 +72,32 @@ def test_a_wait_kinds_module_uses_of_the_turn_only_what_its_caller_offers():
     for module in sorted(KINDS.glob("*_wait.py")):
         for number, line in enumerate(module.read_text().splitlines(), 1):
             assert not reaching.search(line), f"{module.name}:{number}: {line.strip()}"
+
+
+def test_send_to_wait_answers_what_the_task_waits_for_through_its_kind_and_names_the_rest(
+    make_runtime,
+):
+    import pytest
+
+    from continuum import Continuum, ContinuumError, TaskContext
+    from tests.waits.test_signals import Inbox
+
+    app = Continuum()
+
+    @app.task(state=Inbox)
+    def listen(ctx: TaskContext[Inbox]) -> object:
+        signal = ctx.wait_for_signal("go")
+        return ctx.create_callback("ok").result() if signal else None
+
+    runtime = make_runtime(app)
+    client = app.client()
+    with runtime.time.running():
+        task_id = client.start("listen", {})
+        runtime.drive(task_id)
+        with pytest.raises(ContinuumError, match=r"waits for no signal 'stop' now .*signal 'go'"):
+            client.send_to_wait(task_id, "signal", "stop", 1)
+        client.send_to_wait(task_id, "signal", "go", 1)
+        runtime.drive(task_id)
+        client.send_to_wait(task_id, "callback", "ok", {"done": True})
+        done = runtime.drive(task_id)
+    assert (done.status, done.result) == ("succeeded", {"done": True})
