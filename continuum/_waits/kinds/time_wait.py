@@ -53,7 +53,7 @@ def enter(caller: Caller, duration: Duration, name: str | None) -> ShortSleep | 
         entry = JournalEntry(key, label, kind=EntryKind.SLEEP, deadline=now + seconds)
     assert entry.deadline is not None
     left = entry.deadline - now
-    if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < caller.state.scope.budget.remaining():
+    if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < caller.remaining():
         return entry, left
     if left <= 0:
         caller.done(entry)
