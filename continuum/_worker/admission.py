@@ -31,7 +31,6 @@ and runs the rules again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Protocol
 
@@ -83,7 +82,6 @@ class StaleMemory(Exception):
     """The record this worker remembered has been changed by someone else."""
 
 
-@dataclass(slots=True)
 class Admission:
     """One message on its way through the rules, and what they found out about it.
 
@@ -92,21 +90,39 @@ class Admission:
     turns), and ``claim`` with the time left when it was taken (``left_s``).
     """
 
-    message: Continuation
-    delivery: Delivery
-    context: LambdaContext
-    from_memory: bool
-    record: TaskRecord
-    revision: str
-    #: the store and queue calls of this message so far, and its clock.
-    usage: Usage
-    clock: RunClock
-    #: the time the rules judge by (epoch s).
-    now: float
-    verdict: Verdict | None = None
-    listing: Listing | None = None
-    claim: Claim | None = None
-    left_s: float = 0.0
+    # A plain class, not a dataclass: generating a dataclass's methods costs the cold import.
+    __slots__ = (
+        "claim", "clock", "context", "delivery", "from_memory", "left_s", "listing", "message",
+        "now", "record", "revision", "usage", "verdict",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        message: Continuation,
+        delivery: Delivery,
+        context: LambdaContext,
+        from_memory: bool,
+        record: TaskRecord,
+        revision: str,
+        usage: Usage,
+        clock: RunClock,
+        now: float,
+    ) -> None:
+        self.message = message
+        self.delivery = delivery
+        self.context = context
+        self.from_memory = from_memory
+        self.record = record
+        self.revision = revision
+        #: the store and queue calls of this message so far, and its clock.
+        self.usage = usage
+        self.clock = clock
+        #: the time the rules judge by (epoch s).
+        self.now = now
+        self.verdict: Verdict | None = None
+        self.listing: Listing | None = None
+        self.claim: Claim | None = None
+        self.left_s = 0.0
 
     @property
     def message_id(self) -> str:
