@@ -27,13 +27,13 @@ from continuum._steps.turn_state import TurnState
 from continuum._waits.kinds import callback_wait as callback_kind
 from continuum._waits.kinds import time_wait as time_kind
 from continuum._waits.kinds.registry import BY_ENTRY
-from continuum._waits.kinds.template import Caller
 from continuum.errors import ContinuumError, TaskCancelledError
 
 if TYPE_CHECKING:
     from continuum._define.events import WaitEnded, WaitStarted
     from continuum._record.model import TaskRecord
     from continuum._steps.task_inbox import TaskInbox
+    from continuum._waits.kinds.template import Caller
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -20,12 +20,13 @@ from continuum._record.waiting_for import (
     epoch_to_datetime,
     seconds_of,
 )
-from continuum._waits.kinds.template import Caller, WaitOperation
+from continuum._waits.kinds.template import WaitOperation
 
 if TYPE_CHECKING:
     from continuum._record.inbox import Listing
     from continuum._record.model import TaskRecord
     from continuum._waits.answers import Mail
+    from continuum._waits.kinds.template import Caller
 
 
 class SignalWait(WaitOperation):
