@@ -36,7 +36,6 @@ from continuum._app.options import (
 from continuum._define.observers import Observer, Observers
 from continuum._define.settings import Settings
 from continuum._define.steps import Step
-from continuum._record.blob_records import BlobRecords
 from continuum._record.continuation import Continuations
 from continuum._record.persistence import Records
 from continuum._turn.tasks import Registry, Task
@@ -216,6 +215,9 @@ class Continuum(Decorators):
             if given is not None:
                 self._records = given
                 return given
+            # imported here: the handler's cold import does not need the blob store's records
+            from continuum._record.blob_records import BlobRecords
+
             settings = self.settings
             self._records = BlobRecords(
                 self.meter.wrap(self._backends.store()),

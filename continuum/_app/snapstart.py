@@ -38,10 +38,12 @@ class App(Protocol):
     def _forget_environment(self) -> None: ...
 
 
-#: Modules the first message imports on first use (the S3 and SQS backends, boto3).
+#: Modules the first message imports on first use (the S3 and SQS backends, boto3, the
+#: records on the blob store).
 FIRST_USE_MODULES = (
     "boto3",
     "botocore.exceptions",
+    "continuum._record.blob_records",
     "continuum.backends.s3",
     "continuum.backends.sqs",
 )

@@ -18,7 +18,7 @@ from typing import Any
 from continuum._define.observers import MessageHandled, Observer
 from continuum._record.model import Status, TaskRecord
 from continuum._waits.kinds.child_wait import CHILD
-from continuum._waits.kinds.registry import operation_of
+from continuum._waits.kinds.registry import operation_of, unknown_kinds
 from continuum._worker.endings import Outcome
 from continuum._worker.metering import CallCounter
 
@@ -192,14 +192,15 @@ def turns_entered(turn: int) -> int:
 def waits_for_outside(
     record: TaskRecord, read: Callable[[str], TaskRecord | None] | None = None
 ) -> bool:
-    """Whether the task waits for what only the outside world answers (a callback, a signal),
-    itself or, where it waits for child
+    """Whether the task waits for what only the outside world answers (a callback, a signal,
+    or a kind of wait this version does not know: only newer code answers it), itself or,
+    where it waits for child
     tasks, through one of them (``read`` gives a task's record, None where it has none yet;
     without it, a wait for children counts as one for the outside world)."""
     if record.status != Status.WAITING:
         return False
     kinds = [operation_of(waiter.kind) for waiter in record.waiting_for]
-    if any(kind.outside for kind in kinds):
+    if any(kind.outside for kind in kinds) or unknown_kinds(w.kind for w in record.waiting_for):
         return True
     if CHILD not in kinds:
         return False

@@ -19,6 +19,7 @@ from continuum._record.model import Status, TaskRecord, check_task_id
 from continuum._record.persistence import Records
 from continuum._record.waiting_for import ParentLink
 from continuum._waits.answers import Mail
+from continuum._waits.kinds.registry import operation_of
 from continuum.errors import (
     ConfigurationError,
     ContinuumError,
@@ -194,6 +195,41 @@ class Client(Mail, Steering):
         if send:
             self.continuations.send(task_id, generation=0, reason="start")
         return task_id
+
+    def send_to_wait(
+        self,
+        task_id: str,
+        kind: str,
+        name: str,
+        payload: Any = None,
+        *,
+        answer_id: str | None = None,
+    ) -> None:
+        """Answer the wait of ``kind`` named ``name`` that the task waits for now (as
+        ``status(task_id).waiting_for`` lists it) with a JSON ``payload``, as its kind takes
+        answers (a callback's result, a signal, or a kind added to the registry).
+
+        Example:
+            >>> client.send_to_wait("order-7", "signal", "go", {"fast": True})  # doctest: +SKIP
+
+        Raises:
+            ContinuumError: the task waits for no such wait now, or its kind is not answered
+                from outside; and what the kind's own sending refuses (nothing was written).
+        """
+        check_task_id(task_id)
+        record, _ = self.records.load(task_id)
+        waiting = record.waiting_for if record.status == Status.WAITING else []
+        for waiter in waiting:
+            if waiter.kind == kind and waiter.name == name:
+                operation_of(kind).send(self, task_id, waiter, payload, answer_id=answer_id)
+                return
+        now = ", ".join(f"{w.kind} {w.name!r}" for w in waiting) or "nothing"
+        raise ContinuumError(
+            f"the task waits for no {kind} {name!r} now (it waits for {now})",
+            task_id=task_id,
+            hint="client.status(task_id).waiting_for lists what it waits for; a signal may "
+            "also be sent before its wait with client.signal",
+        )
 
     def status(self, task_id: str) -> TaskStatus:
         """The task's status, counters, and its result or error once finished."""

@@ -22,16 +22,18 @@ from continuum._define.callbacks import Callback
 from continuum._define.steps import active_runner
 from continuum._record.model import EntryKind, JournalEntry
 from continuum._record.waiting_for import Duration, Waiter
-from continuum._steps.control_flow import Wait
+from continuum._steps.control_flow import Suspend, Wait
 from continuum._steps.turn_state import TurnState
 from continuum._waits.kinds import callback_wait as callback_kind
 from continuum._waits.kinds import time_wait as time_kind
 from continuum._waits.kinds.registry import BY_ENTRY
-from continuum._waits.kinds.template import Caller
 from continuum.errors import ContinuumError, TaskCancelledError
 
 if TYPE_CHECKING:
     from continuum._define.events import WaitEnded, WaitStarted
+    from continuum._record.model import TaskRecord
+    from continuum._steps.task_inbox import TaskInbox
+    from continuum._waits.kinds.template import Caller
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,6 +56,25 @@ class WaitCaller:
     @property
     def task_id(self) -> str:
         return self.state.scope.record.task_id
+
+    # -- what a kind's module may use of the turn (``template.Caller``) ---------------------------
+
+    @property
+    def record(self) -> TaskRecord:
+        return self.state.scope.record
+
+    @property
+    def inbox(self) -> TaskInbox:
+        return self.state.scope.inbox
+
+    def remaining(self) -> float:
+        return self.state.scope.budget.remaining()
+
+    def save(self) -> None:
+        try:
+            self.state.scope.save_strict()
+        except Suspend as signal:
+            raise self.state.unwind(signal) from None
 
     # -- the waits, each with the record to itself (branches of a batch share it) -----------------
 

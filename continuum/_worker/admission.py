@@ -17,8 +17,9 @@ The worker's rules, in order:
    is ignored, or its early timer hops (``wake.py``).
 3. :class:`EarlyBackoff`: a suspended task's schedule fire (a retry's long backoff) that came
    before its time hops.
-4. :class:`LeaveIfNewer`: a record a newer version of the task wrote is left untouched for the
-   newer code, and its message sent again.
+4. :class:`LeaveIfNewer`: a record a newer version of the task wrote, or one waiting on a kind
+   of wait this version does not know (the wake rule cannot judge it), is left untouched for
+   the newer code, and its message sent again.
 5. :class:`ClaimRecord`: compare-and-swap the record to ``running`` with a lease until this
    invocation's deadline (``claim.py``). Losing the swap means another worker has it.
 
@@ -30,7 +31,6 @@ and runs the rules again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Protocol
 
@@ -42,6 +42,7 @@ from continuum._record.inbox import Listing
 from continuum._record.model import Status, TaskRecord
 from continuum._record.persistence import Records
 from continuum._turn.tasks import Registry
+from continuum._waits.kinds.registry import unknown_kinds
 from continuum._worker.claim import Claim
 from continuum._worker.endings import Endings, Outcome, too_new_for
 from continuum._worker.fence import Verdict, fence
@@ -81,7 +82,6 @@ class StaleMemory(Exception):
     """The record this worker remembered has been changed by someone else."""
 
 
-@dataclass(slots=True)
 class Admission:
     """One message on its way through the rules, and what they found out about it.
 
@@ -90,21 +90,39 @@ class Admission:
     turns), and ``claim`` with the time left when it was taken (``left_s``).
     """
 
-    message: Continuation
-    delivery: Delivery
-    context: LambdaContext
-    from_memory: bool
-    record: TaskRecord
-    revision: str
-    #: the store and queue calls of this message so far, and its clock.
-    usage: Usage
-    clock: RunClock
-    #: the time the rules judge by (epoch s).
-    now: float
-    verdict: Verdict | None = None
-    listing: Listing | None = None
-    claim: Claim | None = None
-    left_s: float = 0.0
+    # A plain class, not a dataclass: generating a dataclass's methods costs the cold import.
+    __slots__ = (
+        "claim", "clock", "context", "delivery", "from_memory", "left_s", "listing", "message",
+        "now", "record", "revision", "usage", "verdict",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        message: Continuation,
+        delivery: Delivery,
+        context: LambdaContext,
+        from_memory: bool,
+        record: TaskRecord,
+        revision: str,
+        usage: Usage,
+        clock: RunClock,
+        now: float,
+    ) -> None:
+        self.message = message
+        self.delivery = delivery
+        self.context = context
+        self.from_memory = from_memory
+        self.record = record
+        self.revision = revision
+        #: the store and queue calls of this message so far, and its clock.
+        self.usage = usage
+        self.clock = clock
+        #: the time the rules judge by (epoch s).
+        self.now = now
+        self.verdict: Verdict | None = None
+        self.listing: Listing | None = None
+        self.claim: Claim | None = None
+        self.left_s = 0.0
 
     @property
     def message_id(self) -> str:
@@ -235,8 +253,8 @@ class Wake(AdmissionRule):
         poll_s = self.settings.inbox_poll_s
         listing = listing_for(self.records.inbox, record, message, poll_s, now=now)
         admission.listing = listing
-        if record.status != Status.WAITING:
-            return GO
+        if record.status != Status.WAITING or unknown_kinds(w.kind for w in record.waiting_for):
+            return GO  # a kind this version does not know: LeaveIfNewer leaves it
         assert listing is not None
         timer = admission.verdict is Verdict.RUN and message.kind == "timer"
         match decide(record, listing, timer=timer, now=now):
@@ -278,8 +296,9 @@ def early_backoff(
 
 
 class LeaveIfNewer(AdmissionRule):
-    """4. A record of a newer version of its task is left untouched (no claim, no hop) for
-    the newer code, and its message sent again."""
+    """4. A record of a newer version of its task, or waiting on a kind of wait this version
+    does not know, is left untouched (no claim, no hop) for the newer code, and its message
+    sent again."""
 
     def __init__(self, registry: Registry, endings: Endings) -> None:
         self.registry, self.endings = registry, endings

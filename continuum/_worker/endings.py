@@ -31,6 +31,7 @@ from continuum._record.model import ErrorInfo, Status, TaskRecord
 from continuum._record.persistence import Records
 from continuum._record.waiting_for import Waiter
 from continuum._turn.tasks import Task
+from continuum._waits.kinds.registry import unknown_kinds
 from continuum._worker.claim import Claim
 from continuum._worker.fence import Verdict
 from continuum._worker.long_waits import LongWaits, plan
@@ -333,7 +334,17 @@ def cancelled_error(request: CancelRequest, turn: int) -> ErrorInfo:
 
 def too_new_for(task: Task[Any] | None, record: TaskRecord) -> RecordTooNewError | None:
     """Why ``task`` (this worker's code) must leave ``record`` alone: a newer version of the
-    task wrote it; None if it may run it."""
+    task wrote it, or a newer continuum left it waiting on a kind of wait this one does not
+    know (only that code can tell what answers it); None if it may run it."""
+    waiting = record.waiting_for if record.status == Status.WAITING else []
+    if unknown := unknown_kinds(w.kind for w in waiting):
+        return RecordTooNewError(
+            f"task {record.task_name!r} waits on a kind of wait this version of continuum "
+            f"does not know: {', '.join(map(repr, unknown))}",
+            task_id=record.task_id,
+            hint="a newer continuum wrote it (or this one is a rollback): roll forward; the "
+            "record is left untouched and its message comes back every 15 minutes",
+        )
     if task is None or record.state_version <= task.version:
         return None
     return RecordTooNewError(

@@ -7,5 +7,8 @@ a person's yes waits on a callback.
 ``opentelemetry``: OpenTelemetry traces of tasks (``continuum-lambda[otel]``): ``Tracing``, an
 observer that makes one trace per task across its invocations and child tasks.
 
-May import: errors, _base, _define, _steps, _turn.
+The tracing reads the wait kinds (``_waits``: what each is called in events and on AWS), so
+that a kind added to their registry is traced without a table here.
+
+May import: errors, _base, _define, _steps, _waits, _turn.
 """

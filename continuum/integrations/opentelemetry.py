@@ -73,6 +73,7 @@ from continuum._define.events import (
     WaitStarted,
 )
 from continuum._define.observers import Observer
+from continuum._waits.kinds import registry
 from continuum.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -84,14 +85,9 @@ _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _OK = Status(StatusCode.OK)
 #: Outcomes of an invocation that end its span with status ERROR.
 _FAILED_OUTCOMES = ("failed", "crashed")
-#: What an open operation of the record is, by its journal kind: the wait kind (or ``step``).
-_OPEN_KINDS = {
-    "sleep": ("sleep", ""),
-    "callback_result": ("callback", ".result"),
-    "signal": ("signal", ""),
-    "children": ("children", ""),
-    "step": ("step", ""),
-}
+#: What an open wait of the record is, by its journal kind: its kind of wait (the registry's
+#: own table, so a kind added there is resumed here); an open ``step`` is a step.
+_OPEN_KINDS = registry.BY_ENTRY
 #: The statuses of an operation the record holds that its next invocation goes on with.
 _OPEN_STATUSES = ("started", "pending")
 #: Outcomes of a wait, context or operation that end its span with no status (UNSET).
@@ -154,14 +150,9 @@ class _ChosenIds(IdGenerator):
 
 # -- the two vocabularies ----------------------------------------------------------------------
 
-#: AWS's operation type and subtype of each wait kind and context kind of continuum.
-_AWS_WAIT_TYPES = {
-    "sleep": ("WAIT", "Wait"),
-    "callback": ("CALLBACK", "Callback"),
-    "signal": ("CALLBACK", "Signal"),
-    "children": ("CHAINED_INVOKE", "ChainedInvoke"),
-    "condition": ("STEP", "WaitForCondition"),
-}
+#: AWS's operation type and subtype of the waits that are no kind of wait (each kind says its
+#: own, ``WaitOperation.aws_type``): a condition is a loop of steps and sleeps.
+_AWS_WAIT_TYPES = {"condition": ("STEP", "WaitForCondition")}
 _AWS_CONTEXT_TYPES = {"context": "RunInChildContext", "batch": "Parallel", "item": "Iteration"}
 #: AWS's status words for continuum's outcomes (of a task, an invocation, an operation).
 _AWS_STATUS = {
@@ -322,7 +313,8 @@ class _AwsVocabulary(_Vocabulary):
         return name
 
     def wait(self, kind: str, key: str, name: str, outcome: str) -> dict[str, Any]:
-        kind_type, subtype = _AWS_WAIT_TYPES.get(kind, ("WAIT", kind))
+        wait = registry.BY_EVENT.get(kind)
+        kind_type, subtype = wait.aws_type if wait else _AWS_WAIT_TYPES.get(kind, ("WAIT", kind))
         return {
             "durable.operation.id": key,
             "durable.operation.type": kind_type,
@@ -776,10 +768,15 @@ class Tracing(Observer):
         self._send_held(task)
         since, saved_open = task.invocation_started, {}
         for op in event.operations:
-            if op.status in _OPEN_STATUSES and op.kind in _OPEN_KINDS:
-                kind, suffix = _OPEN_KINDS[op.kind]
-                name = op.name.removesuffix(suffix)
-                saved_open[op.turn, op.id] = kind, name, op.started_at or since, op.attempt
+            if op.status not in _OPEN_STATUSES:
+                continue
+            if op.kind == "step":
+                kind, name = "step", op.name
+            elif (wait := _OPEN_KINDS.get(op.kind)) is not None:
+                kind, name = wait.event, wait.named(op.name)
+            else:
+                continue
+            saved_open[op.turn, op.id] = kind, name, op.started_at or since, op.attempt
         task.saved_open = saved_open
 
     def _send_open(self, task: _TaskTrace, ended: float) -> None:

@@ -35,11 +35,14 @@ class Served:
         token: the server's token, sent back with every form (cross-site requests lack it).
         base: the task's path on the server (the forms post to ``{base}/callback`` etc.).
         list: the path of the task list.
+        answers: the kinds of wait the page has a form for, each with what answering it is
+            called (the forms post to ``{base}/{kind}``).
     """
 
     token: str
     base: str
     list: str = "/"
+    answers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

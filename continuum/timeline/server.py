@@ -5,8 +5,10 @@ thread), and ``continuum ui`` serves them against a deployed stack:
 
 - ``GET /``: the tasks, newest first (``client.tasks()``), and what the waiting ones wait for;
 - ``GET /tasks/ID``: the task's timeline (the page ``continuum inspect --html`` writes), with
-  forms that complete a callback, send a signal and cancel the task;
-- ``POST /tasks/ID/callback`` (``callback_id``, ``result``: JSON), ``POST /tasks/ID/signal``
+  forms that answer what it waits for, send a signal and cancel the task;
+- ``POST /tasks/ID/KIND``: an answer to a wait of a kind the registry lists with an ``action``
+  (``name``, ``id``, ``payload``: JSON; a callback's ``callback_id``, ``result``), sent
+  through the kind's ``send``; ``POST /tasks/ID/signal``
   (``name``, ``payload``: JSON), ``POST /tasks/ID/cancel`` (``reason``), ``POST
   /tasks/ID/retry`` (a failed task);
 - ``GET`` and ``POST /cb/TOKEN``: callback links, as the stack's link function answers them
@@ -30,6 +32,7 @@ import html
 import json
 import secrets
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import CookieError, SimpleCookie
@@ -41,6 +44,9 @@ from continuum._ops.client import Client
 from continuum._ops.inspection import DEFAULT_VERSIONS, inspect_task
 from continuum._ops.links import LINK_PATH, LinkEndpoint
 from continuum._record.model import Status, check_task_id
+from continuum._record.waiting_for import Waiter
+from continuum._waits.kinds import registry
+from continuum._waits.kinds.template import WaitOperation
 from continuum.errors import ConfigurationError, ContinuumError, RecordNotFoundError
 from continuum.timeline.listing import task_list_page
 from continuum.timeline.page import Notice, Served, document, timeline_page
@@ -49,13 +55,36 @@ from continuum.timeline.page import Notice, Served, document, timeline_page
 MAX_FORM_BYTES = 1 << 20
 #: How soon the server notices it is asked to stop.
 SHUTDOWN_POLL_S = 0.05
-#: What the task page says after each action succeeded.
-DONE = {
-    "callback": "Callback completed: the task wakes and takes the result.",
+#: What the task page says after each steering action succeeded.
+STEERED = {
     "signal": "Signal sent: the task takes it at its next wait for that name.",
     "cancel": "Cancel requested: the task stops at its next step, wait or turn.",
     "retry": "Retry started: the failed turn runs again from its last checkpoint.",
 }
+
+
+class _Done(Mapping[str, str]):
+    """What the task page says after each action succeeded: a steering one, or an answer to
+    a kind of wait that has one (``POST /tasks/ID/{kind}``), as the registry lists them now."""
+
+    def __getitem__(self, action: str) -> str:
+        if action in STEERED:
+            return STEERED[action]
+        return _answerable()[action].answered_note
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*STEERED, *_answerable()])
+
+    def __len__(self) -> int:
+        return len(STEERED) + len(_answerable())
+
+
+DONE: Mapping[str, str] = _Done()
+
+
+def _answerable() -> dict[str, WaitOperation]:
+    """The kinds of wait a page answers, by ``Waiter.kind``."""
+    return {kind: op for kind, op in registry.KINDS.items() if op.action}
 
 
 @dataclass
@@ -183,11 +212,8 @@ class TimelineServer:
         return Reply(answer.status, answer.body, {**headers, "Content-Type": answer.content_type})
 
     def _act(self, task_id: str, action: str, form: dict[str, str]) -> None:
-        if action == "callback":
-            callback_id = form.get("callback_id", "").strip()
-            if not callback_id.startswith(f"{task_id}."):
-                raise ValueError(f"callback {callback_id!r} is not one of this task's")
-            self.client.complete_callback(callback_id, _json(form.get("result", ""), "result"))
+        if (kind := _answerable().get(action)) is not None:
+            self._answer(task_id, kind, form)
         elif action == "signal":
             payload = _json(form.get("payload", ""), "payload")
             self.client.signal(task_id, form.get("name", "").strip(), payload)
@@ -195,6 +221,17 @@ class TimelineServer:
             self.client.retry(task_id)
         else:
             self.client.cancel(task_id, form.get("reason", "").strip() or None)
+
+    def _answer(self, task_id: str, kind: WaitOperation, form: dict[str, str]) -> None:
+        """Answer a wait of ``kind`` through the kind's own ``send`` (a callback's form names
+        its fields ``callback_id`` and ``result``)."""
+        answer_to = (form.get("callback_id") or form.get("id") or "").strip() or None
+        if answer_to is not None and not answer_to.startswith(f"{task_id}."):
+            raise ValueError(f"{kind.kind} {answer_to!r} is not one of this task's")
+        what = "result" if "result" in form else "payload"
+        name = form.get("name", "").strip() or kind.kind
+        waiter = Waiter(kind=kind.kind, name=name, id=answer_to)
+        kind.send(self.client, task_id, waiter, _json(form.get(what, ""), what), answer_id=None)
 
     def _list(self) -> Reply:
         tasks = self.client.tasks()
@@ -217,7 +254,8 @@ class TimelineServer:
             )
         except RecordNotFoundError:
             return _message(HTTPStatus.NOT_FOUND, f"no task {task_id!r}")
-        served = Served(token=self.token, base=f"/tasks/{quote(task_id, safe='')}")
+        answers = {kind: op.action for kind, op in _answerable().items() if op.action}
+        served = Served(token=self.token, base=f"/tasks/{quote(task_id, safe='')}", answers=answers)
         return Reply(status, timeline_page(view, served=served, notice=notice))
 
     # -- what every request must be --------------------------------------------------------------
@@ -377,11 +415,10 @@ def _json(text: str, what: str) -> Any:
 
 
 def _why(action: str, exc: Exception) -> str:
-    verb = {
-        "callback": "complete the callback",
-        "signal": "send the signal",
-        "retry": "retry the task",
-    }.get(action, "cancel the task")
+    kind = _answerable().get(action)
+    verb = (kind and kind.action) or {"signal": "send the signal", "retry": "retry the task"}.get(
+        action, "cancel the task"
+    )
     return f"Could not {verb}: {exc}"
 
 

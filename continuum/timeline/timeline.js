@@ -169,7 +169,18 @@ function waitsBox() {
       w.url && el("a", { class: "callback-link", href: w.url }, "link to answer"),
       w.kind === "callback" && askedBox(w),
       live && w.kind === "callback" && w.id && answerForms(w),
+      live && w.kind !== "callback" && DATA.server.answers[w.kind] && answerForm(w),
     ))));
+}
+
+// Another kind the server answers (its action, as the registry says it): its name, its id, a payload.
+function answerForm(w) {
+  const label = DATA.server.answers[w.kind];
+  return form(w.kind, label[0].toUpperCase() + label.slice(1), [
+    el("input", { type: "hidden", name: "name", value: w.name }),
+    w.id ? el("input", { type: "hidden", name: "id", value: w.id }) : null,
+    field("payload (JSON)", el("textarea", { name: "payload", rows: 2, placeholder: "null" })),
+  ], `answer-wait answer-${w.kind}`);
 }
 
 // -- a callback's request and its answers (continuum/expects.py says what a request holds) ----

@@ -141,6 +141,34 @@ def test_a_task_has_the_generated_signature_repr_and_equality():
     assert dataclasses.replace(mine, version=2, migrations={1: dict}).version == 2
 
 
+def test_a_step_has_the_signature_repr_equality_and_hash_a_dataclass_would_give_it():
+    from continuum._define.steps import AsyncStep, Step
+
+    def fn(x: int) -> int:
+        return x
+
+    adapter = dataclasses.field(default=None, repr=False)
+    made = dataclasses.make_dataclass(
+        "Step", [("fn", object), ("options", object), ("_adapter", object, adapter)]
+    )
+    mine_shape = [(p.name, p.kind, p.default) for p in inspect.signature(Step).parameters.values()]
+    assert mine_shape == [
+        (p.name, p.kind, p.default) for p in inspect.signature(made).parameters.values()
+    ]
+    assert Step.__match_args__ == made.__match_args__
+    options = StepOptions("s")
+    mine, theirs = Step(fn, options), made(fn, options)
+    assert repr(mine) == repr(theirs)
+    assert repr(AsyncStep(fn, options)).startswith("AsyncStep(fn=")
+    assert mine == Step(fn, options)
+    assert mine != Step(fn, StepOptions("t"))
+    assert mine != AsyncStep(fn, options)  # another class, as generated
+    _ = mine.adapter  # the adapter counts in equality, as generated
+    assert mine != Step(fn, options)
+    with pytest.raises(TypeError):
+        hash(mine)
+
+
 PUBLIC_FROZEN = [StepOptions, Settings, StepEnded]
 
 

@@ -223,3 +223,34 @@ def test_the_written_page_has_no_buttons_even_for_a_waiting_task(quiet, browser,
     browser.open(page.as_uri())
     assert browser.evaluate("document.querySelectorAll('form').length") == 0
     assert browser.evaluate("document.querySelector('#waits code.callback-id') !== null")
+
+
+def test_a_kind_of_wait_the_registry_lists_with_an_action_is_answered_through_its_send(
+    served, monkeypatch
+):
+    from typing import Any, ClassVar
+
+    from continuum._waits.kinds import registry
+    from continuum._waits.kinds.template import WaitOperation
+
+    sent: list[tuple[str, str, Any]] = []
+
+    class WebhookWait(WaitOperation):
+        kind: ClassVar[str] = "webhook"
+        event: ClassVar[str] = "webhook"
+        outside: ClassVar[bool] = True
+        action: ClassVar[str | None] = "post the webhook"
+
+        def send(self, mail, task_id, waiter, payload, *, answer_id):
+            sent.append((task_id, waiter.name, payload))
+
+    monkeypatch.setitem(registry.KINDS, "webhook", WebhookWait())
+    token = served.server.token
+    fields = {"token": token, "name": "deploy", "payload": '{"sha": "abc"}'}
+    status, _, where = post(f"{served.task_url}/webhook", fields)
+    assert (status, sent) == (303, [("ask-1", "deploy", {"sha": "abc"})])
+    assert get(f"{served.server.url}{where.lstrip('/')}")[1].count("Answer sent") == 1
+    status, body, _ = post(f"{served.task_url}/webhook", {**fields, "payload": "{no"})
+    assert (status, "Could not post the webhook: the payload is not JSON" in body) == (400, True)
+    page = get(served.task_url)[1]
+    assert '"answers":{"callback":"complete the callback","webhook":"post the webhook"}' in page

@@ -83,3 +83,31 @@ def test_a_retry_across_two_invocations_reads_as_awss_retry_scenario(traced, exp
 def test_an_unknown_naming_is_refused_naming_the_choices():
     with pytest.raises(ConfigurationError, match="'continuum' or 'aws'"):
         Tracing(naming="otel")  # type: ignore[arg-type]
+
+
+def test_a_wait_kind_says_its_aws_operation_type_and_a_kind_added_to_the_registry_is_named_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from typing import ClassVar
+
+    from continuum._waits.kinds import registry
+    from continuum._waits.kinds.template import WaitOperation
+    from continuum.integrations import opentelemetry
+
+    class WebhookWait(WaitOperation):
+        kind: ClassVar[str] = "webhook"
+        event: ClassVar[str] = "webhook"
+        aws_type: ClassVar[tuple[str, str]] = ("CALLBACK", "Webhook")
+
+    monkeypatch.setitem(registry.BY_EVENT, "webhook", WebhookWait())
+    words = opentelemetry._AwsVocabulary()
+    for kind, expected in [
+        ("webhook", ("CALLBACK", "Webhook")),
+        ("sleep", ("WAIT", "Wait")),
+        ("callback", ("CALLBACK", "Callback")),
+        ("signal", ("CALLBACK", "Signal")),
+        ("children", ("CHAINED_INVOKE", "ChainedInvoke")),
+        ("condition", ("STEP", "WaitForCondition")),
+    ]:
+        said = words.wait(kind, "1", "w", "succeeded")
+        assert (said["durable.operation.type"], said["durable.operation.subtype"]) == expected

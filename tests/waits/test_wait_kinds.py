@@ -65,3 +65,39 @@ def test_a_waiter_of_a_known_kind_loads_as_its_member_and_another_kind_as_its_va
     assert known.kind is WaitKind.CALLBACK
     other = Waiter.model_validate_json('{"kind": "a-kind-of-a-newer-version", "name": "a"}')
     assert other.kind == "a-kind-of-a-newer-version"
+
+
+def test_a_wait_kinds_module_uses_of_the_turn_only_what_its_caller_offers():
+    reaching = re.compile(r"\bcaller\.state\b|\.scope\.|\bTurnState\b")
+    for module in sorted(KINDS.glob("*_wait.py")):
+        for number, line in enumerate(module.read_text().splitlines(), 1):
+            assert not reaching.search(line), f"{module.name}:{number}: {line.strip()}"
+
+
+def test_send_to_wait_answers_what_the_task_waits_for_through_its_kind_and_names_the_rest(
+    make_runtime,
+):
+    import pytest
+
+    from continuum import Continuum, ContinuumError, TaskContext
+    from tests.waits.test_signals import Inbox
+
+    app = Continuum()
+
+    @app.task(state=Inbox)
+    def listen(ctx: TaskContext[Inbox]) -> object:
+        signal = ctx.wait_for_signal("go")
+        return ctx.create_callback("ok").result() if signal else None
+
+    runtime = make_runtime(app)
+    client = app.client()
+    with runtime.time.running():
+        task_id = client.start("listen", {})
+        runtime.drive(task_id)
+        with pytest.raises(ContinuumError, match=r"waits for no signal 'stop' now .*signal 'go'"):
+            client.send_to_wait(task_id, "signal", "stop", 1)
+        client.send_to_wait(task_id, "signal", "go", 1)
+        runtime.drive(task_id)
+        client.send_to_wait(task_id, "callback", "ok", {"done": True})
+        done = runtime.drive(task_id)
+    assert (done.status, done.result) == ("succeeded", {"done": True})

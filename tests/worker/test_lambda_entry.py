@@ -51,6 +51,23 @@ def test_the_worker_import_freezes_what_it_made_and_leaves_the_collector_on(lamb
     assert gc.get_freeze_count() > 10_000  # the modules, classes and schemas of the import
 
 
+def test_the_worker_import_leaves_the_blob_store_records_to_the_first_message():
+    env = {
+        **os.environ,
+        "CONTINUUM_APP": "samples.research_agent:app",
+        "CONTINUUM_BUCKET": "state",
+        "CONTINUUM_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/q",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "PYTHONPATH": str(ROOT),
+    }
+    code = "import sys, handlers.worker; print('continuum._record.blob_records' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+
+
 def test_a_worker_import_that_fails_leaves_the_collector_on(monkeypatch):
     monkeypatch.delenv("CONTINUUM_APP", raising=False)
     sys.modules.pop("handlers.worker", None)

@@ -7,6 +7,7 @@ resumes the task, however long the rollback lasted.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -83,3 +84,31 @@ def test_rolling_forward_after_a_rollback_longer_than_a_week_resumes_the_task():
     assert deliveries > 7 * 24 * 4
     assert done.status == "succeeded", done.error
     assert done.result == 2
+
+
+def test_a_wait_of_a_kind_this_version_does_not_know_is_left_for_the_newer_code_naming_it(
+    make_runtime, caplog
+):
+    app = Continuum()
+
+    @app.task(state=Nap)
+    def listen(ctx: TaskContext[Nap]) -> Any:
+        signal = ctx.wait_for_signal("go")
+        return signal.payload if signal else None
+
+    runtime = make_runtime(app)
+    client = app.client()
+    with runtime.time.running():
+        task_id = client.start("listen", {})
+        runtime.drive(task_id)
+        record, revision = app.records.load(task_id)
+        # what a newer continuum with a "webhook" kind of wait writes (same record format)
+        record.waiting_for[0] = record.waiting_for[0].model_copy(update={"kind": "webhook"})
+        app.records.swap(record, revision=revision)
+        client.signal(task_id, "webhook.go", {"posted": True})  # the newer kind's answer
+        before = snapshot_objects(runtime)
+        assert runtime.invoke_once() is not None  # the wake, to a worker of this version
+        assert snapshot_objects(runtime) == before, "the worker wrote a record it cannot read"
+        assert runtime.next_due() is not None, "the wake was taken: the task is stranded"
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(task_id in line and "'webhook'" in line for line in said), said

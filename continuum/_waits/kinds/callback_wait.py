@@ -27,14 +27,14 @@ from continuum._record.waiting_for import (
     epoch_to_datetime,
     seconds_of,
 )
-from continuum._steps.control_flow import Suspend
-from continuum._waits.kinds.template import Caller, WaitOperation
+from continuum._waits.kinds.template import WaitOperation
 from continuum.errors import CallbackFailedError, CallbackTimeoutError, ContinuumError
 
 if TYPE_CHECKING:
     from continuum._record.inbox import Listing
     from continuum._record.model import TaskRecord
     from continuum._waits.answers import Mail
+    from continuum._waits.kinds.template import Caller
 
 
 def token_of(callback_id: str | None) -> str:
@@ -61,7 +61,9 @@ class CallbackWait(WaitOperation):
     event: ClassVar[str] = "callback"
     entries: ClassVar[tuple[str, ...]] = (EntryKind.CALLBACK_RESULT,)
     outside: ClassVar[bool] = True
-    action: ClassVar[str | None] = "complete callback"
+    action: ClassVar[str | None] = "complete the callback"
+    answered_note: ClassVar[str] = "Callback completed: the task wakes and takes the result."
+    aws_type: ClassVar[tuple[str, str]] = ("CALLBACK", "Callback")
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         return listing.has_answer(token_of(waiter.id))
@@ -112,7 +114,6 @@ def create(
     heartbeat: Duration | None,
     request: Any,
 ) -> Callback:
-    state = caller.state
     task_id = caller.task_id
     label = check_name(name or "callback", what="callback name", task_id=task_id)
     timeout_s = seconds_of(timeout, what="timeout", task_id=task_id)
@@ -127,7 +128,7 @@ def create(
     created = epoch_to_datetime(now)
     assert created is not None
     expires_at = now + timeout_s if timeout_s is not None else None
-    state.scope.record.callbacks[token] = OpenCallback(
+    caller.record.callbacks[token] = OpenCallback(
         key=key,
         name=label,
         created_at=created,
@@ -140,28 +141,24 @@ def create(
     caller.done(JournalEntry(key, label, kind=EntryKind.CALLBACK, ref=token, deadline=expires_at))
     # The id must be in the stored record before anyone outside can hold it: a client
     # refuses ids the record does not list.
-    try:
-        state.scope.save_strict()
-    except Suspend as signal:
-        raise state.unwind(signal) from None
+    caller.save()
     return Callback(caller, token, label, expires_at)
 
 
 def result(caller: Caller, callback: Callback) -> Any:
     """``callback.result()`` journaled in ``caller``'s context."""
-    state = caller.state
     name = f"{callback.name}.result"
     key, entry = caller.enter(name, EntryKind.CALLBACK_RESULT)
     if entry is not None and not entry.partial:
         return _outcome(caller, entry)
     token = callback.token
     entry = entry or JournalEntry(key, name, kind=EntryKind.CALLBACK_RESULT, ref=token)
-    open_callback = state.scope.record.callbacks.get(token)
+    open_callback = caller.record.callbacks.get(token)
     if open_callback is None:  # awaited before in this task: the same outcome again
         earlier = _earlier_outcome(caller, token)
         caller.done(earlier)
         return _outcome(caller, earlier)
-    inbox = state.scope.inbox
+    inbox = caller.inbox
     for attempt in range(2):
         if inbox.listing.has_answer(token):
             answer = inbox.answer(token)
@@ -188,13 +185,13 @@ def result(caller: Caller, callback: Callback) -> Any:
 
 
 def _close(caller: Caller, entry: JournalEntry, callback: Callback) -> Any:
-    caller.state.scope.record.callbacks.pop(callback.token, None)
+    caller.record.callbacks.pop(callback.token, None)
     caller.done(entry)
     return _outcome(caller, entry)
 
 
 def _earlier_outcome(caller: Caller, token: str) -> JournalEntry:
-    for entry in reversed(list(walk(caller.state.scope.record.journal))):  # any context's
+    for entry in reversed(list(walk(caller.record.journal))):  # any context's
         if entry.kind == EntryKind.CALLBACK_RESULT and entry.ref == token and not entry.partial:
             return JournalEntry(
                 entry.key,

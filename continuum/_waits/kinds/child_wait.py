@@ -66,6 +66,7 @@ class ChildWait(WaitOperation):
     entries: ClassVar[tuple[str, ...]] = ("children",)
     recheck_s: ClassVar[float | None] = CHILD_RECHECK_S
     in_turn: ClassVar[bool] = False
+    aws_type: ClassVar[tuple[str, str]] = ("CHAINED_INVOKE", "ChainedInvoke")
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         if waiter.id is None:

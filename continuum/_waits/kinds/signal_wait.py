@@ -20,12 +20,13 @@ from continuum._record.waiting_for import (
     epoch_to_datetime,
     seconds_of,
 )
-from continuum._waits.kinds.template import Caller, WaitOperation
+from continuum._waits.kinds.template import WaitOperation
 
 if TYPE_CHECKING:
     from continuum._record.inbox import Listing
     from continuum._record.model import TaskRecord
     from continuum._waits.answers import Mail
+    from continuum._waits.kinds.template import Caller
 
 
 class SignalWait(WaitOperation):
@@ -33,6 +34,7 @@ class SignalWait(WaitOperation):
     event: ClassVar[str] = "signal"
     entries: ClassVar[tuple[str, ...]] = (EntryKind.SIGNAL,)
     outside: ClassVar[bool] = True
+    aws_type: ClassVar[tuple[str, str]] = ("CALLBACK", "Signal")
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:
         taken = set(record.signals_taken)
@@ -61,13 +63,12 @@ def enter(caller: Caller, name: str, timeout: Duration | None) -> Signal | None:
     if entry is None:
         deadline = now_s() + timeout_s if timeout_s is not None else None
         entry = JournalEntry(key, label, kind=EntryKind.SIGNAL, deadline=deadline)
-    state = caller.state
-    taken = set(state.scope.record.signals_taken)
+    taken = set(caller.record.signals_taken)
     for attempt in range(2):
-        found = state.scope.inbox.oldest_signal(name, taken)
+        found = caller.inbox.oldest_signal(name, taken)
         if found is not None:
             relative, signal = found
-            state.scope.record.signals_taken.append(relative)
+            caller.record.signals_taken.append(relative)
             entry.ref, entry.result = relative, signal.model_dump(mode="json")
             caller.done(entry)
             return Signal.model_validate(entry.result)  # as a replay would rebuild it

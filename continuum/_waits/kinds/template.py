@@ -14,6 +14,14 @@ Its module also holds the function a turn enters it with (``enter(caller, ...)``
    keeps (``caller.wait``); the worker wakes the task at ``Waiter.deadline`` or when
    ``answered`` turns true, and the replayed turn takes what arrived.
 
+What a kind's module may use of the turn is :class:`Caller`, and nothing else: the task's
+record (``caller.record``: what the kind keeps beside its waits, as ``callbacks`` and
+``signals_taken``; written with the turn's next save), its inbox (``caller.inbox``: what was
+sent to it, read from one listing, ``caller.listing_fresh()`` to list again), the time left
+(``caller.remaining()``), a save now (``caller.save()``, when the outside must see what the
+turn wrote before it can answer), and the journal through ``enter`` / ``done`` / ``wait``. The
+turn's state, scope and locks are the template's.
+
 The same shape covers the other operations, which stay where they are because it costs
 nothing to leave them: a **step** enters by its key, replays its recorded result, is answered
 by running it (its deadline is the budget; a retry that does not fit waits as a ``time``
@@ -37,38 +45,56 @@ if TYPE_CHECKING:
     from continuum._record.model import JournalEntry, TaskRecord
     from continuum._record.waiting_for import Waiter
     from continuum._steps.control_flow import Wait
-    from continuum._steps.turn_state import TurnState
+    from continuum._steps.task_inbox import TaskInbox
     from continuum._waits.answers import Mail
 
 
-class Caller(Protocol):
-    """What a kind's ``enter`` is given: the template of ``wait_calls.WaitCaller``."""
+# A protocol for type checkers only: building its class at import costs the cold start
+# about half a million instructions (benchmarks.versus), and nothing checks it at run time.
+if TYPE_CHECKING:
 
-    @property
-    def state(self) -> TurnState: ...
+    class Caller(Protocol):
+        """What a kind's ``enter`` is given: the template of ``wait_calls.WaitCaller``."""
 
-    @property
-    def task_id(self) -> str: ...
+        @property
+        def task_id(self) -> str: ...
 
-    def enter(self, name: str, kind: str) -> tuple[str, JournalEntry | None]:
-        """The wait's key and its entry (None: first reached; partial: not answered)."""
-        ...
+        @property
+        def record(self) -> TaskRecord:
+            """The task's record (the turn saves it)."""
+            ...
 
-    def done(self, entry: JournalEntry) -> None:
-        """Record the wait's outcome."""
+        @property
+        def inbox(self) -> TaskInbox:
+            """The task's inbox, as last listed."""
+            ...
 
-    def wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
-        """Leave the unanswered wait in the journal; the signal that unwinds the turn."""
-        ...
+        def remaining(self) -> float:
+            """Seconds left in this invocation for the task's code."""
+            ...
 
-    def listing_fresh(self) -> None:
-        """List the inbox again if the last listing is not recent."""
+        def save(self) -> None:
+            """Save the record now (the turn unwinds if it must suspend instead)."""
 
-    # what a callback the kind hands out asks of its turn (``continuum._define.callbacks``)
+        def enter(self, name: str, kind: str) -> tuple[str, JournalEntry | None]:
+            """The wait's key and its entry (None: first reached; partial: not answered)."""
+            ...
 
-    def callback_result(self, callback: Callback) -> Any: ...
+        def done(self, entry: JournalEntry) -> None:
+            """Record the wait's outcome."""
 
-    def callback_url(self, callback: Callback) -> str | None: ...
+        def wait(self, entry: JournalEntry, waiter: Waiter, reason: str) -> Wait:
+            """Leave the unanswered wait in the journal; the exception that unwinds the turn."""
+            ...
+
+        def listing_fresh(self) -> None:
+            """List the inbox again if the last listing is not recent."""
+
+        # what a callback the kind hands out asks of its turn (``continuum._define.callbacks``)
+
+        def callback_result(self, callback: Callback) -> Any: ...
+
+        def callback_url(self, callback: Callback) -> str | None: ...
 
 
 class WaitOperation:
@@ -81,7 +107,12 @@ class WaitOperation:
         outside: only the outside world answers it (a task waiting on it alone is stranded
             where no one sends).
         recheck_s: while a task waits on it, its inbox is looked at least this often.
-        action: what answering it is called on a page (None: it is not answered from outside).
+        action: what answering it is called on a page, as "Could not {action}" reads (None:
+            it is not answered from outside); the page's form for it posts to ``{kind}``
+            (``name``, ``id`` and ``payload``) and the server answers through ``send``.
+        answered_note: what the page says once an answer was sent.
+        aws_type: its operation type and subtype in AWS Lambda durable functions' model (the
+            tracing's ``naming="aws"``).
         in_turn: entered through ``WaitCaller``'s template, so an observer hears of its start
             and end (child tasks are entered by the fan-out, which tells its own).
     """
@@ -92,6 +123,8 @@ class WaitOperation:
     outside: ClassVar[bool] = False
     recheck_s: ClassVar[float | None] = None
     action: ClassVar[str | None] = None
+    aws_type: ClassVar[tuple[str, str]] = ("WAIT", "Wait")
+    answered_note: ClassVar[str] = "Answer sent: the task wakes and takes it."
     in_turn: ClassVar[bool] = True
 
     def answered(self, waiter: Waiter, record: TaskRecord, listing: Listing) -> bool:

@@ -7,7 +7,7 @@ it. A sleep of ``INLINE_WAIT_S`` or less that fits the budget is slept in the in
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from continuum._base.clock import now_s
 from continuum._record.model import EntryKind, JournalEntry
@@ -19,7 +19,10 @@ from continuum._record.waiting_for import (
     epoch_to_datetime,
     seconds_of,
 )
-from continuum._waits.kinds.template import Caller, WaitOperation
+from continuum._waits.kinds.template import WaitOperation
+
+if TYPE_CHECKING:
+    from continuum._waits.kinds.template import Caller
 
 #: A wait this short (and fitting the budget) is slept in the invocation: a fresh invocation
 #: would cost more than the wait.
@@ -53,7 +56,7 @@ def enter(caller: Caller, duration: Duration, name: str | None) -> ShortSleep | 
         entry = JournalEntry(key, label, kind=EntryKind.SLEEP, deadline=now + seconds)
     assert entry.deadline is not None
     left = entry.deadline - now
-    if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < caller.state.scope.budget.remaining():
+    if left > 0 and left <= INLINE_WAIT_S and left + 0.5 < caller.remaining():
         return entry, left
     if left <= 0:
         caller.done(entry)
