@@ -19,10 +19,6 @@ from continuum.cli import declaration, main
 from tests.outside.test_cli_start_reads_the_declaration import Project, objects, record
 from tests.support import moto_backend
 
-#: A hostile review's findings, kept as tests: they run with the slow suites (in CI too),
-#: so that the quick suite stays within its five minutes.
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture
 def stack(monkeypatch) -> Iterator[list[str]]:

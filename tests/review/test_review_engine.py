@@ -26,10 +26,6 @@ from continuum import Continuum, TaskContext
 from continuum._waits.kinds import registry
 from continuum._waits.kinds.template import WaitOperation
 
-#: A hostile review's findings, kept as tests: they run with the slow suites (in CI too),
-#: so that the quick suite stays within its five minutes.
-pytestmark = pytest.mark.slow
-
 
 class Mailbox(BaseModel):
     taken: list[Any] = []

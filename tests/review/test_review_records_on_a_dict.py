@@ -14,10 +14,6 @@ from continuum._record.persistence import Records
 from tests.backends.test_records_contract import RecordsContract
 from tests.review.dict_records import DictRecords
 
-#: A hostile review's findings, kept as tests: they run with the slow suites (in CI too),
-#: so that the quick suite stays within its five minutes.
-pytestmark = pytest.mark.slow
-
 
 class TestDictRecords(RecordsContract):
     @pytest.fixture

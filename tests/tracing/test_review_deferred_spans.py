@@ -12,7 +12,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from aws_lambda_powertools import Logger
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -24,10 +23,6 @@ from continuum import Continuum, Status, TaskContext
 from continuum.integrations.opentelemetry import Tracing
 from tests.support import LocalRuntime
 from tests.tracing.conftest import provider_of, spans_of
-
-#: A hostile review's findings, kept as tests: they run with the slow suites (in CI too),
-#: so that the quick suite stays within its five minutes.
-pytestmark = pytest.mark.slow
 
 #: The attribute an attempt ends with, by naming: it is not known when the attempt starts.
 ATTEMPT_OUTCOME = {"continuum": "continuum.attempt.outcome", "aws": "durable.attempt.outcome"}
